@@ -1,0 +1,59 @@
+-- Finding buffers by file path, and file URIs. Paths are compared exactly (after making them
+-- absolute), never through bufnr()'s pattern matching.
+local M = {}
+
+--- An absolute, normalised path from a file URI or a path.
+function M.to_path(uri_or_path)
+  local path = uri_or_path
+  if path:match("^file:") then
+    path = vim.uri_to_fname(path)
+  end
+  return vim.fs.normalize(vim.fn.fnamemodify(path, ":p"))
+end
+
+--- The buffer showing exactly this file, or nil. Falls back to comparing real paths so that a
+--- file opened through a symlink is still found.
+function M.find(path)
+  path = M.to_path(path)
+  local real
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.api.nvim_buf_get_name(buf)
+    if name == path then
+      return buf
+    end
+  end
+  real = vim.uv.fs_realpath(path)
+  if not real then
+    return nil
+  end
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    local name = vim.api.nvim_buf_get_name(buf)
+    if name ~= "" and vim.uv.fs_realpath(name) == real then
+      return buf
+    end
+  end
+end
+
+--- The file URI of a buffer, or nil for buffers that are not files.
+function M.uri(buf)
+  local name = vim.api.nvim_buf_get_name(buf)
+  if name == "" or vim.bo[buf].buftype ~= "" or name:match("^%a[%w+.-]*://") then
+    return nil
+  end
+  return vim.uri_from_fname(name)
+end
+
+--- A byte column on a line as a UTF-16 code-unit offset (what LSP and the protocol count).
+function M.utf16_col(line, col)
+  if col <= 0 or not line or not line:find("[\128-\255]") then
+    return col
+  end
+  col = math.min(col, #line)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return vim.str_utfindex(line, "utf-16", col, false)
+  end
+  local _, u16 = vim.str_utfindex(line, col)
+  return u16
+end
+
+return M

@@ -1,0 +1,104 @@
+-- :PiIde <subcommand>. With no subcommand it shows the status.
+local M = {}
+
+local function ago(t)
+  local s = os.time() - t
+  if s < 60 then
+    return s .. "s ago"
+  elseif s < 3600 then
+    return math.floor(s / 60) .. "m ago"
+  end
+  return ("%dh%02dm ago"):format(math.floor(s / 3600), math.floor(s % 3600 / 60))
+end
+
+--- The status as lines of text (also used by tests and :checkhealth).
+function M.status_lines()
+  local st = require("pi-ide.server").status()
+  if not st.running then
+    return { "pi-ide.nvim: not running (start it with :PiIde start)" }
+  end
+  local lines = {
+    ("pi-ide.nvim: running on 127.0.0.1:%d as %q"):format(st.port, st.ide_name),
+    "  lockfile: " .. st.lockfile,
+    "  workspace folders: " .. table.concat(st.workspace_folders, ", "),
+    ("  clients: %d"):format(#st.clients),
+  }
+  for _, c in ipairs(st.clients) do
+    table.insert(
+      lines,
+      ("    #%d %s%s, connected %s (%s), %d parked"):format(
+        c.id,
+        c.name or "(not initialized)",
+        c.version and (" " .. c.version) or "",
+        os.date("%H:%M:%S", c.connected_at),
+        ago(c.connected_at),
+        c.parked
+      )
+    )
+  end
+  table.insert(lines, ("  parked requests: %d"):format(st.parked))
+  table.insert(lines, "  log: " .. require("pi-ide.log").path())
+  return lines
+end
+
+M.subcommands = {
+  start = function()
+    local server = require("pi-ide.server")
+    if server.running() then
+      vim.notify("pi-ide.nvim: already running", vim.log.levels.INFO)
+    elseif server.start() then
+      local st = server.status()
+      vim.notify(("pi-ide.nvim: listening on port %d (lockfile %s)"):format(st.port, st.lockfile), vim.log.levels.INFO)
+    end
+  end,
+  stop = function()
+    if require("pi-ide.server").stop() then
+      vim.notify("pi-ide.nvim: stopped", vim.log.levels.INFO)
+    else
+      vim.notify("pi-ide.nvim: not running", vim.log.levels.INFO)
+    end
+  end,
+  restart = function()
+    require("pi-ide.server").stop()
+    M.subcommands.start()
+  end,
+  status = function()
+    local chunks = {}
+    for _, l in ipairs(M.status_lines()) do
+      table.insert(chunks, { l .. "\n" })
+    end
+    vim.api.nvim_echo(chunks, false, {})
+  end,
+}
+
+function M.run(opts)
+  local name = opts.fargs[1] or "status"
+  local fn = M.subcommands[name]
+  if not fn then
+    local names = vim.tbl_keys(M.subcommands)
+    table.sort(names)
+    vim.notify(
+      ("pi-ide.nvim: unknown subcommand '%s' (try: %s)"):format(name, table.concat(names, ", ")),
+      vim.log.levels.ERROR
+    )
+    return
+  end
+  fn(opts)
+end
+
+function M.complete(arglead, cmdline)
+  -- Only the first argument is a subcommand.
+  if cmdline:match("^%s*%S+%s+%S+%s") then
+    return {}
+  end
+  local out = {}
+  for name in pairs(M.subcommands) do
+    if name:sub(1, #arglead) == arglead then
+      table.insert(out, name)
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+return M

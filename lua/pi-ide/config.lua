@@ -1,0 +1,141 @@
+-- Options: defaults, and a check of what the user passed to setup(). A bad key is named in a
+-- message and ignored; the rest of the configuration still applies.
+local M = {}
+
+M.defaults = {
+  -- Start the server when Neovim starts (after VimEnter, so startup is never slowed).
+  auto_start = true,
+  -- "off", "error", "warn", "info", "debug" or "trace"; the file is stdpath("log")/pi-ide.log.
+  log_level = "info",
+  -- The name Pi's /ide list shows for this editor; a string, or a function returning one.
+  -- nil: "Neovim", plus the terminal pane when one is known (tmux, WezTerm, kitty).
+  ide_name = nil,
+  -- Frames larger than this many bytes are refused (the connection is closed with code 1009).
+  max_message_size = 64 * 1024 * 1024,
+}
+
+local log_levels = { "off", "error", "warn", "info", "debug", "trace" }
+
+-- key -> { types accepted, optional extra check returning an error text }
+local schema = {
+  auto_start = { { "boolean" } },
+  log_level = {
+    { "string" },
+    function(v)
+      if not vim.tbl_contains(log_levels, v) then
+        return "must be one of " .. table.concat(log_levels, ", ")
+      end
+    end,
+  },
+  ide_name = {
+    { "nil", "string", "function" },
+    function(v)
+      if v == "" then
+        return "must not be empty"
+      end
+    end,
+  },
+  max_message_size = {
+    { "number" },
+    function(v)
+      if v < 1024 or v ~= math.floor(v) then
+        return "must be a whole number of bytes, at least 1024"
+      end
+    end,
+  },
+}
+
+local function distance(a, b)
+  local prev = {}
+  for j = 0, #b do
+    prev[j] = j
+  end
+  for i = 1, #a do
+    local cur = { [0] = i }
+    for j = 1, #b do
+      local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+    end
+    prev = cur
+  end
+  return prev[#b]
+end
+
+local function suggestion(key)
+  local best, best_d
+  for name in pairs(schema) do
+    local d = distance(key, name)
+    if d <= 3 and (not best_d or d < best_d) then
+      best, best_d = name, d
+    end
+  end
+  return best and (" (did you mean '%s'?)"):format(best) or ""
+end
+
+--- Checks `opts` and returns the merged configuration and a list of error texts.
+function M.resolve(opts)
+  local errors = {}
+  local merged = vim.deepcopy(M.defaults)
+  if opts == nil then
+    return merged, errors
+  end
+  if type(opts) ~= "table" then
+    return merged, { ("setup() takes a table of options, got a %s"):format(type(opts)) }
+  end
+  for key, value in pairs(opts) do
+    local rule = type(key) == "string" and schema[key]
+    if not rule then
+      table.insert(errors, ("unknown option '%s'%s"):format(tostring(key), suggestion(tostring(key))))
+    else
+      local kinds, check = rule[1], rule[2]
+      local msg
+      if not vim.tbl_contains(kinds, type(value)) then
+        msg = ("must be a %s, got a %s"):format(table.concat(kinds, " or "), type(value))
+      elseif check and value ~= nil then
+        msg = check(value)
+      end
+      if msg then
+        table.insert(errors, ("option '%s' %s"):format(key, msg))
+      else
+        merged[key] = value
+      end
+    end
+  end
+  table.sort(errors)
+  return merged, errors
+end
+
+M.values = vim.deepcopy(M.defaults)
+
+--- Applies setup(opts); reports every bad key at once.
+function M.setup(opts)
+  local merged, errors = M.resolve(opts)
+  M.values = merged
+  if #errors > 0 then
+    require("pi-ide.log").notify(
+      "configuration problem (ignored, defaults kept):\n  " .. table.concat(errors, "\n  "),
+      vim.log.levels.ERROR
+    )
+  end
+  return #errors == 0
+end
+
+--- The name for the lockfile's ideName.
+function M.ide_name()
+  local v = M.values.ide_name
+  if type(v) == "function" then
+    local ok, name = pcall(v)
+    if ok and type(name) == "string" and name ~= "" then
+      return name
+    end
+    require("pi-ide.log").notify("option 'ide_name' function did not return a name; using the default", vim.log.levels.WARN)
+  elseif type(v) == "string" then
+    return v
+  end
+  local pane = vim.env.TMUX_PANE and ("tmux " .. vim.env.TMUX_PANE)
+    or vim.env.WEZTERM_PANE and ("wezterm " .. vim.env.WEZTERM_PANE)
+    or vim.env.KITTY_WINDOW_ID and ("kitty " .. vim.env.KITTY_WINDOW_ID)
+  return pane and ("Neovim (%s)"):format(pane) or "Neovim"
+end
+
+return M

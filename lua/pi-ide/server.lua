@@ -1,0 +1,174 @@
+-- The server's life on the Neovim side: start the Rust core with a libuv async handle it wakes
+-- us with, drain its events on the main loop, keep the lockfile's folders current, and stop in
+-- order on :PiIde stop and VimLeavePre.
+local config = require("pi-ide.config")
+local log = require("pi-ide.log")
+
+local M = {}
+
+local state = {
+  native = nil,
+  async = nil, -- the uv_async_t the Rust core wakes us through
+  scheduled = false,
+  info = nil, -- { port, lockfile }
+  clients = {}, -- id -> { id, name, version, connected_at }
+  augroup = nil,
+  folders_pending = false,
+}
+
+local function user_event(pattern, data)
+  vim.api.nvim_exec_autocmds("User", { pattern = pattern, data = data, modeline = false })
+end
+
+local function on_client_event(ev)
+  if ev.kind == "client_connected" then
+    state.clients[ev.client] = { id = ev.client, connected_at = os.time() }
+    log.debug("client %d connected", ev.client)
+  elseif ev.kind == "client_initialized" then
+    local c = state.clients[ev.client] or { id = ev.client, connected_at = os.time() }
+    c.name, c.version = ev.name, ev.version
+    state.clients[ev.client] = c
+    log.info("client %d is %s %s", ev.client, tostring(ev.name), tostring(ev.version))
+    vim.notify(("pi-ide.nvim: %s connected"):format(ev.name or "an agent"), vim.log.levels.INFO)
+    user_event("PiIdeClientConnected", { client = ev.client, name = ev.name, version = ev.version })
+  elseif ev.kind == "client_disconnected" then
+    local c = state.clients[ev.client]
+    state.clients[ev.client] = nil
+    log.info("client %d disconnected", ev.client)
+    if c and c.name then
+      vim.notify(("pi-ide.nvim: %s disconnected"):format(c.name), vim.log.levels.INFO)
+    end
+    user_event("PiIdeClientDisconnected", { client = ev.client, name = c and c.name, abandoned = ev.abandoned })
+  end
+end
+
+-- Runs on the main loop (scheduled): handles one batch. If more events wait, the core wakes us
+-- again, so typing gets a turn between batches.
+local function process()
+  state.scheduled = false
+  local native = state.native
+  if not native then
+    return
+  end
+  local events = native.drain()
+  for _, ev in ipairs(events) do
+    local ok, err = xpcall(function()
+      if ev.kind == "tool_call" then
+        require("pi-ide.tools").dispatch(native, ev)
+      else
+        on_client_event(ev)
+      end
+    end, debug.traceback)
+    if not ok then
+      log.error("handling %s failed: %s", tostring(ev.kind), tostring(err))
+    end
+  end
+end
+
+-- The async callback runs in a fast context (no API calls allowed): schedule the real work.
+local function on_wake()
+  if not state.scheduled then
+    state.scheduled = true
+    vim.schedule(process)
+  end
+end
+
+local function update_folders()
+  state.folders_pending = false
+  if state.native and state.info then
+    local ok, err = pcall(state.native.set_workspace_folders, require("pi-ide.workspace").folders())
+    if not ok then
+      log.notify(tostring(err), vim.log.levels.WARN)
+    end
+  end
+end
+
+local function schedule_folders()
+  if not state.folders_pending then
+    state.folders_pending = true
+    vim.schedule(update_folders)
+  end
+end
+
+function M.running()
+  return state.info ~= nil
+end
+
+--- Starts the server. Returns true, or false after telling the user why not.
+function M.start()
+  if state.info then
+    return true
+  end
+  local native, err = require("pi-ide.native").load()
+  if not native then
+    log.notify(err, vim.log.levels.ERROR)
+    return false
+  end
+  state.native = native
+  log.set_level(config.values.log_level)
+
+  local async = vim.uv.new_async(on_wake)
+  local name = config.ide_name()
+  local ok, info = pcall(native.start, {
+    ide_name = name,
+    workspace_folders = require("pi-ide.workspace").folders(),
+    max_message_size = config.values.max_message_size,
+    own_names = { "Neovim", name },
+  }, async)
+  if not ok then
+    async:close()
+    log.notify("cannot start the server: " .. tostring(info), vim.log.levels.ERROR)
+    return false
+  end
+  state.async, state.info = async, info
+  log.info("server started on port %d (%s)", info.port, info.lockfile)
+
+  state.augroup = vim.api.nvim_create_augroup("PiIdeServer", { clear = true })
+  vim.api.nvim_create_autocmd("VimLeavePre", {
+    group = state.augroup,
+    callback = function()
+      M.stop()
+    end,
+  })
+  vim.api.nvim_create_autocmd({ "DirChanged", "LspAttach", "LspDetach" }, {
+    group = state.augroup,
+    callback = schedule_folders,
+  })
+  user_event("PiIdeStarted", { port = info.port, lockfile = info.lockfile })
+  return true
+end
+
+--- Stops the server: every parked call is answered, clients get a Close frame, the lockfile
+--- is removed. Returns false when it was not running.
+function M.stop()
+  if not state.info then
+    return false
+  end
+  local native = state.native
+  -- Handle what already arrived, so nothing that reached us goes unanswered by Lua.
+  pcall(process)
+  local ok, err = pcall(native.stop)
+  if not ok then
+    log.error("stop failed: %s", tostring(err))
+  end
+  -- The core has detached the handle: closing it now cannot race a wake.
+  if state.async and not state.async:is_closing() then
+    state.async:close()
+  end
+  local info = state.info
+  state.async, state.info, state.clients = nil, nil, {}
+  pcall(vim.api.nvim_del_augroup_by_id, state.augroup)
+  log.info("server stopped")
+  user_event("PiIdeStopped", { port = info.port })
+  return true
+end
+
+--- A snapshot for :PiIde status and the health check.
+function M.status()
+  if not state.info or not state.native then
+    return { running = false }
+  end
+  return state.native.status()
+end
+
+return M

@@ -1,0 +1,52 @@
+-- Tool calls parked in Rust reach Lua here. A handler gets (args, reply, call) and either
+-- returns its answer (answered at once) or returns nil and calls reply(result) later, as the
+-- blocking openDiff will. Every call is answered exactly once, even when a handler fails.
+local log = require("pi-ide.log")
+
+local M = {}
+
+M.handlers = {
+  getDiagnostics = function(args)
+    return require("pi-ide.tools.diagnostics").handle(args)
+  end,
+}
+
+local INTERNAL_ERROR = -32603
+local METHOD_NOT_FOUND = -32601
+
+--- Handles one tool_call event from the Rust core.
+function M.dispatch(native, ev)
+  local answered = false
+  local function reply(result, err)
+    if answered then
+      return false
+    end
+    answered = true
+    if err then
+      return native.respond_error(ev.req, INTERNAL_ERROR, tostring(err))
+    end
+    local ok, sent = pcall(native.respond, ev.req, result)
+    if not ok then
+      log.error("%s: cannot send the answer: %s", ev.tool, tostring(sent))
+      return native.respond_error(ev.req, INTERNAL_ERROR, ev.tool .. ": the editor's answer could not be encoded")
+    end
+    return sent
+  end
+
+  local handler = M.handlers[ev.tool]
+  if not handler then
+    answered = true
+    native.respond_error(ev.req, METHOD_NOT_FOUND, "tool not available in this editor: " .. tostring(ev.tool))
+    return
+  end
+  local ok, result = xpcall(handler, debug.traceback, ev.args, reply, ev)
+  if not ok then
+    log.error("tool %s failed: %s", ev.tool, tostring(result))
+    local first = tostring(result):match("^[^\n]*")
+    reply(nil, ("%s failed in the editor: %s"):format(ev.tool, first))
+  elseif result ~= nil then
+    reply(result)
+  end
+end
+
+return M

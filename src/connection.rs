@@ -1,0 +1,188 @@
+//! One client connection: the authenticated upgrade, then a loop that reads frames, answers what
+//! Rust can answer itself, parks tool calls for Lua, and writes what Lua answers.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use futures_util::{FutureExt, SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+use tokio_tungstenite::tungstenite::error::CapacityError;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::WebSocketStream;
+
+use crate::auth::Gate;
+use crate::bridge::{Client, Event, Outbound, Shared};
+use crate::jsonrpc::{self, Incoming, RpcError};
+use crate::mcp::{self, Dispatch, Session};
+use crate::{debug, error, info, warn};
+
+pub struct Config {
+    pub token: String,
+    pub max_message_size: usize,
+}
+
+type Ws = WebSocketStream<TcpStream>;
+
+/// Serves one TCP connection to its end. Never panics outward: a panic is logged and the client
+/// is cleaned up like any disconnect.
+pub async fn serve(stream: TcpStream, client: u64, shared: Arc<Shared>, config: Arc<Config>, shutdown: watch::Receiver<bool>) {
+    let ws_config = WebSocketConfig::default()
+        .max_message_size(Some(config.max_message_size))
+        .max_frame_size(Some(config.max_message_size));
+    let mut refused = None;
+    let gate = Gate { token: &config.token, refused: &mut refused };
+    let ws = match tokio_tungstenite::accept_hdr_async_with_config(stream, gate, Some(ws_config)).await {
+        Ok(ws) => ws,
+        Err(e) => {
+            match refused {
+                Some(r) => warn!("connection {client} refused before upgrade: {r:?}"),
+                // The Pi extension probes the port with a bare TCP connect: not worth more than debug.
+                None => debug!("connection {client} ended before the handshake: {e}"),
+            }
+            return;
+        }
+    };
+    let (tx, rx) = mpsc::unbounded_channel();
+    shared
+        .clients
+        .lock()
+        .insert(client, Client { outbound: tx, name: None, version: None, connected_at: SystemTime::now() });
+    info!("client {client} connected");
+    shared.push(Event::ClientConnected { client }).await;
+
+    let outcome = std::panic::AssertUnwindSafe(run(ws, client, &shared, rx, shutdown, config.max_message_size))
+        .catch_unwind()
+        .await;
+    if outcome.is_err() {
+        error!("client {client}: connection task panicked; dropping the connection");
+    }
+    let abandoned = shared.forget_client(client);
+    info!("client {client} disconnected ({} parked calls abandoned)", abandoned.len());
+    if !shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+        shared.push(Event::ClientDisconnected { client, abandoned }).await;
+    }
+}
+
+fn close_message(code: CloseCode, reason: &str) -> Message {
+    Message::Close(Some(CloseFrame { code, reason: reason.to_owned().into() }))
+}
+
+async fn run(
+    ws: Ws,
+    client: u64,
+    shared: &Shared,
+    mut outbound: mpsc::UnboundedReceiver<Outbound>,
+    mut shutdown: watch::Receiver<bool>,
+    max_message_size: usize,
+) {
+    let (mut sink, mut source) = ws.split();
+    let mut session = Session::default();
+    loop {
+        tokio::select! {
+            // Frames Lua queued go out first, so an answer is never overtaken by our Close.
+            biased;
+            out = outbound.recv() => match out {
+                Some(Outbound::Frame(f)) => {
+                    if sink.send(Message::text(f)).await.is_err() { return; }
+                }
+                Some(Outbound::Close { code, reason }) => {
+                    let _ = sink.send(close_message(CloseCode::from(code), &reason)).await;
+                    return;
+                }
+                None => return,
+            },
+            incoming = source.next() => match incoming {
+                Some(Ok(Message::Text(text))) => {
+                    if let Some(reply) = handle_text(text.as_str(), client, shared, &mut session).await {
+                        if sink.send(Message::text(reply)).await.is_err() { return; }
+                    }
+                }
+                Some(Ok(Message::Binary(bytes))) => {
+                    // Not what the protocol sends, but harmless to serve when it is UTF-8.
+                    let reply = match std::str::from_utf8(&bytes) {
+                        Ok(text) => handle_text(text, client, shared, &mut session).await,
+                        Err(_) => Some(jsonrpc::error_frame(None, &RpcError::new(jsonrpc::PARSE_ERROR, "parse error: binary frame is not UTF-8"))),
+                    };
+                    if let Some(reply) = reply {
+                        if sink.send(Message::text(reply)).await.is_err() { return; }
+                    }
+                }
+                // Pings are answered by tungstenite itself; pongs need nothing.
+                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => {}
+                Some(Ok(Message::Close(_))) | None => return,
+                Some(Err(WsError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
+                    warn!("client {client}: message of {size} bytes over the {max_size}-byte limit; closing");
+                    let reason = format!("message too big (limit {max_message_size} bytes)");
+                    let _ = sink.send(close_message(CloseCode::Size, &reason)).await;
+                    return;
+                }
+                Some(Err(e)) => {
+                    debug!("client {client}: read error: {e}");
+                    return;
+                }
+            },
+            _ = shutdown.changed() => {
+                // Stop already queued the answers and the Close frame; send them.
+                while let Ok(out) = outbound.try_recv() {
+                    let msg = match out {
+                        Outbound::Frame(f) => Message::text(f),
+                        Outbound::Close { code, reason } => close_message(CloseCode::from(code), &reason),
+                    };
+                    if sink.send(msg).await.is_err() { break; }
+                }
+                let _ = sink.send(close_message(CloseCode::Away, "editor shutting down")).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Handles one text frame; returns the frame to answer with now, if any.
+async fn handle_text(text: &str, client: u64, shared: &Shared, session: &mut Session) -> Option<String> {
+    match jsonrpc::parse(text) {
+        Incoming::Request { id, method, params } => {
+            let dispatched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                mcp::handle_request(session, &method, params)
+            }));
+            match dispatched {
+                Ok(Dispatch::Reply(outcome)) => {
+                    if method == "initialize" {
+                        let (name, version) = (session.client_name.clone(), session.client_version.clone());
+                        if let Some(c) = shared.clients.lock().get_mut(&client) {
+                            c.name = name.clone();
+                            c.version = version.clone();
+                        }
+                        info!("client {client} initialized: {}", name.as_deref().unwrap_or("(no name)"));
+                        shared.push(Event::ClientInitialized { client, name, version }).await;
+                    }
+                    Some(jsonrpc::outcome_frame(&id, &outcome))
+                }
+                Ok(Dispatch::Park { tool, args }) => {
+                    shared.park(client, id, tool, args).await;
+                    None
+                }
+                Err(_) => {
+                    error!("client {client}: panic while handling {method}");
+                    Some(jsonrpc::error_frame(Some(&id), &RpcError::internal("internal error")))
+                }
+            }
+        }
+        Incoming::Notification { method, .. } => {
+            if !mcp::handle_notification(session, &method) {
+                debug!("client {client}: ignored notification {method}");
+            }
+            None
+        }
+        Incoming::Response { id, .. } => {
+            debug!("client {client}: response to unknown request {}", id.raw());
+            None
+        }
+        Incoming::Invalid { id, error } => {
+            debug!("client {client}: {}", error.message);
+            Some(jsonrpc::error_frame(id.as_ref(), &error))
+        }
+    }
+}

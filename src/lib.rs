@@ -1,0 +1,24 @@
+//! pi-ide.nvim's Rust core: the loopback MCP server Neovim runs for the Pi agent.
+//!
+//! Everything here is plain Rust that never touches the Neovim API; `lua_api` is the one narrow
+//! boundary Lua calls through. See README.md ("Design") for the shape of the whole.
+
+pub mod auth;
+pub mod bridge;
+pub mod connection;
+pub mod jsonrpc;
+pub mod lockfile;
+pub mod log;
+pub mod mcp;
+pub mod server;
+pub mod tools;
+pub mod waker;
+
+// The Lua entry point needs the Lua C API, which only exists inside Neovim; unit tests are
+// linked as ordinary executables, so they leave it out.
+#[cfg(all(feature = "module", not(test)))]
+mod lua_api;
+
+/// Bumped whenever the functions Lua calls change shape; `lua/pi-ide/native.lua` holds the same
+/// number and refuses a library that differs.
+pub const ABI: u32 = 1;

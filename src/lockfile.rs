@@ -1,0 +1,167 @@
+//! The lockfile that lets an agent find this editor: `<lock dir>/<port>.lock`, mode 0600,
+//! written whole (temp file + rename) so a reader never sees half of it.
+
+use std::fs::{self, DirBuilder, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Exactly the fields of the protocol, in its spelling.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockInfo {
+    pub pid: u32,
+    pub workspace_folders: Vec<String>,
+    pub ide_name: String,
+    pub transport: String,
+    pub auth_token: String,
+}
+
+/// `$PI_IDE_LOCK_DIR`, or `~/.pi/ide` when it is unset or empty (as the Pi extension reads it).
+pub fn lock_dir() -> Result<PathBuf, String> {
+    match std::env::var_os("PI_IDE_LOCK_DIR") {
+        Some(d) if !d.is_empty() => Ok(PathBuf::from(d)),
+        _ => match std::env::var_os("HOME") {
+            Some(h) if !h.is_empty() => Ok(Path::new(&h).join(".pi").join("ide")),
+            _ => Err("neither PI_IDE_LOCK_DIR nor HOME is set: nowhere to write the lockfile".into()),
+        },
+    }
+}
+
+pub fn path_for(dir: &Path, port: u16) -> PathBuf {
+    dir.join(format!("{port}.lock"))
+}
+
+/// Writes the lockfile atomically, creating the folder (0700) when it is missing. No fsync: the
+/// rename is what readers need, and after a crash the pid is dead and the file stale anyway.
+pub fn write(dir: &Path, port: u16, info: &LockInfo) -> Result<PathBuf, String> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create lock folder {}: {e}", dir.display()))?;
+    let path = path_for(dir, port);
+    let tmp = dir.join(format!(".{port}.lock.{}.tmp", std::process::id()));
+    let body = serde_json::to_vec(info).map_err(|e| e.to_string())?;
+    let result = (|| {
+        let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+        f.write_all(&body)?;
+        fs::rename(&tmp, &path)
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(format!("cannot write lockfile {}: {e}", path.display()));
+    }
+    Ok(path)
+}
+
+/// Removes our lockfile, but only if it still holds our token (another editor may have taken
+/// the port number since, and its lockfile is not ours to delete).
+pub fn remove(path: &Path, token: &str) {
+    if let Ok(text) = fs::read(path) {
+        if let Ok(info) = serde_json::from_slice::<LockInfo>(&text) {
+            if info.auth_token != token {
+                return;
+            }
+        }
+        let _ = fs::remove_file(path);
+    }
+}
+
+pub fn pid_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Removes lockfiles left by editors like us that died without cleaning up: the pid is dead and
+/// `is_ours(ideName)` says it was one of ours. Live editors' and other programs' files stay.
+pub fn remove_stale(dir: &Path, is_ours: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(entries) = fs::read_dir(dir) else { return removed };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("lock") {
+            continue;
+        }
+        let Ok(text) = fs::read(&path) else { continue };
+        let Ok(info) = serde_json::from_slice::<LockInfo>(&text) else { continue };
+        if is_ours(&info.ide_name) && !pid_alive(info.pid) && fs::remove_file(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("pi-ide-lock-test-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        d
+    }
+
+    fn info(pid: u32, name: &str, token: &str) -> LockInfo {
+        LockInfo {
+            pid,
+            workspace_folders: vec!["/tmp/w".into()],
+            ide_name: name.into(),
+            transport: "ws".into(),
+            auth_token: token.into(),
+        }
+    }
+
+    #[test]
+    fn writes_exact_fields_with_private_modes() {
+        let dir = tmpdir("fields").join("nested");
+        let p = write(&dir, 4242, &info(7, "Neovim", "tok")).unwrap();
+        assert_eq!(p, dir.join("4242.lock"));
+        let v: serde_json::Value = serde_json::from_slice(&fs::read(&p).unwrap()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"pid":7,"workspaceFolders":["/tmp/w"],"ideName":"Neovim","transport":"ws","authToken":"tok"})
+        );
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        // No temp file is left behind.
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        // Rewriting replaces it whole.
+        write(&dir, 4242, &info(7, "Neovim", "tok2")).unwrap();
+        remove(&p, "tok");
+        assert!(p.exists(), "a lockfile with another token is not ours to remove");
+        remove(&p, "tok2");
+        assert!(!p.exists());
+        fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn stale_cleanup_touches_only_dead_editors_of_ours() {
+        let dir = tmpdir("stale");
+        let dead = 0x7fff_fff0; // above pid_max: never a live process
+        let me = std::process::id();
+        write(&dir, 1, &info(dead, "Neovim (pts/1)", "a")).unwrap();
+        write(&dir, 2, &info(me, "Neovim", "b")).unwrap();
+        write(&dir, 3, &info(dead, "VS Code", "c")).unwrap();
+        fs::write(dir.join("4.lock"), "not json").unwrap();
+        let removed = remove_stale(&dir, |n| n.starts_with("Neovim"));
+        assert_eq!(removed, vec![dir.join("1.lock")]);
+        assert!(dir.join("2.lock").exists() && dir.join("3.lock").exists() && dir.join("4.lock").exists());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn liveness() {
+        assert!(pid_alive(std::process::id()));
+        assert!(!pid_alive(0x7fff_fff0));
+        assert!(!pid_alive(0));
+    }
+}

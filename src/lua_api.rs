@@ -1,0 +1,229 @@
+//! The functions Lua calls (`require`d as the table `luaopen_pi_ide` returns). Every one is
+//! wrapped so that a Rust panic becomes a Lua error instead of reaching Neovim.
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::UNIX_EPOCH;
+
+use mlua::{Lua, LuaSerdeExt, Result as LuaResult, Table, Value};
+use parking_lot::Mutex;
+
+use crate::bridge::{Event, Shared};
+use crate::jsonrpc::RpcError;
+use crate::server::{Options, Server};
+use crate::{log, waker};
+
+static SERVER: Mutex<Option<Server>> = Mutex::new(None);
+
+fn guard<R>(name: &str, f: impl FnOnce() -> LuaResult<R>) -> LuaResult<R> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(mlua::Error::runtime(format!("pi-ide: internal error in {name}: {what} (please report it)")))
+        }
+    }
+}
+
+fn err(message: impl Into<String>) -> mlua::Error {
+    mlua::Error::runtime(message.into())
+}
+
+fn with_server<R>(f: impl FnOnce(&Server) -> R) -> Option<R> {
+    SERVER.lock().as_ref().map(f)
+}
+
+fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
+    let mut slot = SERVER.lock();
+    if slot.is_some() {
+        return Err(err("pi-ide: the server is already running"));
+    }
+    let Value::UserData(handle) = handle else {
+        return Err(err("pi-ide: start needs the uv async handle"));
+    };
+    if !waker::available() {
+        return Err(err("pi-ide: uv_async_send not found in this process (is this Neovim?)"));
+    }
+    let options = Options {
+        ide_name: opts.get("ide_name")?,
+        workspace_folders: opts.get("workspace_folders")?,
+        max_message_size: opts.get("max_message_size")?,
+        own_names: opts.get("own_names")?,
+    };
+    let shared = Arc::new(Shared::default());
+    // SAFETY: luv's async userdata holds a pointer to its uv_async_t; Lua keeps the handle open
+    // until after `stop` (which detaches) returns.
+    unsafe {
+        let ptr = *(handle.to_pointer() as *const *mut c_void);
+        shared.waker.attach(ptr);
+    }
+    let server = Server::start(options, shared).map_err(err)?;
+    let info = lua.create_table()?;
+    info.set("port", server.port)?;
+    info.set("lockfile", server.lock_path.to_string_lossy().into_owned())?;
+    *slot = Some(server);
+    Ok(info)
+}
+
+fn stop(_: &Lua, (): ()) -> LuaResult<bool> {
+    // Take it out first so that nothing else sees a half-stopped server.
+    let server = SERVER.lock().take();
+    Ok(match server {
+        Some(s) => {
+            s.stop();
+            true
+        }
+        None => false,
+    })
+}
+
+fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
+    let t = lua.create_table()?;
+    match ev {
+        Event::ToolCall { req, client, tool, args } => {
+            t.set("kind", "tool_call")?;
+            t.set("req", req)?;
+            t.set("client", client)?;
+            t.set("tool", tool)?;
+            t.set("args", lua.to_value(&args)?)?;
+        }
+        Event::ClientConnected { client } => {
+            t.set("kind", "client_connected")?;
+            t.set("client", client)?;
+        }
+        Event::ClientInitialized { client, name, version } => {
+            t.set("kind", "client_initialized")?;
+            t.set("client", client)?;
+            t.set("name", name)?;
+            t.set("version", version)?;
+        }
+        Event::ClientDisconnected { client, abandoned } => {
+            t.set("kind", "client_disconnected")?;
+            t.set("client", client)?;
+            t.set("abandoned", abandoned)?;
+        }
+    }
+    Ok(t)
+}
+
+fn drain(lua: &Lua, (): ()) -> LuaResult<Table> {
+    let events = with_server(|s| s.shared.clone()).map(|sh| sh.drain()).unwrap_or_default();
+    let out = lua.create_table_with_capacity(events.len(), 0)?;
+    for (i, ev) in events.into_iter().enumerate() {
+        out.raw_set(i + 1, event_table(lua, ev)?)?;
+    }
+    Ok(out)
+}
+
+fn respond(lua: &Lua, (req, value): (u64, Value)) -> LuaResult<bool> {
+    let value: serde_json::Value = lua
+        .from_value(value)
+        .map_err(|e| err(format!("pi-ide: cannot send this answer as JSON: {e}")))?;
+    Ok(with_server(|s| s.shared.respond(req, Ok(value))).unwrap_or(false))
+}
+
+fn respond_error(_: &Lua, (req, code, message): (u64, i64, String)) -> LuaResult<bool> {
+    Ok(with_server(|s| s.shared.respond(req, Err(RpcError::new(code, message)))).unwrap_or(false))
+}
+
+fn status(lua: &Lua, (): ()) -> LuaResult<Table> {
+    let t = lua.create_table()?;
+    let guard = SERVER.lock();
+    let Some(s) = guard.as_ref() else {
+        t.set("running", false)?;
+        return Ok(t);
+    };
+    t.set("running", true)?;
+    t.set("port", s.port)?;
+    t.set("lockfile", s.lock_path.to_string_lossy().into_owned())?;
+    let info = s.lock_info();
+    t.set("ide_name", info.ide_name)?;
+    t.set("workspace_folders", info.workspace_folders)?;
+    t.set("parked", s.shared.parked_count())?;
+    t.set("wakes", s.shared.waker.wakes_sent())?;
+    let clients = lua.create_table()?;
+    let parked = s.shared.parked.lock();
+    let mut list: Vec<_> = s.shared.clients.lock().iter().map(|(id, c)| {
+        let since = c.connected_at.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+        let n = parked.values().filter(|p| p.client == *id).count();
+        (*id, c.name.clone(), c.version.clone(), since, n)
+    }).collect();
+    list.sort_by_key(|c| c.0);
+    for (id, name, version, since, n) in list {
+        let c = lua.create_table()?;
+        c.set("id", id)?;
+        c.set("name", name)?;
+        c.set("version", version)?;
+        c.set("connected_at", since)?;
+        c.set("parked", n)?;
+        clients.push(c)?;
+    }
+    t.set("clients", clients)?;
+    Ok(t)
+}
+
+fn set_workspace_folders(_: &Lua, folders: Vec<String>) -> LuaResult<bool> {
+    match with_server(|s| s.set_workspace_folders(folders)) {
+        Some(r) => r.map_err(err),
+        None => Ok(false),
+    }
+}
+
+fn log_configure(_: &Lua, (path, level): (String, String)) -> LuaResult<()> {
+    let level = log::level_from_name(&level).ok_or_else(|| err(format!("pi-ide: unknown log level '{level}'")))?;
+    log::configure(Path::new(&path), level).map_err(|e| err(format!("pi-ide: cannot open log file {path}: {e}")))
+}
+
+fn log_write(_: &Lua, (level, message): (String, String)) -> LuaResult<()> {
+    if let Some(level) = log::level_from_name(&level) {
+        if log::enabled(level) {
+            log::write(level, "lua", format_args!("{message}"));
+        }
+    }
+    Ok(())
+}
+
+/// A panic anywhere in the library goes to the log file, never to Neovim's stderr (it would
+/// scribble over the screen).
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            log::write(log::ERROR, "rust", format_args!("panic: {info}"));
+        }));
+    });
+}
+
+macro_rules! export {
+    ($lua:expr, $t:expr, $($name:ident => $f:path),* $(,)?) => {{
+        $(
+            $t.set(stringify!($name), $lua.create_function(|lua, args| guard(stringify!($name), || $f(lua, args)))?)?;
+        )*
+    }};
+}
+
+#[mlua::lua_module(skip_memory_check)]
+fn pi_ide(lua: &Lua) -> LuaResult<Table> {
+    install_panic_hook();
+    let t = lua.create_table()?;
+    t.set("abi", crate::ABI)?;
+    t.set("version", env!("CARGO_PKG_VERSION"))?;
+    export!(lua, t,
+        start => start,
+        stop => stop,
+        drain => drain,
+        respond => respond,
+        respond_error => respond_error,
+        status => status,
+        set_workspace_folders => set_workspace_folders,
+        log_configure => log_configure,
+        log => log_write,
+    );
+    Ok(t)
+}

@@ -1,0 +1,171 @@
+//! The server's life: bind a free loopback port, run the accept loop on a background thread
+//! with its own tokio runtime, keep the lockfile, and stop in the order the protocol needs
+//! (answer parked calls, Close frames, short wait, detach the waker, remove the lockfile).
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::bridge::Shared;
+use crate::connection;
+use crate::lockfile::{self, LockInfo};
+use crate::{auth, debug, error, info};
+
+/// What Lua passes to `start`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub ide_name: String,
+    pub workspace_folders: Vec<String>,
+    pub max_message_size: usize,
+    /// Names (prefixes) of editors whose dead lockfiles we may clean up.
+    pub own_names: Vec<String>,
+}
+
+pub struct Server {
+    pub shared: Arc<Shared>,
+    pub port: u16,
+    pub lock_path: PathBuf,
+    lock_dir: PathBuf,
+    lock: Mutex<LockInfo>,
+    shutdown: watch::Sender<bool>,
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+/// How long `stop` waits for connection tasks to send their last frames.
+pub const STOP_GRACE: Duration = Duration::from_millis(500);
+
+impl Server {
+    /// Binds, spawns the server thread and writes the lockfile. Errors are sentences for the user.
+    pub fn start(opts: Options, shared: Arc<Shared>) -> Result<Server, String> {
+        let listener = StdListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+            .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
+        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+
+        let lock_dir = lockfile::lock_dir()?;
+        let own = opts.own_names.clone();
+        for p in lockfile::remove_stale(&lock_dir, |name| own.iter().any(|o| name.starts_with(o.as_str()))) {
+            info!("removed stale lockfile {}", p.display());
+        }
+        let lock = LockInfo {
+            pid: std::process::id(),
+            workspace_folders: opts.workspace_folders.clone(),
+            ide_name: opts.ide_name.clone(),
+            transport: "ws".into(),
+            auth_token: auth::new_token(),
+        };
+
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the server runtime: {e}"))?;
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let config = connection::Config { token: lock.auth_token.clone(), max_message_size: opts.max_message_size };
+        let task_shared = shared.clone();
+        std::thread::Builder::new()
+            .name("pi-ide-server".into())
+            .spawn(move || {
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    runtime.block_on(accept_loop(listener, task_shared, config, shutdown_rx))
+                }));
+                if result.is_err() {
+                    error!("the server thread panicked; the server is down");
+                }
+                // Dropping the runtime cancels whatever is left.
+                drop(runtime);
+                let _ = done_tx.send(());
+            })
+            .map_err(|e| format!("cannot start the server thread: {e}"))?;
+
+        let lock_path = match lockfile::write(&lock_dir, port, &lock) {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = shutdown.send(true);
+                let _ = done.recv_timeout(STOP_GRACE);
+                return Err(e);
+            }
+        };
+        info!("listening on 127.0.0.1:{port}, lockfile {}", lock_path.display());
+        Ok(Server { shared, port, lock_path, lock_dir, lock: Mutex::new(lock), shutdown, done })
+    }
+
+    pub fn token(&self) -> String {
+        self.lock.lock().auth_token.clone()
+    }
+
+    pub fn lock_info(&self) -> LockInfo {
+        self.lock.lock().clone()
+    }
+
+    /// Rewrites the lockfile when the folders changed. Returns whether it wrote.
+    pub fn set_workspace_folders(&self, folders: Vec<String>) -> Result<bool, String> {
+        let mut lock = self.lock.lock();
+        if lock.workspace_folders == folders {
+            return Ok(false);
+        }
+        lock.workspace_folders = folders;
+        lockfile::write(&self.lock_dir, self.port, &lock)?;
+        Ok(true)
+    }
+
+    /// Stops in protocol order. Every parked call is answered before any Close frame.
+    pub fn stop(self) {
+        let shared = &self.shared;
+        shared.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        shared.close_events();
+        shared.abandon_all();
+        shared.close_all(1001, "editor shutting down");
+        let _ = self.shutdown.send(true);
+        if self.done.recv_timeout(STOP_GRACE).is_err() {
+            debug!("server thread still busy after {:?}; leaving it", STOP_GRACE);
+        }
+        shared.waker.detach();
+        lockfile::remove(&self.lock_path, &self.lock.lock().auth_token);
+        info!("stopped; removed {}", self.lock_path.display());
+    }
+}
+
+async fn accept_loop(
+    listener: StdListener,
+    shared: Arc<Shared>,
+    config: connection::Config,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let listener = match TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            error!("cannot use the listening socket: {e}");
+            return;
+        }
+    };
+    let config = Arc::new(config);
+    let mut tasks = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    let client = shared.next_id();
+                    debug!("tcp connection {client} from {peer}");
+                    tasks.spawn(connection::serve(stream, client, shared.clone(), config.clone(), shutdown.clone()));
+                }
+                // Out of file descriptors and the like: wait a moment instead of spinning.
+                Err(e) => {
+                    error!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            _ = shutdown.changed() => break,
+        }
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(STOP_GRACE, async { while tasks.join_next().await.is_some() {} }).await;
+}

@@ -1,0 +1,227 @@
+//! The tools we serve over `tools/call`: their names, JSON Schemas, argument checks, how Lua's
+//! answer is shaped into an MCP tool result, and what is answered if a call is abandoned.
+//!
+//! Every tool here is answered by Lua (it needs Neovim); Rust validates the arguments first so
+//! that Lua only ever sees well-typed input.
+
+use serde_json::{json, Map, Value};
+
+use crate::jsonrpc::RpcError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ty {
+    String,
+    Integer,
+    Boolean,
+}
+
+impl Ty {
+    fn schema_name(self) -> &'static str {
+        match self {
+            Ty::String => "string",
+            Ty::Integer => "integer",
+            Ty::Boolean => "boolean",
+        }
+    }
+    fn accepts(self, v: &Value) -> bool {
+        match self {
+            Ty::String => v.is_string(),
+            // Integers may arrive as 3.0 from JavaScript; accept any whole number.
+            Ty::Integer => v.as_i64().is_some() || v.as_f64().is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.0e15),
+            Ty::Boolean => v.is_boolean(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub ty: Ty,
+    pub required: bool,
+    pub description: &'static str,
+}
+
+/// How Lua's answer becomes the `result` of `tools/call`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Lua returns any value; it is sent as one text item holding its JSON.
+    JsonText,
+    /// Lua returns a string or a list of strings; each becomes one text item.
+    Texts,
+}
+
+/// What a parked call is answered with when the editor stops before Lua answered it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnAbandon {
+    /// A JSON-RPC internal error: fine for read-only tools.
+    Error,
+}
+
+#[derive(Debug)]
+pub struct Tool {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub params: &'static [Param],
+    pub shape: Shape,
+    pub on_abandon: OnAbandon,
+}
+
+pub static TOOLS: &[Tool] = &[Tool {
+    name: "getDiagnostics",
+    description: "Diagnostics (errors, warnings, hints) Neovim has for open files, keyed by file URI. \
+                  With `uri`, only that file's.",
+    params: &[Param {
+        name: "uri",
+        ty: Ty::String,
+        required: false,
+        description: "A file URI (file:///...) or absolute path; omit for every open file.",
+    }],
+    shape: Shape::JsonText,
+    on_abandon: OnAbandon::Error,
+}];
+
+pub fn find(name: &str) -> Option<&'static Tool> {
+    TOOLS.iter().find(|t| t.name == name)
+}
+
+impl Tool {
+    pub fn input_schema(&self) -> Value {
+        let mut props = Map::new();
+        for p in self.params {
+            props.insert(p.name.into(), json!({"type": p.ty.schema_name(), "description": p.description}));
+        }
+        let required: Vec<&str> = self.params.iter().filter(|p| p.required).map(|p| p.name).collect();
+        json!({"type": "object", "properties": props, "required": required})
+    }
+
+    pub fn describe(&self) -> Value {
+        json!({"name": self.name, "description": self.description, "inputSchema": self.input_schema()})
+    }
+
+    /// Checks `arguments` against the schema. Unknown members are allowed (clients add their own);
+    /// a missing or ill-typed known one is -32602 naming it.
+    pub fn validate(&self, args: &Value) -> Result<(), RpcError> {
+        let Some(obj) = args.as_object() else {
+            return Err(RpcError::invalid_params(format!("'arguments' of {} must be an object", self.name)));
+        };
+        for p in self.params {
+            match obj.get(p.name) {
+                None | Some(Value::Null) if p.required => {
+                    return Err(RpcError::invalid_params(format!(
+                        "{}: missing required argument '{}'",
+                        self.name, p.name
+                    )))
+                }
+                None | Some(Value::Null) => {}
+                Some(v) if !p.ty.accepts(v) => {
+                    return Err(RpcError::invalid_params(format!(
+                        "{}: argument '{}' must be {} {}",
+                        self.name,
+                        p.name,
+                        if p.ty == Ty::Integer { "an" } else { "a" },
+                        p.ty.schema_name()
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Turns Lua's answer into an MCP tool result.
+    pub fn shape_result(&self, value: Value) -> Result<Value, RpcError> {
+        let texts: Vec<String> = match self.shape {
+            Shape::JsonText => vec![serde_json::to_string(&value).map_err(|e| RpcError::internal(e.to_string()))?],
+            Shape::Texts => match value {
+                Value::String(s) => vec![s],
+                Value::Array(items) => items
+                    .into_iter()
+                    .map(|v| match v {
+                        Value::String(s) => Ok(s),
+                        other => Err(RpcError::internal(format!("{}: editor answered a non-text item: {other}", self.name))),
+                    })
+                    .collect::<Result<_, _>>()?,
+                other => return Err(RpcError::internal(format!("{}: editor answered {other}", self.name))),
+            },
+        };
+        let content: Vec<Value> = texts.into_iter().map(|t| json!({"type": "text", "text": t})).collect();
+        Ok(json!({ "content": content }))
+    }
+
+    /// The answer owed to a call that will never be answered by Lua (the editor is stopping).
+    pub fn abandoned(&self) -> Result<Value, RpcError> {
+        match self.on_abandon {
+            OnAbandon::Error => Err(RpcError::internal(format!("{}: the editor stopped before answering", self.name))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jsonrpc::INVALID_PARAMS;
+
+    #[test]
+    fn every_tool_has_an_object_schema_naming_its_params() {
+        for t in TOOLS {
+            let s = t.input_schema();
+            assert_eq!(s["type"], "object");
+            for p in t.params {
+                assert_eq!(s["properties"][p.name]["type"], p.ty.schema_name(), "{}.{}", t.name, p.name);
+            }
+        }
+    }
+
+    #[test]
+    fn validation_names_the_parameter() {
+        let t = find("getDiagnostics").unwrap();
+        assert!(t.validate(&json!({})).is_ok());
+        assert!(t.validate(&json!({"uri": "file:///x", "extra": 1})).is_ok());
+        let e = t.validate(&json!({"uri": 5})).unwrap_err();
+        assert_eq!(e.code, INVALID_PARAMS);
+        assert!(e.message.contains("'uri'"), "{}", e.message);
+        assert!(e.message.contains("string"), "{}", e.message);
+        let e = t.validate(&json!([1])).unwrap_err();
+        assert_eq!(e.code, INVALID_PARAMS);
+    }
+
+    #[test]
+    fn required_and_integer_checks() {
+        static T: Tool = Tool {
+            name: "t",
+            description: "",
+            params: &[
+                Param { name: "path", ty: Ty::String, required: true, description: "" },
+                Param { name: "line", ty: Ty::Integer, required: false, description: "" },
+            ],
+            shape: Shape::Texts,
+            on_abandon: OnAbandon::Error,
+        };
+        assert!(T.validate(&json!({})).unwrap_err().message.contains("missing required argument 'path'"));
+        assert!(T.validate(&json!({"path": "a", "line": 3})).is_ok());
+        assert!(T.validate(&json!({"path": "a", "line": 3.0})).is_ok());
+        assert!(T.validate(&json!({"path": "a", "line": 3.5})).unwrap_err().message.contains("'line' must be an integer"));
+        assert!(T.validate(&json!({"path": "a", "line": "3"})).is_err());
+    }
+
+    #[test]
+    fn shapes() {
+        let t = find("getDiagnostics").unwrap();
+        let r = t.shape_result(json!({})).unwrap();
+        assert_eq!(r, json!({"content": [{"type": "text", "text": "{}"}]}));
+        static T: Tool = Tool {
+            name: "t",
+            description: "",
+            params: &[],
+            shape: Shape::Texts,
+            on_abandon: OnAbandon::Error,
+        };
+        assert_eq!(
+            T.shape_result(json!(["FILE_SAVED", "body\n"])).unwrap(),
+            json!({"content": [{"type": "text", "text": "FILE_SAVED"}, {"type": "text", "text": "body\n"}]})
+        );
+        assert_eq!(T.shape_result(json!("TAB_CLOSED")).unwrap()["content"][0]["text"], "TAB_CLOSED");
+        assert!(T.shape_result(json!([1])).is_err());
+        assert!(T.shape_result(json!(null)).is_err());
+    }
+}

@@ -1,0 +1,200 @@
+//! What the user types and configures: :PiIde subcommands, setup() validation, and the
+//! messages shown when the native library is missing or stale.
+
+mod common;
+use common::*;
+use pi_ide_peer::nvim::{plugin_root, Options};
+use std::path::Path;
+
+#[test]
+fn status_shows_port_lockfile_clients_and_parked() {
+    let nvim = Nvim::start();
+    let l = nvim.lockfile();
+    let _p = nvim.peer();
+    nvim.wait_for("(require('pi-ide').status().clients[1] or {}).name ~= nil", 5 * SECOND);
+    let lines = nvim.lua("return require('pi-ide.commands').status_lines()");
+    let text = lines.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>().join("\n");
+    assert!(text.contains(&format!("127.0.0.1:{}", l.port)), "{text}");
+    assert!(text.contains(&l.path.to_string_lossy().to_string()), "{text}");
+    assert!(text.contains("clients: 1"), "{text}");
+    assert!(text.contains("pi-ide 0.1.0"), "{text}");
+    assert!(text.contains("parked requests: 0"), "{text}");
+    // :PiIde with no argument and :PiIde status both run.
+    nvim.command("PiIde").unwrap();
+    nvim.command("PiIde status").unwrap();
+    nvim.command("PiIde stop").unwrap();
+    let lines = nvim.lua("return require('pi-ide.commands').status_lines()");
+    assert!(lines[0].as_str().unwrap().contains("not running"));
+}
+
+#[test]
+fn subcommands_complete_and_unknown_ones_are_named() {
+    let nvim = Nvim::start();
+    let c = nvim.lua("return vim.fn.getcompletion('PiIde st', 'cmdline')");
+    assert_eq!(c, json!(["start", "status", "stop"]));
+    let c = nvim.lua("return vim.fn.getcompletion('PiIde ', 'cmdline')");
+    assert!(c.as_array().unwrap().len() >= 4);
+    nvim.record_notify();
+    nvim.command("PiIde frobnicate").unwrap();
+    let notes = nvim.notes();
+    assert!(notes.iter().any(|n| n.contains("'frobnicate'") && n.contains("start")), "{notes:?}");
+    // start when running says so; stop twice says not running.
+    nvim.command("PiIde start").unwrap();
+    nvim.command("PiIde stop").unwrap();
+    nvim.command("PiIde stop").unwrap();
+    let notes = nvim.notes();
+    assert!(notes.iter().any(|n| n.contains("already running")), "{notes:?}");
+    assert!(notes.iter().any(|n| n.contains("not running")), "{notes:?}");
+}
+
+#[test]
+fn setup_names_unknown_and_ill_typed_options_and_keeps_the_rest() {
+    let nvim = Nvim::start_with(Options { before: Some("vim.g.__x = 1".into()), ..Default::default() });
+    nvim.record_notify();
+    nvim.lua("require('pi-ide').setup({ auto_strat = false, log_level = 'loud', max_message_size = 'big', ide_name = 'Neovim · test' })");
+    let notes = nvim.notes().join("\n");
+    assert!(notes.contains("unknown option 'auto_strat' (did you mean 'auto_start'?)"), "{notes}");
+    assert!(notes.contains("option 'log_level' must be one of"), "{notes}");
+    assert!(notes.contains("option 'max_message_size' must be a number, got a string"), "{notes}");
+    assert_eq!(nvim.lua("return require('pi-ide.config').values.ide_name"), json!("Neovim · test"));
+    assert_eq!(nvim.lua("return require('pi-ide.config').values.log_level"), json!("info"));
+    nvim.record_notify();
+    nvim.lua("require('pi-ide').setup('nope')");
+    assert!(nvim.notes().join("").contains("takes a table"));
+}
+
+#[test]
+fn ide_name_option_reaches_the_lockfile() {
+    let nvim = Nvim::start_with(Options {
+        before: Some("vim.api.nvim_create_autocmd('VimEnter', {once = true, callback = function() end})".into()),
+        after: Some("require('pi-ide').stop() require('pi-ide').setup({ide_name = function() return 'Neovim · api' end}) require('pi-ide').start()".into()),
+        ..Default::default()
+    });
+    assert_eq!(nvim.lockfile().ide_name, "Neovim · api");
+    // Inside tmux the default name says which pane.
+    let nvim = Nvim::start_with(Options { env: vec![("TMUX_PANE".into(), "%7".into())], ..Default::default() });
+    assert_eq!(nvim.lockfile().ide_name, "Neovim (tmux %7)");
+}
+
+#[test]
+fn auto_start_false_does_not_start_and_start_works_later() {
+    let nvim = Nvim::start_with(Options {
+        before: Some("vim.api.nvim_create_autocmd('VimEnter', {once = true, callback = function() require('pi-ide').setup({auto_start = false}) end})".into()),
+        ..Default::default()
+    });
+    // setup ran before the plugin's own VimEnter handler? Either way, check the outcome.
+    nvim.wait_for("vim.v.vim_did_enter == 1", 5 * SECOND);
+    let running = nvim.lua("return require('pi-ide').status().running");
+    assert_eq!(running, json!(false), "auto_start = false still started");
+    assert!(lock::read_all(&nvim.lock_dir).is_empty());
+    nvim.command("PiIde start").unwrap();
+    assert_eq!(nvim.lockfile().workspace_folders.len(), 1);
+}
+
+#[test]
+fn workspace_folders_follow_the_current_directory() {
+    let nvim = Nvim::start();
+    let other = nvim.home.join("other project");
+    std::fs::create_dir_all(&other).unwrap();
+    nvim.command(&format!("cd {}", other.display().to_string().replace(' ', "\\ "))).unwrap();
+    let want = other.to_string_lossy().to_string();
+    let deadline = std::time::Instant::now() + 5 * SECOND;
+    loop {
+        if nvim.lockfile().workspace_folders == vec![want.clone()] {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "lockfile not rewritten: {:?}", nvim.lockfile().workspace_folders);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A copy of the plugin's Lua files, without (or with a given) native library.
+fn plugin_copy(tag: &str, with_lib: bool, version_override: Option<&str>) -> std::path::PathBuf {
+    let dir = pi_ide_peer::nvim::temp_dir(tag);
+    let root = plugin_root();
+    copy_tree(&root.join("lua"), &dir.join("lua"));
+    copy_tree(&root.join("plugin"), &dir.join("plugin"));
+    if with_lib {
+        std::fs::create_dir_all(dir.join("target/release")).unwrap();
+        std::fs::copy(root.join("target/release/libpi_ide.so"), dir.join("target/release/libpi_ide.so")).unwrap();
+    }
+    if let Some(v) = version_override {
+        let p = dir.join("lua/pi-ide/native.lua");
+        let text = std::fs::read_to_string(&p).unwrap();
+        let re_line = text.lines().find(|l| l.starts_with("M.VERSION =")).unwrap().to_owned();
+        std::fs::write(&p, text.replace(&re_line, &format!("M.VERSION = \"{v}\""))).unwrap();
+    }
+    dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_tree(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn start_with_plugin_at(dir: &Path) -> Nvim {
+    // Put the copy first and record notifications before VimEnter starts the server.
+    Nvim::start_with(Options {
+        before: Some(format!(
+            "vim.opt.rtp:remove('{}') vim.opt.rtp:prepend('{}') _G.__notes = {{}} vim.notify = function(m) table.insert(_G.__notes, {{msg = m}}) end",
+            plugin_root().display(),
+            dir.display()
+        )),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn a_missing_native_library_gives_one_message_naming_the_build_command() {
+    let dir = plugin_copy("nolib", false, None);
+    let nvim = start_with_plugin_at(&dir);
+    nvim.wait_for("#_G.__notes > 0", 5 * SECOND);
+    let notes = nvim.notes();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("not built"), "{notes:?}");
+    assert!(notes[0].contains("cargo build --release"), "{notes:?}");
+    assert!(notes[0].contains(":Lazy build pi-ide.nvim"), "{notes:?}");
+    assert!(!notes[0].contains("stack traceback"), "{notes:?}");
+    assert_eq!(nvim.lua("return require('pi-ide').status().running"), json!(false));
+    // Commands still answer sensibly.
+    nvim.command("PiIde status").unwrap();
+    drop(nvim);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_stale_native_library_is_refused_with_the_command_to_run() {
+    let dir = plugin_copy("stale", true, Some("9.9.9"));
+    let nvim = start_with_plugin_at(&dir);
+    nvim.wait_for("#_G.__notes > 0", 5 * SECOND);
+    let notes = nvim.notes();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("stale"), "{notes:?}");
+    assert!(notes[0].contains("needs 9.9.9"), "{notes:?}");
+    assert!(notes[0].contains("cargo build --release"), "{notes:?}");
+    assert!(lock::read_all(&nvim.lock_dir).is_empty());
+    drop(nvim);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn lua_and_rust_agree_on_abi_and_version() {
+    let root = plugin_root();
+    let lua = std::fs::read_to_string(root.join("lua/pi-ide/native.lua")).unwrap();
+    let cargo = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let cargo_version = cargo.lines().find_map(|l| l.strip_prefix("version = ")).unwrap().trim_matches('"');
+    let abi = lib.lines().find_map(|l| l.strip_prefix("pub const ABI: u32 = ")).unwrap().trim_end_matches(';');
+    assert!(lua.contains(&format!("M.VERSION = \"{cargo_version}\"")), "native.lua VERSION differs from Cargo.toml");
+    assert!(lua.contains(&format!("M.ABI = {abi}\n")), "native.lua ABI differs from src/lib.rs");
+    // And the built library says the same.
+    let nvim = Nvim::start();
+    assert_eq!(nvim.lua("return require('pi-ide.native').get().version"), json!(cargo_version));
+}

@@ -1,0 +1,113 @@
+//! getDiagnostics end to end: a real diagnostic set in a real buffer, read by a real client.
+
+mod common;
+use common::*;
+
+fn setup_buffer(nvim: &Nvim, name: &str, lines: &[&str]) -> String {
+    let path = nvim.cwd.join(name);
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    nvim.command(&format!("edit {}", path.display())).unwrap();
+    path.to_string_lossy().to_string()
+}
+
+fn diagnostics(resp: &Value) -> Value {
+    let t = texts(resp);
+    assert_eq!(t.len(), 1, "{resp}");
+    serde_json::from_str(&t[0]).unwrap()
+}
+
+#[test]
+fn reports_every_buffer_keyed_by_uri_in_the_protocol_shape() {
+    let nvim = Nvim::start();
+    let path = setup_buffer(&nvim, "main file.rs", &["fn main() {", "  let x = \"héllo\"; y", "}"]);
+    nvim.lua(
+        r#"
+        local ns = vim.api.nvim_create_namespace("test")
+        vim.diagnostic.set(ns, 0, {
+          { lnum = 1, col = 19, end_lnum = 1, end_col = 20, severity = vim.diagnostic.severity.ERROR,
+            message = "cannot find value `y`", source = "rustc", code = "E0425" },
+          { lnum = 0, col = 3, severity = vim.diagnostic.severity.WARN, message = "unused", source = "clippy" },
+          { lnum = 2, col = 0, severity = vim.diagnostic.severity.HINT, message = "a hint" },
+          { lnum = 2, col = 0, severity = vim.diagnostic.severity.INFO, message = "info", code = 12 },
+        })
+        "#,
+    );
+    let mut p = nvim.peer();
+    let d = diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap());
+    let uri = format!("file://{}", path.replace(' ', "%20"));
+    let list = d[&uri].as_array().unwrap_or_else(|| panic!("no entry for {uri} in {d}"));
+    assert_eq!(list.len(), 4);
+    let err = list.iter().find(|x| x["severity"] == "Error").unwrap();
+    assert_eq!(err["message"], "cannot find value `y`");
+    assert_eq!(err["source"], "rustc");
+    assert_eq!(err["code"], "E0425");
+    // Byte column 19 on a line with one two-byte character is UTF-16 character 18.
+    assert_eq!(err["range"], json!({"start": {"line": 1, "character": 18}, "end": {"line": 1, "character": 19}}));
+    let warn = list.iter().find(|x| x["severity"] == "Warning").unwrap();
+    assert_eq!(warn["range"]["start"], json!({"line": 0, "character": 3}));
+    assert!(list.iter().any(|x| x["severity"] == "Hint"));
+    assert!(list.iter().any(|x| x["severity"] == "Information" && x["code"] == 12));
+}
+
+#[test]
+fn uri_argument_selects_one_file_and_an_unopened_file_is_empty() {
+    let nvim = Nvim::start();
+    let a = setup_buffer(&nvim, "a.lua", &["x = 1"]);
+    let b = setup_buffer(&nvim, "b.lua", &["y = 2"]);
+    nvim.lua(
+        r#"
+        local ns = vim.api.nvim_create_namespace("test")
+        for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+          vim.diagnostic.set(ns, buf, {{ lnum = 0, col = 0, severity = 1, message = vim.fs.basename(vim.api.nvim_buf_get_name(buf)) }})
+        end
+        "#,
+    );
+    let mut p = nvim.peer();
+    let all = diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap());
+    assert_eq!(all.as_object().unwrap().len(), 2, "{all}");
+    let only_b = diagnostics(&p.call_tool("getDiagnostics", json!({"uri": format!("file://{b}")})).unwrap());
+    assert_eq!(only_b.as_object().unwrap().len(), 1);
+    assert_eq!(only_b[format!("file://{b}")][0]["message"], "b.lua");
+    // A plain path works as well.
+    let only_a = diagnostics(&p.call_tool("getDiagnostics", json!({"uri": a.clone()})).unwrap());
+    assert_eq!(only_a[format!("file://{a}")][0]["message"], "a.lua");
+    // Not open: an empty object, not an error.
+    let none = p.call_tool("getDiagnostics", json!({"uri": "file:///nowhere/at/all.rs"})).unwrap();
+    assert!(none.get("error").is_none(), "{none}");
+    assert_eq!(diagnostics(&none), json!({}));
+}
+
+#[test]
+fn no_diagnostics_is_an_empty_object() {
+    let nvim = Nvim::start();
+    let mut p = nvim.peer();
+    let r = p.call_tool("getDiagnostics", json!({})).unwrap();
+    assert_eq!(texts(&r), vec!["{}".to_string()]);
+}
+
+#[test]
+fn diagnostics_of_non_file_buffers_are_left_out() {
+    let nvim = Nvim::start();
+    nvim.lua(
+        r#"
+        local buf = vim.api.nvim_create_buf(true, true)
+        vim.diagnostic.set(vim.api.nvim_create_namespace("t"), buf, {{ lnum = 0, col = 0, message = "scratch" }})
+        "#,
+    );
+    let mut p = nvim.peer();
+    assert_eq!(texts(&p.call_tool("getDiagnostics", json!({})).unwrap()), vec!["{}".to_string()]);
+}
+
+#[test]
+fn a_failing_handler_answers_an_error_instead_of_stalling_the_agent() {
+    let nvim = Nvim::start();
+    nvim.lua("require('pi-ide.tools').handlers.getDiagnostics = function() error('boom') end");
+    let mut p = nvim.peer();
+    let r = p.call_tool("getDiagnostics", json!({})).unwrap();
+    assert_eq!(error_code(&r), -32603);
+    assert!(r["error"]["message"].as_str().unwrap().contains("boom"), "{r}");
+    // An answer that cannot be JSON is an error too, not silence.
+    nvim.lua("require('pi-ide.tools').handlers.getDiagnostics = function() return { f = function() end } end");
+    let r = p.call_tool("getDiagnostics", json!({})).unwrap();
+    assert_eq!(error_code(&r), -32603);
+}

@@ -1,0 +1,155 @@
+//! The server's life with clients: connect, disconnect, reconnect, parked calls, stopping and
+//! quitting with work in flight, and the editor staying responsive under load.
+
+mod common;
+use common::*;
+use std::time::Duration;
+
+/// Makes getDiagnostics park forever (its handler keeps the reply instead of answering).
+fn park_diagnostics(nvim: &Nvim) {
+    nvim.lua(
+        "_G.__replies = {} require('pi-ide.tools').handlers.getDiagnostics = function(_, reply) table.insert(_G.__replies, reply) end",
+    );
+}
+
+#[test]
+fn disconnect_and_reconnect() {
+    let nvim = Nvim::start();
+    let l = nvim.lockfile();
+    let p = nvim.peer();
+    nvim.wait_for("#require('pi-ide').status().clients == 1", 5 * SECOND);
+    p.close();
+    nvim.wait_for("#require('pi-ide').status().clients == 0", 5 * SECOND);
+    let mut p = nvim.peer();
+    assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
+    // A client killed without a Close frame is noticed too.
+    let q = nvim.peer();
+    nvim.wait_for("#require('pi-ide').status().clients == 2", 5 * SECOND);
+    q.kill();
+    nvim.wait_for("#require('pi-ide').status().clients == 1", 5 * SECOND);
+    assert_eq!(nvim.lockfile().port, l.port, "the server stays up across clients");
+}
+
+#[test]
+fn a_parked_call_does_not_block_other_requests_and_is_answered_later() {
+    let nvim = Nvim::start();
+    park_diagnostics(&nvim);
+    let mut p = nvim.peer();
+    p.send_json(&json!({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"getDiagnostics","arguments":{}}}))
+        .unwrap();
+    nvim.wait_for("#_G.__replies == 1", 5 * SECOND);
+    assert_eq!(nvim.lua("return require('pi-ide').status().parked"), json!(1));
+    // Other requests are served meanwhile, on the same connection.
+    assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
+    // Answering later reaches the client, once.
+    assert_eq!(nvim.lua("return _G.__replies[1]({})"), json!(true));
+    assert_eq!(nvim.lua("return _G.__replies[1]({})"), json!(false));
+    let r = p.wait_response(&json!("slow")).unwrap();
+    assert_eq!(texts(&r), vec!["{}".to_string()]);
+    assert_eq!(nvim.lua("return require('pi-ide').status().parked"), json!(0));
+}
+
+#[test]
+fn a_disconnect_abandons_that_clients_parked_calls_and_tells_lua() {
+    let nvim = Nvim::start();
+    park_diagnostics(&nvim);
+    nvim.lua("_G.__gone = nil vim.api.nvim_create_autocmd('User', {pattern = 'PiIdeClientDisconnected', callback = function(a) _G.__gone = a.data end})");
+    let mut p = nvim.peer();
+    p.send_json(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"getDiagnostics"}})).unwrap();
+    nvim.wait_for("#_G.__replies == 1", 5 * SECOND);
+    p.kill();
+    nvim.wait_for("_G.__gone ~= nil", 5 * SECOND);
+    assert_eq!(nvim.lua("return #_G.__gone.abandoned"), json!(1));
+    assert_eq!(nvim.lua("return require('pi-ide').status().parked"), json!(0));
+    // A late answer is refused quietly.
+    assert_eq!(nvim.lua("return _G.__replies[1]({})"), json!(false));
+}
+
+#[test]
+fn stop_answers_parked_calls_before_the_close_frame() {
+    let nvim = Nvim::start();
+    park_diagnostics(&nvim);
+    let mut p = nvim.peer();
+    p.send_json(&json!({"jsonrpc":"2.0","id":"parked","method":"tools/call","params":{"name":"getDiagnostics"}}))
+        .unwrap();
+    nvim.wait_for("#_G.__replies == 1", 5 * SECOND);
+    nvim.command("PiIde stop").unwrap();
+    let (frames, end) = read_until_close(&mut p);
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(frames[0]["id"], "parked");
+    assert_eq!(error_code(&frames[0]), -32603);
+    assert!(matches!(end, Received::Close { code: 1001, .. }), "{end:?}");
+}
+
+#[test]
+fn quitting_with_a_parked_call_answers_it_then_closes_then_exits() {
+    let mut nvim = Nvim::start();
+    park_diagnostics(&nvim);
+    let mut p = nvim.peer();
+    let l = nvim.lockfile();
+    p.send_json(&json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"getDiagnostics"}})).unwrap();
+    nvim.wait_for("#_G.__replies == 1", 5 * SECOND);
+    assert!(nvim.quit(5 * SECOND), "nvim did not exit");
+    let (frames, end) = read_until_close(&mut p);
+    assert_eq!(frames.len(), 1, "{frames:?}");
+    assert_eq!(frames[0]["id"], 9);
+    assert!(frames[0].get("error").is_some());
+    assert!(matches!(end, Received::Close { .. }), "{end:?}");
+    assert!(!l.path.exists());
+}
+
+#[test]
+fn pings_and_pongs_never_wake_the_main_loop() {
+    let nvim = Nvim::start();
+    let mut p = nvim.peer();
+    nvim.wait_for("#require('pi-ide').status().clients == 1", 5 * SECOND);
+    std::thread::sleep(Duration::from_millis(100));
+    let before = nvim.lua("return require('pi-ide').status().wakes");
+    for _ in 0..50 {
+        p.ping(b"keepalive").unwrap();
+    }
+    // A request that Rust answers itself does not wake Neovim either.
+    assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(nvim.lua("return require('pi-ide').status().wakes"), before);
+    // ...while a tool call does (proving the counter counts).
+    p.call_tool("getDiagnostics", json!({})).unwrap();
+    let after = nvim.lua("return require('pi-ide').status().wakes").as_u64().unwrap();
+    assert!(after > before.as_u64().unwrap());
+}
+
+#[test]
+fn a_flooding_client_meets_backpressure_and_the_editor_stays_responsive() {
+    let nvim = Nvim::start();
+    let l = nvim.lockfile();
+    // Several clients each pipeline many tool calls without reading the answers.
+    let mut floods = Vec::new();
+    for c in 0..4 {
+        let port = l.port;
+        let token = l.auth_token.clone();
+        floods.push(std::thread::spawn(move || {
+            let mut p = Peer::connect(port, &token).unwrap();
+            for i in 0..3000 {
+                let msg = json!({"jsonrpc":"2.0","id":format!("{c}-{i}"),"method":"tools/call","params":{"name":"getDiagnostics"}});
+                if p.send_json(&msg).is_err() {
+                    break;
+                }
+            }
+            // Now read every answer: each request is answered exactly once.
+            let mut seen = std::collections::HashSet::new();
+            while seen.len() < 3000 {
+                let r = p.recv_json().expect("answer");
+                assert!(seen.insert(r["id"].as_str().unwrap().to_owned()), "answered twice: {r}");
+            }
+            seen.len()
+        }));
+    }
+    // While the flood runs, Neovim keeps answering its own RPC.
+    for _ in 0..20 {
+        assert_eq!(nvim.lua("return 6 * 7"), json!(42));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for f in floods {
+        assert_eq!(f.join().unwrap(), 3000);
+    }
+}

@@ -1,0 +1,163 @@
+//! Discovery and authentication, end to end: a real Neovim writes its lockfile, a real
+//! WebSocket client finds it and is let in only with the exact token.
+
+mod common;
+use common::*;
+use std::os::unix::fs::PermissionsExt;
+
+#[test]
+fn lockfile_has_exactly_the_protocol_fields_and_private_modes() {
+    let nvim = Nvim::start();
+    let l = nvim.lockfile();
+    let keys: Vec<&str> = {
+        let mut k: Vec<&str> = l.raw.as_object().unwrap().keys().map(String::as_str).collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys, ["authToken", "ideName", "pid", "transport", "workspaceFolders"]);
+    assert_eq!(l.pid, nvim.pid() as i64);
+    assert_eq!(l.transport, "ws");
+    assert_eq!(l.ide_name, "Neovim");
+    assert_eq!(l.workspace_folders, vec![nvim.cwd.to_string_lossy().to_string()]);
+    let token = uuid_v4(&l.auth_token);
+    assert!(token, "token is not a UUID v4: {}", l.auth_token);
+    assert_eq!(std::fs::metadata(&l.path).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(&nvim.lock_dir).unwrap().permissions().mode() & 0o777, 0o700);
+    // The port in the file name is the one that answers.
+    let mut p = Peer::connect(l.port, &l.auth_token).unwrap();
+    assert!(p.initialize().unwrap()["result"].is_object());
+}
+
+fn uuid_v4(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.iter().map(|p| p.len()).collect::<Vec<_>>() == [8, 4, 4, 4, 12]
+        && s.chars().all(|c| c == '-' || c.is_ascii_hexdigit())
+        && parts[2].starts_with('4')
+        && matches!(parts[3].chars().next(), Some('8' | '9' | 'a' | 'b'))
+}
+
+#[test]
+fn lockfile_is_removed_on_stop_and_written_again_on_start() {
+    let nvim = Nvim::start();
+    let first = nvim.lockfile();
+    nvim.command("PiIde stop").unwrap();
+    assert!(!first.path.exists());
+    assert!(lock::read_all(&nvim.lock_dir).is_empty());
+    // The port is closed too.
+    assert!(std::net::TcpStream::connect(("127.0.0.1", first.port)).is_err());
+    nvim.command("PiIde start").unwrap();
+    let second = nvim.lockfile();
+    assert_ne!(second.auth_token, first.auth_token, "a new start gets a new token");
+}
+
+#[test]
+fn lockfile_is_removed_on_quit_and_quit_is_prompt_with_a_client() {
+    let mut nvim = Nvim::start();
+    let l = nvim.lockfile();
+    let mut peer = nvim.peer();
+    let t = std::time::Instant::now();
+    assert!(nvim.quit(5 * SECOND), "nvim did not exit");
+    let took = t.elapsed();
+    assert!(!l.path.exists(), "lockfile left behind after :qa");
+    // The client got a Close frame, not just a dropped socket.
+    let (_, end) = read_until_close(&mut peer);
+    assert!(matches!(end, Received::Close { code: 1001, .. }), "{end:?}");
+    eprintln!(":qa with a client took {took:?}");
+}
+
+#[test]
+fn two_editors_run_at_once_on_different_ports() {
+    let a = Nvim::start();
+    let b = Nvim::start_with(common_opts(&a));
+    let locks = lock::read_all(&a.lock_dir);
+    assert_eq!(locks.len(), 2, "{locks:?}");
+    assert_ne!(locks[0].port, locks[1].port);
+    assert_ne!(locks[0].auth_token, locks[1].auth_token);
+    for l in &locks {
+        let mut p = Peer::connect(l.port, &l.auth_token).unwrap();
+        assert!(p.initialize().unwrap()["result"].is_object());
+        // Each token opens only its own editor.
+        let other = locks.iter().find(|o| o.port != l.port).unwrap();
+        assert!(matches!(Peer::connect(other.port, &l.auth_token), Err(pi_ide_peer::ConnectError::Http(401))));
+    }
+    drop(b);
+}
+
+fn common_opts(a: &Nvim) -> pi_ide_peer::nvim::Options {
+    pi_ide_peer::nvim::Options { lock_dir: Some(a.lock_dir.clone()), ..Default::default() }
+}
+
+#[test]
+fn stale_lockfiles_of_dead_editors_are_removed_but_live_and_foreign_ones_stay() {
+    let dir = pi_ide_peer::nvim::temp_dir("locks");
+    let write = |port: u16, pid: u32, name: &str| {
+        let body = json!({"pid": pid, "workspaceFolders": ["/x"], "ideName": name, "transport": "ws", "authToken": "t"});
+        std::fs::write(dir.join(format!("{port}.lock")), body.to_string()).unwrap();
+    };
+    let dead = 0x7fff_fff0;
+    write(1, dead, "Neovim");
+    write(2, dead, "Visual Studio Code");
+    write(3, std::process::id(), "Neovim");
+    let nvim = Nvim::start_with(pi_ide_peer::nvim::Options { lock_dir: Some(dir.clone()), ..Default::default() });
+    assert!(!dir.join("1.lock").exists(), "a dead Neovim's lockfile stays");
+    assert!(dir.join("2.lock").exists(), "another editor's lockfile was removed");
+    assert!(dir.join("3.lock").exists(), "a live editor's lockfile was removed");
+    drop(nvim);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn upgrades_without_the_exact_token_get_401_and_nothing_else() {
+    let nvim = Nvim::start();
+    let l = nvim.lockfile();
+    let t = l.auth_token.as_str();
+    let h = pi_ide_peer::peer::AUTH_HEADER;
+    let upper = t.to_uppercase();
+    let prefix = &t[..t.len() - 1];
+    let suffixed = format!("{t}0");
+    let near = {
+        let mut b = t.as_bytes().to_vec();
+        let last = b.len() - 1;
+        b[last] = if b[last] == b'0' { b'1' } else { b'0' };
+        String::from_utf8(b).unwrap()
+    };
+    let cases: Vec<(&str, Vec<(&str, &str)>)> = vec![
+        ("no header", vec![]),
+        ("empty", vec![(h, "")]),
+        ("wrong", vec![(h, "00000000-0000-4000-8000-000000000000")]),
+        ("near miss (last char)", vec![(h, &near)]),
+        ("different case", vec![(h, &upper)]),
+        ("prefix", vec![(h, prefix)]),
+        ("token plus suffix", vec![(h, &suffixed)]),
+        ("sent twice", vec![(h, t), (h, t)]),
+        ("claude header without compat", vec![("x-claude-code-ide-authorization", t)]),
+    ];
+    for (what, headers) in cases {
+        match Peer::connect_with_headers(l.port, &headers) {
+            Err(pi_ide_peer::ConnectError::Http(401)) => {}
+            Err(e) => panic!("{what}: expected 401, got {e}"),
+            Ok(_) => panic!("{what}: was let in"),
+        }
+    }
+    // Nothing reached Lua, and the right token still works.
+    assert_eq!(nvim.lua("return #require('pi-ide').status().clients"), json!(0));
+    let mut p = Peer::connect(l.port, t).unwrap();
+    assert!(p.initialize().unwrap()["result"].is_object());
+}
+
+#[test]
+fn listens_on_loopback_only() {
+    let nvim = Nvim::start();
+    let l = nvim.lockfile();
+    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let port_hex = format!(":{:04X}", l.port);
+    let listening: Vec<&str> = tcp
+        .lines()
+        .filter(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            cols.len() > 3 && cols[1].ends_with(&port_hex) && cols[3] == "0A"
+        })
+        .collect();
+    assert_eq!(listening.len(), 1, "{listening:?}");
+    assert!(listening[0].split_whitespace().nth(1).unwrap().starts_with("0100007F:"), "{listening:?}");
+}
