@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::SystemTime;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -16,6 +17,7 @@ use tokio::sync::mpsc;
 use crate::jsonrpc::{self, Id, RpcError};
 use crate::tools::Tool;
 use crate::waker::Waker;
+use crate::warn;
 
 /// How many events may wait for Lua before connection tasks stop reading their sockets.
 pub const EVENT_QUEUE: usize = 1024;
@@ -50,6 +52,8 @@ pub struct Parked {
     pub client: u64,
     pub id: Id,
     pub tool: &'static Tool,
+    /// Kept only for tools with a fallback (their arguments are small).
+    pub args: Option<Value>,
 }
 
 pub struct Shared {
@@ -58,12 +62,22 @@ pub struct Shared {
     pub waker: Waker,
     pub clients: Mutex<HashMap<u64, Client>>,
     pub parked: Mutex<HashMap<u64, Parked>>,
+    /// Per tool, the last answer Lua gave that its fallback may reuse.
+    kept: Mutex<HashMap<&'static str, Value>>,
     next_id: AtomicU64,
     pub stopping: AtomicBool,
+    /// Overrides every tool's fallback deadline (the user's `diagnostics_timeout_ms`).
+    pub fallback_after: Option<Duration>,
 }
 
 impl Default for Shared {
     fn default() -> Self {
+        Shared::new(None)
+    }
+}
+
+impl Shared {
+    pub fn new(fallback_after: Option<Duration>) -> Self {
         let (events, events_rx) = mpsc::channel(EVENT_QUEUE);
         Shared {
             events,
@@ -71,13 +85,13 @@ impl Default for Shared {
             waker: Waker::default(),
             clients: Mutex::new(HashMap::new()),
             parked: Mutex::new(HashMap::new()),
+            kept: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
+            fallback_after,
         }
     }
-}
 
-impl Shared {
     pub fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
@@ -109,10 +123,20 @@ impl Shared {
         out
     }
 
-    /// Parks a call for Lua and queues the event that tells Lua about it.
-    pub async fn park(&self, client: u64, id: Id, tool: &'static Tool, args: Value) {
+    /// Parks a call for Lua and queues the event that tells Lua about it. A tool with a
+    /// fallback gets a timer that answers for Lua if the main loop is held up.
+    pub async fn park(self: &Arc<Self>, client: u64, id: Id, tool: &'static Tool, args: Value) {
         let req = self.next_id();
-        self.parked.lock().insert(req, Parked { client, id, tool });
+        let kept_args = tool.fallback.as_ref().map(|_| args.clone());
+        self.parked.lock().insert(req, Parked { client, id, tool, args: kept_args });
+        if let Some(fallback) = &tool.fallback {
+            let shared = self.clone();
+            let after = self.fallback_after.unwrap_or(fallback.after);
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                shared.expire(req);
+            });
+        }
         let event = Event::ToolCall { req, client, tool: tool.name, args };
         if !self.push(event).await {
             // Stopping: the queue is closed; answer it here so it is never left hanging.
@@ -123,9 +147,27 @@ impl Shared {
     /// Lua's answer to a parked call. False when it was already answered or its client left.
     pub fn respond(&self, req: u64, outcome: Result<Value, RpcError>) -> bool {
         let Some(p) = self.parked.lock().remove(&req) else { return false };
+        if let (Ok(v), Some(f), Some(args)) = (&outcome, &p.tool.fallback, &p.args) {
+            if (f.keep)(args) {
+                self.kept.lock().insert(p.tool.name, v.clone());
+            }
+        }
         let outcome = outcome.and_then(|v| p.tool.shape_result(v));
         self.send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
         true
+    }
+
+    /// The fallback timer fired: if Lua has not answered yet, answer from what was kept.
+    fn expire(&self, req: u64) {
+        let Some(p) = self.parked.lock().remove(&req) else { return };
+        let (Some(f), Some(args)) = (&p.tool.fallback, &p.args) else { return };
+        let answer = (f.answer)(args, self.kept.lock().get(p.tool.name));
+        warn!(
+            "{}: Neovim did not answer in time (busy, or waiting at a prompt); answered from the last known state",
+            p.tool.name
+        );
+        let outcome = p.tool.shape_result(answer);
+        self.send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
     }
 
     /// Answers a parked call with its tool's abandon answer (the editor is going away).
@@ -200,7 +242,7 @@ mod tests {
 
     #[tokio::test]
     async fn parked_call_is_answered_once() {
-        let shared = Shared::default();
+        let shared = Arc::new(Shared::default());
         let mut rx = client(&shared, 1);
         let tool = tools::find("getDiagnostics").unwrap();
         shared.park(1, Id::from_u64(9), tool, json!({})).await;
@@ -219,7 +261,7 @@ mod tests {
 
     #[tokio::test]
     async fn stopping_answers_parked_calls_and_disconnect_forgets_them() {
-        let shared = Shared::default();
+        let shared = Arc::new(Shared::default());
         let mut rx1 = client(&shared, 1);
         let _rx2 = client(&shared, 2);
         let tool = tools::find("getDiagnostics").unwrap();
@@ -235,6 +277,37 @@ mod tests {
         shared.close_events();
         shared.park(1, Id::from_u64(3), tool, json!({})).await;
         assert_eq!(frame(&mut rx1)["id"], 3);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_lua_does_not_answer_in_time_gets_the_fallback_from_the_last_answer() {
+        let shared = Arc::new(Shared::default());
+        let mut rx = client(&shared, 1);
+        let tool = tools::find("getDiagnostics").unwrap();
+        // First call: Lua answers in time; that answer is kept.
+        shared.park(1, Id::from_u64(1), tool, json!({})).await;
+        let req = match &shared.drain()[..] {
+            [Event::ToolCall { req, .. }] => *req,
+            other => panic!("{other:?}"),
+        };
+        assert!(shared.respond(req, Ok(json!({"file:///a.rs": [{"message": "m"}]}))));
+        assert_eq!(frame(&mut rx)["id"], 1);
+        // Second call: Lua is held up; after the deadline Rust answers with what was kept.
+        shared.park(1, Id::from_u64(2), tool, json!({})).await;
+        let req = match &shared.drain()[..] {
+            [Event::ToolCall { req, .. }] => *req,
+            other => panic!("{other:?}"),
+        };
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert!(rx.try_recv().is_err(), "answered before the deadline");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let f = frame(&mut rx);
+        assert_eq!(f["id"], 2);
+        let text: Value = serde_json::from_str(f["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text["file:///a.rs"][0]["message"], "m");
+        // Lua's late answer is refused: one answer per request.
+        assert!(!shared.respond(req, Ok(json!({}))));
+        assert!(rx.try_recv().is_err());
     }
 
     #[tokio::test]

@@ -73,7 +73,7 @@ fn close_message(code: CloseCode, reason: &str) -> Message {
 async fn run(
     ws: Ws,
     client: u64,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     mut outbound: mpsc::UnboundedReceiver<Outbound>,
     mut shutdown: watch::Receiver<bool>,
     max_message_size: usize,
@@ -141,7 +141,7 @@ async fn run(
 }
 
 /// Handles one text frame; returns the frame to answer with now, if any.
-async fn handle_text(text: &str, client: u64, shared: &Shared, session: &mut Session) -> Option<String> {
+async fn handle_text(text: &str, client: u64, shared: &Arc<Shared>, session: &mut Session) -> Option<String> {
     match jsonrpc::parse(text) {
         Incoming::Request { id, method, params } => {
             let dispatched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, UNIX_EPOCH};
 
 use mlua::{Lua, LuaSerdeExt, Result as LuaResult, Table, Value};
 use parking_lot::Mutex;
@@ -55,8 +55,9 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
         workspace_folders: opts.get("workspace_folders")?,
         max_message_size: opts.get("max_message_size")?,
         own_names: opts.get("own_names")?,
+        diagnostics_timeout: Duration::from_millis(opts.get("diagnostics_timeout_ms")?),
     };
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared::new(Some(options.diagnostics_timeout)));
     // SAFETY: luv's async userdata holds a pointer to its uv_async_t; Lua keeps the handle open
     // until after `stop` (which detaches) returns.
     unsafe {

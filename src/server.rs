@@ -25,6 +25,8 @@ pub struct Options {
     pub max_message_size: usize,
     /// Names (prefixes) of editors whose dead lockfiles we may clean up.
     pub own_names: Vec<String>,
+    /// How long Lua may take on getDiagnostics before Rust answers from the last answer.
+    pub diagnostics_timeout: Duration,
 }
 
 pub struct Server {

@@ -4,6 +4,8 @@
 //! Every tool here is answered by Lua (it needs Neovim); Rust validates the arguments first so
 //! that Lua only ever sees well-typed input.
 
+use std::time::Duration;
+
 use serde_json::{json, Map, Value};
 
 use crate::jsonrpc::RpcError;
@@ -57,6 +59,19 @@ pub enum OnAbandon {
     Error,
 }
 
+/// For tools the agent waits on without a timeout: if Neovim's main loop cannot answer in time
+/// (a hit-enter prompt, a blocking `input()`, a long `:!command` or a slow plugin keep it from
+/// running scheduled work), Rust answers instead, from the last answer Lua gave.
+#[derive(Debug)]
+pub struct Fallback {
+    /// How long Lua has.
+    pub after: Duration,
+    /// Whether Lua's answer to these arguments is worth keeping for a later fallback.
+    pub keep: fn(&Value) -> bool,
+    /// The fallback answer for these arguments, from what was kept (if anything).
+    pub answer: fn(&Value, Option<&Value>) -> Value,
+}
+
 #[derive(Debug)]
 pub struct Tool {
     pub name: &'static str,
@@ -64,6 +79,7 @@ pub struct Tool {
     pub params: &'static [Param],
     pub shape: Shape,
     pub on_abandon: OnAbandon,
+    pub fallback: Option<Fallback>,
 }
 
 pub static TOOLS: &[Tool] = &[Tool {
@@ -78,7 +94,45 @@ pub static TOOLS: &[Tool] = &[Tool {
     }],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
+    fallback: Some(Fallback {
+        after: Duration::from_millis(500),
+        keep: |args| args.get("uri").and_then(Value::as_str).is_none_or(str::is_empty),
+        answer: diagnostics_fallback,
+    }),
 }];
+
+/// The last full diagnostics answer, narrowed to `uri` when one was asked for.
+fn diagnostics_fallback(args: &Value, last: Option<&Value>) -> Value {
+    let Some(Value::Object(all)) = last else { return json!({}) };
+    match args.get("uri").and_then(Value::as_str).filter(|u| !u.is_empty()) {
+        None => Value::Object(all.clone()),
+        Some(uri) => {
+            let want = uri_path(uri);
+            Value::Object(all.iter().filter(|(k, _)| uri_path(k) == want).map(|(k, v)| (k.clone(), v.clone())).collect())
+        }
+    }
+}
+
+/// The path of a `file://` URI (percent-decoded), or the argument itself when it is a path.
+fn uri_path(uri: &str) -> String {
+    let Some(rest) = uri.strip_prefix("file://") else { return uri.to_owned() };
+    let bytes = rest.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
 
 pub fn find(name: &str) -> Option<&'static Tool> {
     TOOLS.iter().find(|t| t.name == name)
@@ -196,12 +250,26 @@ mod tests {
             ],
             shape: Shape::Texts,
             on_abandon: OnAbandon::Error,
+            fallback: None,
         };
         assert!(T.validate(&json!({})).unwrap_err().message.contains("missing required argument 'path'"));
         assert!(T.validate(&json!({"path": "a", "line": 3})).is_ok());
         assert!(T.validate(&json!({"path": "a", "line": 3.0})).is_ok());
         assert!(T.validate(&json!({"path": "a", "line": 3.5})).unwrap_err().message.contains("'line' must be an integer"));
         assert!(T.validate(&json!({"path": "a", "line": "3"})).is_err());
+    }
+
+    #[test]
+    fn diagnostics_fallback_narrows_the_last_answer() {
+        let last = json!({"file:///a%20b.rs": [1], "file:///c.rs": [2]});
+        assert_eq!(diagnostics_fallback(&json!({}), None), json!({}));
+        assert_eq!(diagnostics_fallback(&json!({}), Some(&last)), last);
+        assert_eq!(diagnostics_fallback(&json!({"uri": "file:///c.rs"}), Some(&last)), json!({"file:///c.rs": [2]}));
+        assert_eq!(diagnostics_fallback(&json!({"uri": "/a b.rs"}), Some(&last)), json!({"file:///a%20b.rs": [1]}));
+        assert_eq!(diagnostics_fallback(&json!({"uri": "/zzz"}), Some(&last)), json!({}));
+        let keep = find("getDiagnostics").unwrap().fallback.as_ref().unwrap().keep;
+        assert!(keep(&json!({})) && keep(&json!({"uri": ""})) && !keep(&json!({"uri": "file:///c.rs"})));
+        assert_eq!(uri_path("file:///x%2"), "/x%2");
     }
 
     #[test]
@@ -215,6 +283,7 @@ mod tests {
             params: &[],
             shape: Shape::Texts,
             on_abandon: OnAbandon::Error,
+            fallback: None,
         };
         assert_eq!(
             T.shape_result(json!(["FILE_SAVED", "body\n"])).unwrap(),

@@ -111,3 +111,32 @@ fn a_failing_handler_answers_an_error_instead_of_stalling_the_agent() {
     let r = p.call_tool("getDiagnostics", json!({})).unwrap();
     assert_eq!(error_code(&r), -32603);
 }
+
+#[test]
+fn a_blocked_main_loop_does_not_stall_the_agent() {
+    // A hit-enter prompt, a blocking input() or a long :!command keep scheduled work from
+    // running; the agent waits on getDiagnostics without a timeout, so Rust answers from the
+    // last known diagnostics after a short deadline.
+    let nvim = Nvim::start();
+    let path = setup_buffer(&nvim, "a.rs", &["x"]);
+    nvim.lua("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, {{ lnum = 0, col = 0, severity = 1, message = 'known' }})");
+    let mut p = nvim.peer();
+    let uri = format!("file://{path}");
+    assert_eq!(diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap())[&uri][0]["message"], "known");
+    // Block Neovim's main loop for 2 s.
+    let busy = nvim.request_async(
+        "nvim_exec_lua",
+        vec!["local t = vim.uv.hrtime() while vim.uv.hrtime() - t < 4e9 do end".into(), rmpv::Value::Array(vec![])],
+    );
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let r = p.call_tool("getDiagnostics", json!({})).unwrap();
+    assert!(busy.try_recv().is_err(), "the answer waited for the main loop to be free");
+    assert_eq!(diagnostics(&r)[&uri][0]["message"], "known");
+    // Narrowed to a uri, from the same last answer.
+    let r = p.call_tool("getDiagnostics", json!({"uri": uri.clone()})).unwrap();
+    assert_eq!(diagnostics(&r).as_object().unwrap().len(), 1);
+    busy.recv().unwrap().unwrap();
+    // Once the loop is free, answers come from Neovim again (and the late ones were dropped).
+    nvim.lua("vim.diagnostic.reset()");
+    assert_eq!(diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap()), json!({}));
+}

@@ -5,10 +5,12 @@ mod common;
 use common::*;
 use std::time::Duration;
 
-/// Makes getDiagnostics park forever (its handler keeps the reply instead of answering).
+/// Makes getDiagnostics park until the test answers (its handler keeps the reply), with the
+/// busy-editor fallback pushed out of the way.
 fn park_diagnostics(nvim: &Nvim) {
     nvim.lua(
-        "_G.__replies = {} require('pi-ide.tools').handlers.getDiagnostics = function(_, reply) table.insert(_G.__replies, reply) end",
+        "require('pi-ide').stop() require('pi-ide').setup({diagnostics_timeout_ms = 600000}) require('pi-ide').start() \
+         _G.__replies = {} require('pi-ide.tools').handlers.getDiagnostics = function(_, reply) table.insert(_G.__replies, reply) end",
     );
 }
 

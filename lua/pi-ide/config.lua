@@ -12,6 +12,10 @@ M.defaults = {
   ide_name = nil,
   -- Frames larger than this many bytes are refused (the connection is closed with code 1009).
   max_message_size = 64 * 1024 * 1024,
+  -- The agent waits for getDiagnostics before every model call. When Neovim cannot answer
+  -- within this many milliseconds (a hit-enter prompt, a blocking input(), a long :!command),
+  -- the server answers with the diagnostics Neovim last gave.
+  diagnostics_timeout_ms = 500,
 }
 
 local log_levels = { "off", "error", "warn", "info", "debug", "trace" }
@@ -32,6 +36,14 @@ local schema = {
     function(v)
       if v == "" then
         return "must not be empty"
+      end
+    end,
+  },
+  diagnostics_timeout_ms = {
+    { "number" },
+    function(v)
+      if v < 1 or v ~= math.floor(v) then
+        return "must be a whole number of milliseconds, at least 1"
       end
     end,
   },

@@ -113,6 +113,7 @@ function M.start()
     ide_name = name,
     workspace_folders = require("pi-ide.workspace").folders(),
     max_message_size = config.values.max_message_size,
+    diagnostics_timeout_ms = config.values.diagnostics_timeout_ms,
     own_names = { "Neovim", name },
   }, async)
   if not ok then
