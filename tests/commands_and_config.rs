@@ -198,3 +198,25 @@ fn lua_and_rust_agree_on_abi_and_version() {
     let nvim = Nvim::start();
     assert_eq!(nvim.lua("return require('pi-ide.native').get().version"), json!(cargo_version));
 }
+
+#[test]
+fn the_help_file_has_valid_unique_tags() {
+    let nvim = Nvim::start();
+    let dir = pi_ide_peer::nvim::temp_dir("doc");
+    std::fs::copy(plugin_root().join("doc/pi-ide.txt"), dir.join("pi-ide.txt")).unwrap();
+    // :helptags raises E154 for a duplicate tag.
+    nvim.command(&format!("helptags {}", dir.display())).expect("helptags failed");
+    let tags = std::fs::read_to_string(dir.join("tags")).unwrap();
+    for tag in [":PiIde", ":PiIde-status", ":PiIde-start", ":PiIde-stop", "pi-ide.setup()", "pi-ide-option-auto_start", "pi-ide-option-diagnostics_timeout_ms", "User_PiIdeStarted", "pi-ide-tool-getDiagnostics"] {
+        assert!(tags.lines().any(|l| l.starts_with(&format!("{tag}\t"))), "missing tag {tag}");
+    }
+    // Every option in config.lua's defaults is documented.
+    let opts = nvim.lua("return vim.tbl_keys(require('pi-ide.config').defaults)");
+    for o in opts.as_array().unwrap() {
+        let o = o.as_str().unwrap();
+        assert!(tags.contains(&format!("pi-ide-option-{o}\t")), "option {o} has no help tag");
+    }
+    // ide_name defaults to nil and is not a key of the table; it is documented all the same.
+    assert!(tags.contains("pi-ide-option-ide_name\t"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -20,6 +20,14 @@ M.defaults = {
 
 local log_levels = { "off", "error", "warn", "info", "debug", "trace" }
 
+local function whole_number(min, unit)
+  return function(v)
+    if v < min or v ~= math.floor(v) then
+      return ("must be a whole number of %s, at least %d"):format(unit, min)
+    end
+  end
+end
+
 -- key -> { types accepted, optional extra check returning an error text }
 local schema = {
   auto_start = { { "boolean" } },
@@ -39,22 +47,8 @@ local schema = {
       end
     end,
   },
-  diagnostics_timeout_ms = {
-    { "number" },
-    function(v)
-      if v < 1 or v ~= math.floor(v) then
-        return "must be a whole number of milliseconds, at least 1"
-      end
-    end,
-  },
-  max_message_size = {
-    { "number" },
-    function(v)
-      if v < 1024 or v ~= math.floor(v) then
-        return "must be a whole number of bytes, at least 1024"
-      end
-    end,
-  },
+  diagnostics_timeout_ms = { { "number" }, whole_number(1, "milliseconds") },
+  max_message_size = { { "number" }, whole_number(1024, "bytes") },
 }
 
 local function distance(a, b)

@@ -29,7 +29,7 @@ local function on_client_event(ev)
     c.name, c.version = ev.name, ev.version
     state.clients[ev.client] = c
     log.info("client %d is %s %s", ev.client, tostring(ev.name), tostring(ev.version))
-    vim.notify(("pi-ide.nvim: %s connected"):format(ev.name or "an agent"), vim.log.levels.INFO)
+    vim.notify(("pi-ide.nvim: %s connected"):format(ev.name and (ev.name .. " " .. (ev.version or "")) or "an agent"), vim.log.levels.INFO)
     user_event("PiIdeClientConnected", { client = ev.client, name = ev.name, version = ev.version })
   elseif ev.kind == "client_disconnected" then
     local c = state.clients[ev.client]
