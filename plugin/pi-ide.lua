@@ -14,11 +14,15 @@ vim.api.nvim_create_user_command("PiIde", function(opts)
 end, {
   nargs = "*",
   range = true,
-  desc = "pi-ide.nvim: start, stop, status",
+  desc = "pi-ide.nvim: status, start, stop, restart, send, add",
   complete = function(arglead, cmdline)
     return require("pi-ide.commands").complete(arglead, cmdline)
   end,
 })
+
+-- Visual mode: mention the selected lines to the agent (map it, e.g. to <leader>as).
+vim.keymap.set("x", "<Plug>(PiIdeSend)", ":PiIde send<CR>", { silent = true, desc = "pi-ide: send selection" })
+vim.keymap.set("n", "<Plug>(PiIdeSend)", "<Cmd>PiIde send<CR>", { silent = true, desc = "pi-ide: send file" })
 
 -- Start after VimEnter, so the first screen is never delayed; when the plugin is loaded later
 -- (lazy-loading), on the next turn of the loop, after setup() has run.

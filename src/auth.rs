@@ -5,6 +5,8 @@ use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, 
 use tokio_tungstenite::tungstenite::http::StatusCode;
 
 pub const HEADER: &str = "x-pi-ide-authorization";
+/// Claude Code's name for the same header (accepted only with Claude Code compatibility on).
+pub const CLAUDE_HEADER: &str = "x-claude-code-ide-authorization";
 
 /// A fresh token: a UUID v4 from the operating system's random source.
 pub fn new_token() -> String {
@@ -28,12 +30,14 @@ pub enum Refusal {
     WrongToken,
 }
 
-/// Checks one upgrade request against `token`.
-pub fn check(request: &Request, token: &str) -> Result<(), Refusal> {
+/// Checks one upgrade request against `token`: exactly one of the `accepted` headers, once.
+pub fn check(request: &Request, token: &str, accepted: &[&str]) -> Result<(), Refusal> {
     if request.uri().path() != "/" {
         return Err(Refusal::NotFound);
     }
-    let mut values = request.headers().get_all(HEADER).iter();
+    let mut values = accepted
+        .iter()
+        .flat_map(|h| request.headers().get_all(*h).iter());
     let Some(value) = values.next() else {
         return Err(Refusal::MissingToken);
     };
@@ -51,23 +55,50 @@ pub fn check(request: &Request, token: &str) -> Result<(), Refusal> {
 pub fn refusal_response(refusal: &Refusal) -> ErrorResponse {
     let (status, body) = match refusal {
         Refusal::NotFound => (StatusCode::NOT_FOUND, "pi-ide: the WebSocket endpoint is /"),
-        _ => (StatusCode::UNAUTHORIZED, "pi-ide: missing or wrong x-pi-ide-authorization"),
+        _ => (
+            StatusCode::UNAUTHORIZED,
+            "pi-ide: missing or wrong x-pi-ide-authorization",
+        ),
     };
     let mut resp = ErrorResponse::new(Some(body.to_owned()));
     *resp.status_mut() = status;
     resp
 }
 
-/// A tungstenite handshake callback that applies [`check`] and records the outcome.
+/// A tungstenite handshake callback that applies [`check`] and records the outcome. A client
+/// that asks for the `mcp` subprotocol (Claude Code does) gets it echoed.
 pub struct Gate<'a> {
     pub token: &'a str,
+    pub accepted: &'a [&'a str],
     pub refused: &'a mut Option<Refusal>,
 }
 
+fn asks_for_mcp(request: &Request) -> bool {
+    request
+        .headers()
+        .get_all("sec-websocket-protocol")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|p| p.trim() == "mcp")
+}
+
 impl tokio_tungstenite::tungstenite::handshake::server::Callback for Gate<'_> {
-    fn on_request(self, request: &Request, response: Response) -> Result<Response, ErrorResponse> {
-        match check(request, self.token) {
-            Ok(()) => Ok(response),
+    fn on_request(
+        self,
+        request: &Request,
+        mut response: Response,
+    ) -> Result<Response, ErrorResponse> {
+        match check(request, self.token, self.accepted) {
+            Ok(()) => {
+                if asks_for_mcp(request) {
+                    response.headers_mut().insert(
+                        "sec-websocket-protocol",
+                        "mcp".parse().expect("valid header"),
+                    );
+                }
+                Ok(response)
+            }
             Err(r) => {
                 let resp = refusal_response(&r);
                 *self.refused = Some(r);
@@ -98,26 +129,88 @@ mod tests {
         assert_eq!(u.get_version_num(), 4);
     }
 
+    fn check(request: &Request, token: &str) -> Result<(), Refusal> {
+        super::check(request, token, &[HEADER])
+    }
+
+    #[test]
+    fn claude_header_counts_only_when_accepted() {
+        let t = "tok";
+        let both = [HEADER, CLAUDE_HEADER];
+        assert_eq!(
+            super::check(&req("/", &[(CLAUDE_HEADER, t)]), t, &[HEADER]),
+            Err(Refusal::MissingToken)
+        );
+        assert_eq!(
+            super::check(&req("/", &[(CLAUDE_HEADER, t)]), t, &both),
+            Ok(())
+        );
+        assert_eq!(super::check(&req("/", &[(HEADER, t)]), t, &both), Ok(()));
+        assert_eq!(
+            super::check(&req("/", &[(HEADER, t), (CLAUDE_HEADER, t)]), t, &both),
+            Err(Refusal::RepeatedToken)
+        );
+        assert!(asks_for_mcp(&req(
+            "/",
+            &[("Sec-WebSocket-Protocol", "foo, mcp")]
+        )));
+        assert!(!asks_for_mcp(&req(
+            "/",
+            &[("Sec-WebSocket-Protocol", "mcpx")]
+        )));
+    }
+
     #[test]
     fn only_the_exact_token_once_on_root_passes() {
         let t = "0b6e8f2c-1f1e-4a53-9e0e-2f3e4d5c6b7a";
         assert_eq!(check(&req("/", &[(HEADER, t)]), t), Ok(()));
-        assert_eq!(check(&req("/", &[("X-Pi-Ide-Authorization", t)]), t), Ok(()), "header names are case-insensitive");
+        assert_eq!(
+            check(&req("/", &[("X-Pi-Ide-Authorization", t)]), t),
+            Ok(()),
+            "header names are case-insensitive"
+        );
         assert_eq!(check(&req("/", &[]), t), Err(Refusal::MissingToken));
-        assert_eq!(check(&req("/", &[(HEADER, "")]), t), Err(Refusal::WrongToken));
-        assert_eq!(check(&req("/", &[(HEADER, &t.to_uppercase())]), t), Err(Refusal::WrongToken));
-        assert_eq!(check(&req("/", &[(HEADER, &t[..35])]), t), Err(Refusal::WrongToken));
-        assert_eq!(check(&req("/", &[(HEADER, &format!("{t}x"))]), t), Err(Refusal::WrongToken));
-        assert_eq!(check(&req("/", &[(HEADER, &format!(" {t}"))]), t), Err(Refusal::WrongToken));
-        assert_eq!(check(&req("/", &[(HEADER, t), (HEADER, t)]), t), Err(Refusal::RepeatedToken));
-        assert_eq!(check(&req("/other", &[(HEADER, t)]), t), Err(Refusal::NotFound));
+        assert_eq!(
+            check(&req("/", &[(HEADER, "")]), t),
+            Err(Refusal::WrongToken)
+        );
+        assert_eq!(
+            check(&req("/", &[(HEADER, &t.to_uppercase())]), t),
+            Err(Refusal::WrongToken)
+        );
+        assert_eq!(
+            check(&req("/", &[(HEADER, &t[..35])]), t),
+            Err(Refusal::WrongToken)
+        );
+        assert_eq!(
+            check(&req("/", &[(HEADER, &format!("{t}x"))]), t),
+            Err(Refusal::WrongToken)
+        );
+        assert_eq!(
+            check(&req("/", &[(HEADER, &format!(" {t}"))]), t),
+            Err(Refusal::WrongToken)
+        );
+        assert_eq!(
+            check(&req("/", &[(HEADER, t), (HEADER, t)]), t),
+            Err(Refusal::RepeatedToken)
+        );
+        assert_eq!(
+            check(&req("/other", &[(HEADER, t)]), t),
+            Err(Refusal::NotFound)
+        );
         assert_eq!(check(&req("/?x=1", &[(HEADER, t)]), t), Ok(()));
     }
 
     #[test]
     fn refusals_are_401_or_404() {
-        assert_eq!(refusal_response(&Refusal::WrongToken).status(), StatusCode::UNAUTHORIZED);
-        assert_eq!(refusal_response(&Refusal::NotFound).status(), StatusCode::NOT_FOUND);
+        assert_eq!(
+            refusal_response(&Refusal::WrongToken).status(),
+            StatusCode::UNAUTHORIZED
+        );
+        assert_eq!(
+            refusal_response(&Refusal::NotFound).status(),
+            StatusCode::NOT_FOUND
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! with [`Shared::respond`], which only queues a frame for the client's writer and never blocks.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::jsonrpc::{self, Id, RpcError};
+use crate::selection::Selection;
 use crate::tools::Tool;
 use crate::waker::Waker;
 use crate::warn;
@@ -27,11 +28,27 @@ pub const DRAIN_BATCH: usize = 128;
 
 #[derive(Debug)]
 pub enum Event {
-    ClientConnected { client: u64 },
-    ClientInitialized { client: u64, name: Option<String>, version: Option<String> },
+    ClientConnected {
+        client: u64,
+    },
+    ClientInitialized {
+        client: u64,
+        name: Option<String>,
+        version: Option<String>,
+    },
     /// `abandoned`: calls of this client that were parked; their answers are no longer wanted.
-    ClientDisconnected { client: u64, abandoned: Vec<u64> },
-    ToolCall { req: u64, client: u64, tool: &'static str, args: Value },
+    ClientDisconnected {
+        client: u64,
+        abandoned: Vec<u64>,
+    },
+    ToolCall {
+        req: u64,
+        client: u64,
+        tool: &'static str,
+        args: Value,
+    },
+    /// The cursor has been still for the debounce time: Lua should send the current state.
+    SelectionDue,
 }
 
 /// A frame (or the end) for one client's writer.
@@ -43,6 +60,8 @@ pub enum Outbound {
 
 pub struct Client {
     pub outbound: mpsc::UnboundedSender<Outbound>,
+    /// Sent `initialize`: it gets notifications from now on.
+    pub initialized: bool,
     pub name: Option<String>,
     pub version: Option<String>,
     pub connected_at: SystemTime,
@@ -68,16 +87,34 @@ pub struct Shared {
     pub stopping: AtomicBool,
     /// Overrides every tool's fallback deadline (the user's `diagnostics_timeout_ms`).
     pub fallback_after: Option<Duration>,
+    pub selection: Selection,
+    /// How many clients are initialized (read on every cursor move, so an atomic).
+    initialized: AtomicUsize,
+}
+
+/// What the user configured that the shared state needs.
+pub struct Settings {
+    pub fallback_after: Option<Duration>,
+    pub selection_debounce: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            fallback_after: None,
+            selection_debounce: Duration::from_millis(100),
+        }
+    }
 }
 
 impl Default for Shared {
     fn default() -> Self {
-        Shared::new(None)
+        Shared::new(Settings::default())
     }
 }
 
 impl Shared {
-    pub fn new(fallback_after: Option<Duration>) -> Self {
+    pub fn new(settings: Settings) -> Self {
         let (events, events_rx) = mpsc::channel(EVENT_QUEUE);
         Shared {
             events,
@@ -88,8 +125,56 @@ impl Shared {
             kept: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
-            fallback_after,
+            fallback_after: settings.fallback_after,
+            selection: Selection::new(settings.selection_debounce),
+            initialized: AtomicUsize::new(0),
         }
+    }
+
+    /// Marks a client initialized (once), so that it receives notifications.
+    pub fn mark_initialized(&self, client: u64, name: Option<String>, version: Option<String>) {
+        if let Some(c) = self.clients.lock().get_mut(&client) {
+            if !c.initialized {
+                c.initialized = true;
+                self.initialized.fetch_add(1, Ordering::AcqRel);
+            }
+            c.name = name;
+            c.version = version;
+        }
+    }
+
+    pub fn initialized_clients(&self) -> usize {
+        self.initialized.load(Ordering::Acquire)
+    }
+
+    /// A cursor move from Lua. Nothing to do while no client listens.
+    pub fn selection_touch(&self) {
+        if self.initialized_clients() > 0 {
+            self.selection.touch();
+        }
+    }
+
+    /// The current selection state from Lua: broadcast when it changed. Returns whether it was sent.
+    pub fn selection_set(&self, params: Value) -> bool {
+        match self.selection.set(params) {
+            Some(frame) => {
+                self.broadcast(&frame);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sends a frame to every initialized client. Returns how many.
+    pub fn broadcast(&self, frame: &str) -> usize {
+        let clients = self.clients.lock();
+        let mut n = 0;
+        for c in clients.values().filter(|c| c.initialized) {
+            if c.outbound.send(Outbound::Frame(frame.to_owned())).is_ok() {
+                n += 1;
+            }
+        }
+        n
     }
 
     pub fn next_id(&self) -> u64 {
@@ -128,7 +213,15 @@ impl Shared {
     pub async fn park(self: &Arc<Self>, client: u64, id: Id, tool: &'static Tool, args: Value) {
         let req = self.next_id();
         let kept_args = tool.fallback.as_ref().map(|_| args.clone());
-        self.parked.lock().insert(req, Parked { client, id, tool, args: kept_args });
+        self.parked.lock().insert(
+            req,
+            Parked {
+                client,
+                id,
+                tool,
+                args: kept_args,
+            },
+        );
         if let Some(fallback) = &tool.fallback {
             let shared = self.clone();
             let after = self.fallback_after.unwrap_or(fallback.after);
@@ -137,7 +230,12 @@ impl Shared {
                 shared.expire(req);
             });
         }
-        let event = Event::ToolCall { req, client, tool: tool.name, args };
+        let event = Event::ToolCall {
+            req,
+            client,
+            tool: tool.name,
+            args,
+        };
         if !self.push(event).await {
             // Stopping: the queue is closed; answer it here so it is never left hanging.
             self.abandon(req);
@@ -146,7 +244,9 @@ impl Shared {
 
     /// Lua's answer to a parked call. False when it was already answered or its client left.
     pub fn respond(&self, req: u64, outcome: Result<Value, RpcError>) -> bool {
-        let Some(p) = self.parked.lock().remove(&req) else { return false };
+        let Some(p) = self.parked.lock().remove(&req) else {
+            return false;
+        };
         if let (Ok(v), Some(f), Some(args)) = (&outcome, &p.tool.fallback, &p.args) {
             if (f.keep)(args) {
                 self.kept.lock().insert(p.tool.name, v.clone());
@@ -159,8 +259,12 @@ impl Shared {
 
     /// The fallback timer fired: if Lua has not answered yet, answer from what was kept.
     fn expire(&self, req: u64) {
-        let Some(p) = self.parked.lock().remove(&req) else { return };
-        let (Some(f), Some(args)) = (&p.tool.fallback, &p.args) else { return };
+        let Some(p) = self.parked.lock().remove(&req) else {
+            return;
+        };
+        let (Some(f), Some(args)) = (&p.tool.fallback, &p.args) else {
+            return;
+        };
         let answer = (f.answer)(args, self.kept.lock().get(p.tool.name));
         warn!(
             "{}: Neovim did not answer in time (busy, or waiting at a prompt); answered from the last known state",
@@ -172,7 +276,9 @@ impl Shared {
 
     /// Answers a parked call with its tool's abandon answer (the editor is going away).
     fn abandon(&self, req: u64) {
-        let Some(p) = self.parked.lock().remove(&req) else { return };
+        let Some(p) = self.parked.lock().remove(&req) else {
+            return;
+        };
         let outcome = p.tool.abandoned();
         self.send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
     }
@@ -186,9 +292,17 @@ impl Shared {
 
     /// Forgets a client's parked calls (its socket is gone) and returns their numbers.
     pub fn forget_client(&self, client: u64) -> Vec<u64> {
-        self.clients.lock().remove(&client);
+        if let Some(c) = self.clients.lock().remove(&client) {
+            if c.initialized {
+                self.initialized.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
         let mut parked = self.parked.lock();
-        let mut gone: Vec<u64> = parked.iter().filter(|(_, p)| p.client == client).map(|(r, _)| *r).collect();
+        let mut gone: Vec<u64> = parked
+            .iter()
+            .filter(|(_, p)| p.client == client)
+            .map(|(r, _)| *r)
+            .collect();
         gone.sort_unstable();
         for r in &gone {
             parked.remove(r);
@@ -205,7 +319,10 @@ impl Shared {
 
     pub fn close_all(&self, code: u16, reason: &str) {
         for c in self.clients.lock().values() {
-            let _ = c.outbound.send(Outbound::Close { code, reason: reason.to_owned() });
+            let _ = c.outbound.send(Outbound::Close {
+                code,
+                reason: reason.to_owned(),
+            });
         }
     }
 
@@ -229,7 +346,16 @@ mod tests {
 
     fn client(shared: &Shared, id: u64) -> mpsc::UnboundedReceiver<Outbound> {
         let (tx, rx) = mpsc::unbounded_channel();
-        shared.clients.lock().insert(id, Client { outbound: tx, name: None, version: None, connected_at: SystemTime::now() });
+        shared.clients.lock().insert(
+            id,
+            Client {
+                outbound: tx,
+                initialized: false,
+                name: None,
+                version: None,
+                connected_at: SystemTime::now(),
+            },
+        );
         rx
     }
 
@@ -248,11 +374,19 @@ mod tests {
         shared.park(1, Id::from_u64(9), tool, json!({})).await;
         let events = shared.drain();
         let req = match &events[..] {
-            [Event::ToolCall { req, tool: "getDiagnostics", client: 1, .. }] => *req,
+            [Event::ToolCall {
+                req,
+                tool: "getDiagnostics",
+                client: 1,
+                ..
+            }] => *req,
             other => panic!("{other:?}"),
         };
         assert!(shared.respond(req, Ok(json!({}))));
-        assert!(!shared.respond(req, Ok(json!({}))), "a second answer is refused");
+        assert!(
+            !shared.respond(req, Ok(json!({}))),
+            "a second answer is refused"
+        );
         let f = frame(&mut rx);
         assert_eq!(f["id"], 9);
         assert_eq!(f["result"]["content"][0]["text"], "{}");
@@ -303,7 +437,8 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let f = frame(&mut rx);
         assert_eq!(f["id"], 2);
-        let text: Value = serde_json::from_str(f["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+        let text: Value =
+            serde_json::from_str(f["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
         assert_eq!(text["file:///a.rs"][0]["message"], "m");
         // Lua's late answer is refused: one answer per request.
         assert!(!shared.respond(req, Ok(json!({}))));

@@ -22,19 +22,33 @@ use crate::{debug, error, info, warn};
 pub struct Config {
     pub token: String,
     pub max_message_size: usize,
+    /// The auth header names accepted (Claude Code's too when its compatibility is on).
+    pub auth_headers: Vec<&'static str>,
 }
 
 type Ws = WebSocketStream<TcpStream>;
 
 /// Serves one TCP connection to its end. Never panics outward: a panic is logged and the client
 /// is cleaned up like any disconnect.
-pub async fn serve(stream: TcpStream, client: u64, shared: Arc<Shared>, config: Arc<Config>, shutdown: watch::Receiver<bool>) {
+pub async fn serve(
+    stream: TcpStream,
+    client: u64,
+    shared: Arc<Shared>,
+    config: Arc<Config>,
+    shutdown: watch::Receiver<bool>,
+) {
     let ws_config = WebSocketConfig::default()
         .max_message_size(Some(config.max_message_size))
         .max_frame_size(Some(config.max_message_size));
     let mut refused = None;
-    let gate = Gate { token: &config.token, refused: &mut refused };
-    let ws = match tokio_tungstenite::accept_hdr_async_with_config(stream, gate, Some(ws_config)).await {
+    let gate = Gate {
+        token: &config.token,
+        accepted: &config.auth_headers,
+        refused: &mut refused,
+    };
+    let ws = match tokio_tungstenite::accept_hdr_async_with_config(stream, gate, Some(ws_config))
+        .await
+    {
         Ok(ws) => ws,
         Err(e) => {
             match refused {
@@ -46,28 +60,49 @@ pub async fn serve(stream: TcpStream, client: u64, shared: Arc<Shared>, config: 
         }
     };
     let (tx, rx) = mpsc::unbounded_channel();
-    shared
-        .clients
-        .lock()
-        .insert(client, Client { outbound: tx, name: None, version: None, connected_at: SystemTime::now() });
+    shared.clients.lock().insert(
+        client,
+        Client {
+            outbound: tx,
+            initialized: false,
+            name: None,
+            version: None,
+            connected_at: SystemTime::now(),
+        },
+    );
     info!("client {client} connected");
     shared.push(Event::ClientConnected { client }).await;
 
-    let outcome = std::panic::AssertUnwindSafe(run(ws, client, &shared, rx, shutdown, config.max_message_size))
-        .catch_unwind()
-        .await;
+    let outcome = std::panic::AssertUnwindSafe(run(
+        ws,
+        client,
+        &shared,
+        rx,
+        shutdown,
+        config.max_message_size,
+    ))
+    .catch_unwind()
+    .await;
     if outcome.is_err() {
         error!("client {client}: connection task panicked; dropping the connection");
     }
     let abandoned = shared.forget_client(client);
-    info!("client {client} disconnected ({} parked calls abandoned)", abandoned.len());
+    info!(
+        "client {client} disconnected ({} parked calls abandoned)",
+        abandoned.len()
+    );
     if !shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
-        shared.push(Event::ClientDisconnected { client, abandoned }).await;
+        shared
+            .push(Event::ClientDisconnected { client, abandoned })
+            .await;
     }
 }
 
 fn close_message(code: CloseCode, reason: &str) -> Message {
-    Message::Close(Some(CloseFrame { code, reason: reason.to_owned().into() }))
+    Message::Close(Some(CloseFrame {
+        code,
+        reason: reason.to_owned().into(),
+    }))
 }
 
 async fn run(
@@ -96,17 +131,17 @@ async fn run(
             },
             incoming = source.next() => match incoming {
                 Some(Ok(Message::Text(text))) => {
-                    if let Some(reply) = handle_text(text.as_str(), client, shared, &mut session).await {
+                    for reply in handle_text(text.as_str(), client, shared, &mut session).await {
                         if sink.send(Message::text(reply)).await.is_err() { return; }
                     }
                 }
                 Some(Ok(Message::Binary(bytes))) => {
                     // Not what the protocol sends, but harmless to serve when it is UTF-8.
-                    let reply = match std::str::from_utf8(&bytes) {
+                    let replies = match std::str::from_utf8(&bytes) {
                         Ok(text) => handle_text(text, client, shared, &mut session).await,
-                        Err(_) => Some(jsonrpc::error_frame(None, &RpcError::new(jsonrpc::PARSE_ERROR, "parse error: binary frame is not UTF-8"))),
+                        Err(_) => vec![jsonrpc::error_frame(None, &RpcError::new(jsonrpc::PARSE_ERROR, "parse error: binary frame is not UTF-8"))],
                     };
-                    if let Some(reply) = reply {
+                    for reply in replies {
                         if sink.send(Message::text(reply)).await.is_err() { return; }
                     }
                 }
@@ -140,8 +175,13 @@ async fn run(
     }
 }
 
-/// Handles one text frame; returns the frame to answer with now, if any.
-async fn handle_text(text: &str, client: u64, shared: &Arc<Shared>, session: &mut Session) -> Option<String> {
+/// Handles one text frame; returns the frames to send now, in order.
+async fn handle_text(
+    text: &str,
+    client: u64,
+    shared: &Arc<Shared>,
+    session: &mut Session,
+) -> Vec<String> {
     match jsonrpc::parse(text) {
         Incoming::Request { id, method, params } => {
             let dispatched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -149,24 +189,37 @@ async fn handle_text(text: &str, client: u64, shared: &Arc<Shared>, session: &mu
             }));
             match dispatched {
                 Ok(Dispatch::Reply(outcome)) => {
+                    let mut frames = vec![jsonrpc::outcome_frame(&id, &outcome)];
                     if method == "initialize" {
-                        let (name, version) = (session.client_name.clone(), session.client_version.clone());
-                        if let Some(c) = shared.clients.lock().get_mut(&client) {
-                            c.name = name.clone();
-                            c.version = version.clone();
-                        }
-                        info!("client {client} initialized: {}", name.as_deref().unwrap_or("(no name)"));
-                        shared.push(Event::ClientInitialized { client, name, version }).await;
+                        let (name, version) =
+                            (session.client_name.clone(), session.client_version.clone());
+                        shared.mark_initialized(client, name.clone(), version.clone());
+                        info!(
+                            "client {client} initialized: {}",
+                            name.as_deref().unwrap_or("(no name)")
+                        );
+                        // Right after the handshake, never before: what the user is looking at.
+                        frames.extend(shared.selection.last_frame());
+                        shared
+                            .push(Event::ClientInitialized {
+                                client,
+                                name,
+                                version,
+                            })
+                            .await;
                     }
-                    Some(jsonrpc::outcome_frame(&id, &outcome))
+                    frames
                 }
                 Ok(Dispatch::Park { tool, args }) => {
                     shared.park(client, id, tool, args).await;
-                    None
+                    vec![]
                 }
                 Err(_) => {
                     error!("client {client}: panic while handling {method}");
-                    Some(jsonrpc::error_frame(Some(&id), &RpcError::internal("internal error")))
+                    vec![jsonrpc::error_frame(
+                        Some(&id),
+                        &RpcError::internal("internal error"),
+                    )]
                 }
             }
         }
@@ -174,15 +227,15 @@ async fn handle_text(text: &str, client: u64, shared: &Arc<Shared>, session: &mu
             if !mcp::handle_notification(session, &method) {
                 debug!("client {client}: ignored notification {method}");
             }
-            None
+            vec![]
         }
         Incoming::Response { id, .. } => {
             debug!("client {client}: response to unknown request {}", id.raw());
-            None
+            vec![]
         }
         Incoming::Invalid { id, error } => {
             debug!("client {client}: {}", error.message);
-            Some(jsonrpc::error_frame(id.as_ref(), &error))
+            vec![jsonrpc::error_frame(id.as_ref(), &error)]
         }
     }
 }

@@ -21,10 +21,16 @@ pub struct RpcError {
 
 impl RpcError {
     pub fn new(code: i64, message: impl Into<String>) -> Self {
-        RpcError { code, message: message.into() }
+        RpcError {
+            code,
+            message: message.into(),
+        }
     }
     pub fn invalid_params(message: impl Into<String>) -> Self {
-        RpcError::new(INVALID_PARAMS, format!("invalid params: {}", message.into()))
+        RpcError::new(
+            INVALID_PARAMS,
+            format!("invalid params: {}", message.into()),
+        )
     }
     pub fn internal(message: impl Into<String>) -> Self {
         RpcError::new(INTERNAL_ERROR, message)
@@ -51,10 +57,20 @@ impl Id {
 /// What one incoming frame turned out to be.
 #[derive(Debug)]
 pub enum Incoming {
-    Request { id: Id, method: String, params: Option<Value> },
-    Notification { method: String, params: Option<Value> },
+    Request {
+        id: Id,
+        method: String,
+        params: Option<Value>,
+    },
+    Notification {
+        method: String,
+        params: Option<Value>,
+    },
     /// An answer to a request we sent (used by editor-initiated requests).
-    Response { id: Id, outcome: Result<Value, RpcError> },
+    Response {
+        id: Id,
+        outcome: Result<Value, RpcError>,
+    },
     /// Not a valid message: answer with this error (id when one could be read, else null).
     Invalid { id: Option<Id>, error: RpcError },
 }
@@ -92,7 +108,10 @@ struct ErrorObject {
 }
 
 fn invalid(id: Option<Id>, message: impl Into<String>) -> Incoming {
-    Incoming::Invalid { id, error: RpcError::new(INVALID_REQUEST, message) }
+    Incoming::Invalid {
+        id,
+        error: RpcError::new(INVALID_REQUEST, message),
+    }
 }
 
 /// Checks that a raw id is a string, a number or null, and keeps it.
@@ -111,7 +130,10 @@ pub fn parse(text: &str) -> Incoming {
     let raw: &RawValue = match serde_json::from_str(text) {
         Ok(raw) => raw,
         Err(e) => {
-            return Incoming::Invalid { id: None, error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")) }
+            return Incoming::Invalid {
+                id: None,
+                error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")),
+            }
         }
     };
     match raw.get().as_bytes().first() {
@@ -127,7 +149,12 @@ pub fn parse(text: &str) -> Incoming {
         None => None,
         Some(raw) => match read_id(raw) {
             Some(id) => Some(id),
-            None => return invalid(None, "invalid request: 'id' must be a string, a number or null"),
+            None => {
+                return invalid(
+                    None,
+                    "invalid request: 'id' must be a string, a number or null",
+                )
+            }
         },
     };
     if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
@@ -138,10 +165,20 @@ pub fn parse(text: &str) -> Incoming {
         Some(raw) if matches!(raw.get().as_bytes().first(), Some(b'{') | Some(b'[')) => {
             match serde_json::from_str::<Value>(raw.get()) {
                 Ok(v) => Some(v),
-                Err(e) => return Incoming::Invalid { id, error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")) },
+                Err(e) => {
+                    return Incoming::Invalid {
+                        id,
+                        error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")),
+                    }
+                }
             }
         }
-        Some(_) => return invalid(id, "invalid request: 'params' must be an object or an array"),
+        Some(_) => {
+            return invalid(
+                id,
+                "invalid request: 'params' must be an object or an array",
+            )
+        }
     };
     if let Some(method) = env.method {
         let method: String = match serde_json::from_str(method.get()) {
@@ -163,8 +200,14 @@ pub fn parse(text: &str) -> Incoming {
             Err(e) => invalid(Some(id), format!("invalid response: {e}")),
         },
         (None, Some(error)) => match serde_json::from_str::<ErrorObject>(error.get()) {
-            Ok(e) => Incoming::Response { id, outcome: Err(RpcError::new(e.code, e.message)) },
-            Err(e) => invalid(Some(id), format!("invalid response: 'error' must be {{code, message}}: {e}")),
+            Ok(e) => Incoming::Response {
+                id,
+                outcome: Err(RpcError::new(e.code, e.message)),
+            },
+            Err(e) => invalid(
+                Some(id),
+                format!("invalid response: 'error' must be {{code, message}}: {e}"),
+            ),
         },
         _ => invalid(Some(id), "invalid request: 'method' is missing"),
     }
@@ -181,7 +224,12 @@ pub fn result_frame(id: &Id, result: &Value) -> String {
 
 pub fn error_frame(id: Option<&Id>, error: &RpcError) -> String {
     let message = serde_json::to_string(&error.message).unwrap_or_else(|_| "\"error\"".into());
-    format!(r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":{},"message":{}}}}}"#, id_text(id), error.code, message)
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":{},"message":{}}}}}"#,
+        id_text(id),
+        error.code,
+        message
+    )
 }
 
 pub fn outcome_frame(id: &Id, outcome: &Result<Value, RpcError>) -> String {
@@ -196,7 +244,8 @@ pub fn notification_frame(method: &str, params: &Value) -> String {
 }
 
 pub fn request_frame(id: &Id, method: &str, params: &Value) -> String {
-    let body = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
+    let body =
+        serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
     // Insert the raw id after the opening brace.
     format!(r#"{{"id":{},{}"#, id.raw(), &body[1..])
 }
@@ -222,12 +271,17 @@ mod tests {
 
     #[test]
     fn string_and_number_ids_are_echoed_byte_for_byte() {
-        let (id, method, params) = request(r#"{"jsonrpc":"2.0","id":"a-b-c","method":"initialize","params":{"x":1}}"#);
+        let (id, method, params) =
+            request(r#"{"jsonrpc":"2.0","id":"a-b-c","method":"initialize","params":{"x":1}}"#);
         assert_eq!(id.raw(), r#""a-b-c""#);
         assert_eq!(method, "initialize");
         assert_eq!(params, Some(json!({"x": 1})));
-        let (id, ..) = request(r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"m"}"#);
-        assert_eq!(result_frame(&id, &json!({})), r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}"#);
+        let (id, ..) =
+            request(r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"m"}"#);
+        assert_eq!(
+            result_frame(&id, &json!({})),
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"result":{}}"#
+        );
         let (id, ..) = request(r#"{"jsonrpc":"2.0","id":1.50,"method":"m"}"#);
         assert_eq!(id.raw(), "1.50");
     }
@@ -251,7 +305,14 @@ mod tests {
 
     #[test]
     fn malformed_json_is_a_parse_error_with_null_id() {
-        for text in ["", "{", r#"{"jsonrpc":"2.0","id":1,"method":"x""#, "nul", "\u{0}", "{\"a\":}"] {
+        for text in [
+            "",
+            "{",
+            r#"{"jsonrpc":"2.0","id":1,"method":"x""#,
+            "nul",
+            "\u{0}",
+            "{\"a\":}",
+        ] {
             assert_eq!(invalid_code(text), (None, PARSE_ERROR), "{text:?}");
         }
     }
@@ -259,11 +320,20 @@ mod tests {
     #[test]
     fn wrong_shapes_are_invalid_requests() {
         assert_eq!(invalid_code("[]"), (None, INVALID_REQUEST));
-        assert_eq!(invalid_code(r#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#), (None, INVALID_REQUEST));
+        assert_eq!(
+            invalid_code(r#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#),
+            (None, INVALID_REQUEST)
+        );
         assert_eq!(invalid_code("42"), (None, INVALID_REQUEST));
         assert_eq!(invalid_code(r#""str""#), (None, INVALID_REQUEST));
-        assert_eq!(invalid_code(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#), (None, INVALID_REQUEST));
-        assert_eq!(invalid_code(r#"{"jsonrpc":"2.0","id":true,"method":"x"}"#), (None, INVALID_REQUEST));
+        assert_eq!(
+            invalid_code(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#),
+            (None, INVALID_REQUEST)
+        );
+        assert_eq!(
+            invalid_code(r#"{"jsonrpc":"2.0","id":true,"method":"x"}"#),
+            (None, INVALID_REQUEST)
+        );
         let (id, code) = invalid_code(r#"{"jsonrpc":"1.0","id":7,"method":"x"}"#);
         assert_eq!((id.unwrap().raw(), code), ("7", INVALID_REQUEST));
         let (id, code) = invalid_code(r#"{"id":7,"method":"x"}"#);
@@ -272,9 +342,15 @@ mod tests {
         assert_eq!((id.unwrap().raw(), code), ("7", INVALID_REQUEST));
         let (id, code) = invalid_code(r#"{"jsonrpc":"2.0","id":7,"method":"x","params":"s"}"#);
         assert_eq!((id.unwrap().raw(), code), ("7", INVALID_REQUEST));
-        assert_eq!(invalid_code(r#"{"jsonrpc":"2.0"}"#), (None, INVALID_REQUEST));
+        assert_eq!(
+            invalid_code(r#"{"jsonrpc":"2.0"}"#),
+            (None, INVALID_REQUEST)
+        );
         // Duplicate members are ambiguous: refuse rather than pick one.
-        assert_eq!(invalid_code(r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#).1, INVALID_REQUEST);
+        assert_eq!(
+            invalid_code(r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}"#).1,
+            INVALID_REQUEST
+        );
     }
 
     #[test]
@@ -287,11 +363,16 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match parse(r#"{"jsonrpc":"2.0","id":"x","error":{"code":-32800,"message":"cancelled"}}"#) {
-            Incoming::Response { outcome: Err(e), .. } => assert_eq!(e.code, -32800),
+            Incoming::Response {
+                outcome: Err(e), ..
+            } => assert_eq!(e.code, -32800),
             other => panic!("{other:?}"),
         }
         match parse(r#"{"jsonrpc":"2.0","id":5,"result":null}"#) {
-            Incoming::Response { outcome: Ok(Value::Null), .. } => {}
+            Incoming::Response {
+                outcome: Ok(Value::Null),
+                ..
+            } => {}
             other => panic!("{other:?}"),
         }
     }
@@ -299,13 +380,26 @@ mod tests {
     #[test]
     fn frames_are_valid_json() {
         let id = Id::from_u64(3);
-        let e: Value = serde_json::from_str(&error_frame(Some(&id), &RpcError::new(-32601, "no \"such\" method"))).unwrap();
-        assert_eq!(e, json!({"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no \"such\" method"}}));
-        let e: Value = serde_json::from_str(&error_frame(None, &RpcError::new(-32700, "x"))).unwrap();
+        let e: Value = serde_json::from_str(&error_frame(
+            Some(&id),
+            &RpcError::new(-32601, "no \"such\" method"),
+        ))
+        .unwrap();
+        assert_eq!(
+            e,
+            json!({"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"no \"such\" method"}})
+        );
+        let e: Value =
+            serde_json::from_str(&error_frame(None, &RpcError::new(-32700, "x"))).unwrap();
         assert_eq!(e["id"], Value::Null);
-        let r: Value = serde_json::from_str(&request_frame(&id, "getSuggestions", &json!({"a":1}))).unwrap();
-        assert_eq!(r, json!({"jsonrpc":"2.0","id":3,"method":"getSuggestions","params":{"a":1}}));
-        let n: Value = serde_json::from_str(&notification_frame("selection_changed", &json!({}))).unwrap();
+        let r: Value =
+            serde_json::from_str(&request_frame(&id, "getSuggestions", &json!({"a":1}))).unwrap();
+        assert_eq!(
+            r,
+            json!({"jsonrpc":"2.0","id":3,"method":"getSuggestions","params":{"a":1}})
+        );
+        let n: Value =
+            serde_json::from_str(&notification_frame("selection_changed", &json!({}))).unwrap();
         assert_eq!(n["method"], "selection_changed");
         assert!(n.get("id").is_none());
     }

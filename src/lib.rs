@@ -10,6 +10,7 @@ pub mod jsonrpc;
 pub mod lockfile;
 pub mod log;
 pub mod mcp;
+pub mod selection;
 pub mod server;
 pub mod tools;
 pub mod waker;

@@ -25,7 +25,20 @@ pub fn lock_dir() -> Result<PathBuf, String> {
         Some(d) if !d.is_empty() => Ok(PathBuf::from(d)),
         _ => match std::env::var_os("HOME") {
             Some(h) if !h.is_empty() => Ok(Path::new(&h).join(".pi").join("ide")),
-            _ => Err("neither PI_IDE_LOCK_DIR nor HOME is set: nowhere to write the lockfile".into()),
+            _ => {
+                Err("neither PI_IDE_LOCK_DIR nor HOME is set: nowhere to write the lockfile".into())
+            }
+        },
+    }
+}
+
+/// Claude Code's lock folder: `$CLAUDE_CONFIG_DIR/ide`, or `~/.claude/ide`.
+pub fn claude_dir() -> Result<PathBuf, String> {
+    match std::env::var_os("CLAUDE_CONFIG_DIR") {
+        Some(d) if !d.is_empty() => Ok(PathBuf::from(d).join("ide")),
+        _ => match std::env::var_os("HOME") {
+            Some(h) if !h.is_empty() => Ok(Path::new(&h).join(".claude").join("ide")),
+            _ => Err("neither CLAUDE_CONFIG_DIR nor HOME is set: nowhere to write Claude Code's lockfile".into()),
         },
     }
 }
@@ -46,7 +59,12 @@ pub fn write(dir: &Path, port: u16, info: &LockInfo) -> Result<PathBuf, String> 
     let tmp = dir.join(format!(".{port}.lock.{}.tmp", std::process::id()));
     let body = serde_json::to_vec(info).map_err(|e| e.to_string())?;
     let result = (|| {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
         f.write_all(&body)?;
         fs::rename(&tmp, &path)
     })();
@@ -71,7 +89,9 @@ pub fn remove(path: &Path, token: &str) {
 }
 
 pub fn pid_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
     if pid <= 0 {
         return false;
     }
@@ -84,14 +104,18 @@ pub fn pid_alive(pid: u32) -> bool {
 /// `is_ours(ideName)` says it was one of ours. Live editors' and other programs' files stay.
 pub fn remove_stale(dir: &Path, is_ours: impl Fn(&str) -> bool) -> Vec<PathBuf> {
     let mut removed = Vec::new();
-    let Ok(entries) = fs::read_dir(dir) else { return removed };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return removed;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.extension().and_then(|e| e.to_str()) != Some("lock") {
             continue;
         }
         let Ok(text) = fs::read(&path) else { continue };
-        let Ok(info) = serde_json::from_slice::<LockInfo>(&text) else { continue };
+        let Ok(info) = serde_json::from_slice::<LockInfo>(&text) else {
+            continue;
+        };
         if is_ours(&info.ide_name) && !pid_alive(info.pid) && fs::remove_file(&path).is_ok() {
             removed.push(path);
         }
@@ -105,7 +129,8 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     fn tmpdir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("pi-ide-lock-test-{}-{name}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("pi-ide-lock-test-{}-{name}", std::process::id()));
         let _ = fs::remove_dir_all(&d);
         d
     }
@@ -130,14 +155,23 @@ mod tests {
             v,
             serde_json::json!({"pid":7,"workspaceFolders":["/tmp/w"],"ideName":"Neovim","transport":"ws","authToken":"tok"})
         );
-        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
         // No temp file is left behind.
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
         // Rewriting replaces it whole.
         write(&dir, 4242, &info(7, "Neovim", "tok2")).unwrap();
         remove(&p, "tok");
-        assert!(p.exists(), "a lockfile with another token is not ours to remove");
+        assert!(
+            p.exists(),
+            "a lockfile with another token is not ours to remove"
+        );
         remove(&p, "tok2");
         assert!(!p.exists());
         fs::remove_dir_all(dir.parent().unwrap()).unwrap();
@@ -154,7 +188,11 @@ mod tests {
         fs::write(dir.join("4.lock"), "not json").unwrap();
         let removed = remove_stale(&dir, |n| n.starts_with("Neovim"));
         assert_eq!(removed, vec![dir.join("1.lock")]);
-        assert!(dir.join("2.lock").exists() && dir.join("3.lock").exists() && dir.join("4.lock").exists());
+        assert!(
+            dir.join("2.lock").exists()
+                && dir.join("3.lock").exists()
+                && dir.join("4.lock").exists()
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 

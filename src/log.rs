@@ -62,7 +62,11 @@ pub fn enabled(level: u8) -> bool {
 }
 
 pub fn write(level: u8, origin: &str, args: std::fmt::Arguments<'_>) {
-    let line = format!("{} {:<5} [{origin}] {args}\n", timestamp(), level_name(level));
+    let line = format!(
+        "{} {:<5} [{origin}] {args}\n",
+        timestamp(),
+        level_name(level)
+    );
     if let Some(f) = FILE.lock().as_mut() {
         // One write per line: with O_APPEND, lines from Rust and Lua never interleave mid-line.
         let _ = f.write_all(line.as_bytes());
@@ -71,7 +75,9 @@ pub fn write(level: u8, origin: &str, args: std::fmt::Arguments<'_>) {
 
 /// UTC `YYYY-MM-DDTHH:MM:SS.mmmZ`, without a date crate.
 fn timestamp() -> String {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
     let secs = now.as_secs();
     let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
     // Civil-from-days (Howard Hinnant's algorithm).

@@ -10,7 +10,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use mlua::{Lua, LuaSerdeExt, Result as LuaResult, Table, Value};
 use parking_lot::Mutex;
 
-use crate::bridge::{Event, Shared};
+use crate::bridge::{Event, Settings, Shared};
 use crate::jsonrpc::RpcError;
 use crate::server::{Options, Server};
 use crate::{log, waker};
@@ -26,7 +26,9 @@ fn guard<R>(name: &str, f: impl FnOnce() -> LuaResult<R>) -> LuaResult<R> {
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            Err(mlua::Error::runtime(format!("pi-ide: internal error in {name}: {what} (please report it)")))
+            Err(mlua::Error::runtime(format!(
+                "pi-ide: internal error in {name}: {what} (please report it)"
+            )))
         }
     }
 }
@@ -48,7 +50,9 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
         return Err(err("pi-ide: start needs the uv async handle"));
     };
     if !waker::available() {
-        return Err(err("pi-ide: uv_async_send not found in this process (is this Neovim?)"));
+        return Err(err(
+            "pi-ide: uv_async_send not found in this process (is this Neovim?)",
+        ));
     }
     let options = Options {
         ide_name: opts.get("ide_name")?,
@@ -56,8 +60,12 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
         max_message_size: opts.get("max_message_size")?,
         own_names: opts.get("own_names")?,
         diagnostics_timeout: Duration::from_millis(opts.get("diagnostics_timeout_ms")?),
+        claude_code: opts.get("claude_code")?,
     };
-    let shared = Arc::new(Shared::new(Some(options.diagnostics_timeout)));
+    let shared = Arc::new(Shared::new(Settings {
+        fallback_after: Some(options.diagnostics_timeout),
+        selection_debounce: Duration::from_millis(opts.get("selection_debounce_ms")?),
+    }));
     // SAFETY: luv's async userdata holds a pointer to its uv_async_t; Lua keeps the handle open
     // until after `stop` (which detaches) returns.
     unsafe {
@@ -68,6 +76,9 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
     let info = lua.create_table()?;
     info.set("port", server.port)?;
     info.set("lockfile", server.lock_path.to_string_lossy().into_owned())?;
+    if let Some(p) = &server.claude_lock_path {
+        info.set("claude_lockfile", p.to_string_lossy().into_owned())?;
+    }
     *slot = Some(server);
     Ok(info)
 }
@@ -87,7 +98,12 @@ fn stop(_: &Lua, (): ()) -> LuaResult<bool> {
 fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
     let t = lua.create_table()?;
     match ev {
-        Event::ToolCall { req, client, tool, args } => {
+        Event::ToolCall {
+            req,
+            client,
+            tool,
+            args,
+        } => {
             t.set("kind", "tool_call")?;
             t.set("req", req)?;
             t.set("client", client)?;
@@ -98,11 +114,18 @@ fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
             t.set("kind", "client_connected")?;
             t.set("client", client)?;
         }
-        Event::ClientInitialized { client, name, version } => {
+        Event::ClientInitialized {
+            client,
+            name,
+            version,
+        } => {
             t.set("kind", "client_initialized")?;
             t.set("client", client)?;
             t.set("name", name)?;
             t.set("version", version)?;
+        }
+        Event::SelectionDue => {
+            t.set("kind", "selection_due")?;
         }
         Event::ClientDisconnected { client, abandoned } => {
             t.set("kind", "client_disconnected")?;
@@ -114,7 +137,9 @@ fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
 }
 
 fn drain(lua: &Lua, (): ()) -> LuaResult<Table> {
-    let events = with_server(|s| s.shared.clone()).map(|sh| sh.drain()).unwrap_or_default();
+    let events = with_server(|s| s.shared.clone())
+        .map(|sh| sh.drain())
+        .unwrap_or_default();
     let out = lua.create_table_with_capacity(events.len(), 0)?;
     for (i, ev) in events.into_iter().enumerate() {
         out.raw_set(i + 1, event_table(lua, ev)?)?;
@@ -133,6 +158,37 @@ fn respond_error(_: &Lua, (req, code, message): (u64, i64, String)) -> LuaResult
     Ok(with_server(|s| s.shared.respond(req, Err(RpcError::new(code, message)))).unwrap_or(false))
 }
 
+/// Called on every cursor move: keep it to a lock and an atomic.
+fn selection_touch(_: &Lua, (): ()) -> LuaResult<()> {
+    if let Some(s) = SERVER.lock().as_ref() {
+        s.shared.selection_touch();
+    }
+    Ok(())
+}
+
+fn selection_set(lua: &Lua, state: Value) -> LuaResult<bool> {
+    let params: serde_json::Value = lua
+        .from_value(state)
+        .map_err(|e| err(format!("pi-ide: bad selection state: {e}")))?;
+    Ok(with_server(|s| s.shared.selection_set(params)).unwrap_or(false))
+}
+
+fn selection_last(lua: &Lua, (): ()) -> LuaResult<Value> {
+    match with_server(|s| s.shared.selection.last_params()).flatten() {
+        Some(v) => lua.to_value(&v),
+        None => Ok(Value::Nil),
+    }
+}
+
+/// Sends a notification to every initialized client; returns how many got it.
+fn notify_clients(lua: &Lua, (method, params): (String, Value)) -> LuaResult<usize> {
+    let params: serde_json::Value = lua
+        .from_value(params)
+        .map_err(|e| err(format!("pi-ide: bad params: {e}")))?;
+    let frame = crate::jsonrpc::notification_frame(&method, &params);
+    Ok(with_server(|s| s.shared.broadcast(&frame)).unwrap_or(0))
+}
+
 fn status(lua: &Lua, (): ()) -> LuaResult<Table> {
     let t = lua.create_table()?;
     let guard = SERVER.lock();
@@ -143,6 +199,9 @@ fn status(lua: &Lua, (): ()) -> LuaResult<Table> {
     t.set("running", true)?;
     t.set("port", s.port)?;
     t.set("lockfile", s.lock_path.to_string_lossy().into_owned())?;
+    if let Some(p) = &s.claude_lock_path {
+        t.set("claude_lockfile", p.to_string_lossy().into_owned())?;
+    }
     let info = s.lock_info();
     t.set("ide_name", info.ide_name)?;
     t.set("workspace_folders", info.workspace_folders)?;
@@ -150,11 +209,21 @@ fn status(lua: &Lua, (): ()) -> LuaResult<Table> {
     t.set("wakes", s.shared.waker.wakes_sent())?;
     let clients = lua.create_table()?;
     let parked = s.shared.parked.lock();
-    let mut list: Vec<_> = s.shared.clients.lock().iter().map(|(id, c)| {
-        let since = c.connected_at.duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        let n = parked.values().filter(|p| p.client == *id).count();
-        (*id, c.name.clone(), c.version.clone(), since, n)
-    }).collect();
+    let mut list: Vec<_> = s
+        .shared
+        .clients
+        .lock()
+        .iter()
+        .map(|(id, c)| {
+            let since = c
+                .connected_at
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            let n = parked.values().filter(|p| p.client == *id).count();
+            (*id, c.name.clone(), c.version.clone(), since, n)
+        })
+        .collect();
     list.sort_by_key(|c| c.0);
     for (id, name, version, since, n) in list {
         let c = lua.create_table()?;
@@ -177,8 +246,10 @@ fn set_workspace_folders(_: &Lua, folders: Vec<String>) -> LuaResult<bool> {
 }
 
 fn log_configure(_: &Lua, (path, level): (String, String)) -> LuaResult<()> {
-    let level = log::level_from_name(&level).ok_or_else(|| err(format!("pi-ide: unknown log level '{level}'")))?;
-    log::configure(Path::new(&path), level).map_err(|e| err(format!("pi-ide: cannot open log file {path}: {e}")))
+    let level = log::level_from_name(&level)
+        .ok_or_else(|| err(format!("pi-ide: unknown log level '{level}'")))?;
+    log::configure(Path::new(&path), level)
+        .map_err(|e| err(format!("pi-ide: cannot open log file {path}: {e}")))
 }
 
 fn log_write(_: &Lua, (level, message): (String, String)) -> LuaResult<()> {
@@ -223,6 +294,10 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         respond_error => respond_error,
         status => status,
         set_workspace_folders => set_workspace_folders,
+        selection_touch => selection_touch,
+        selection_set => selection_set,
+        selection_last => selection_last,
+        notify_clients => notify_clients,
         log_configure => log_configure,
         log => log_write,
     );

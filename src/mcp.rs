@@ -38,7 +38,10 @@ pub fn handle_request(session: &mut Session, method: &str, params: Option<Value>
             "tools": tools::TOOLS.iter().map(Tool::describe).collect::<Vec<_>>()
         }))),
         "tools/call" => tools_call(params),
-        other => Dispatch::Reply(Err(RpcError::new(METHOD_NOT_FOUND, format!("method not found: {other}")))),
+        other => Dispatch::Reply(Err(RpcError::new(
+            METHOD_NOT_FOUND,
+            format!("method not found: {other}"),
+        ))),
     }
 }
 
@@ -50,18 +53,30 @@ pub fn handle_notification(session: &mut Session, method: &str) -> bool {
             true
         }
         "notifications/cancelled" => true,
+        // Claude Code says hello after connecting; nothing to do.
+        "ide_connected" => true,
         _ => false,
     }
 }
 
 fn initialize(session: &mut Session, params: Option<&Value>) -> Value {
     let info = params.and_then(|p| p.get("clientInfo"));
-    session.client_name = info.and_then(|i| i.get("name")).and_then(Value::as_str).map(str::to_owned);
-    session.client_version = info.and_then(|i| i.get("version")).and_then(Value::as_str).map(str::to_owned);
+    session.client_name = info
+        .and_then(|i| i.get("name"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    session.client_version = info
+        .and_then(|i| i.get("version"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     // The Pi extension never sends notifications/initialized: count initialize as enough.
     session.initialized = true;
-    let asked = params.and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
-    let version = asked.filter(|v| KNOWN_VERSIONS.contains(v)).unwrap_or(PROTOCOL_VERSION);
+    let asked = params
+        .and_then(|p| p.get("protocolVersion"))
+        .and_then(Value::as_str);
+    let version = asked
+        .filter(|v| KNOWN_VERSIONS.contains(v))
+        .unwrap_or(PROTOCOL_VERSION);
     json!({
         "protocolVersion": version,
         "capabilities": { "tools": { "listChanged": false } },
@@ -71,15 +86,26 @@ fn initialize(session: &mut Session, params: Option<&Value>) -> Value {
 
 fn tools_call(params: Option<Value>) -> Dispatch {
     let Some(Value::Object(mut params)) = params else {
-        return Dispatch::Reply(Err(RpcError::invalid_params("tools/call needs an object with 'name'")));
+        return Dispatch::Reply(Err(RpcError::invalid_params(
+            "tools/call needs an object with 'name'",
+        )));
     };
     let name = match params.get("name") {
         Some(Value::String(s)) => s.clone(),
-        Some(_) => return Dispatch::Reply(Err(RpcError::invalid_params("'name' must be a string"))),
-        None => return Dispatch::Reply(Err(RpcError::invalid_params("missing required parameter 'name'"))),
+        Some(_) => {
+            return Dispatch::Reply(Err(RpcError::invalid_params("'name' must be a string")))
+        }
+        None => {
+            return Dispatch::Reply(Err(RpcError::invalid_params(
+                "missing required parameter 'name'",
+            )))
+        }
     };
     let Some(tool) = tools::find(&name) else {
-        return Dispatch::Reply(Err(RpcError::new(METHOD_NOT_FOUND, format!("unknown tool: {name}"))));
+        return Dispatch::Reply(Err(RpcError::new(
+            METHOD_NOT_FOUND,
+            format!("unknown tool: {name}"),
+        )));
     };
     let args = match params.remove("arguments") {
         None | Some(Value::Null) => json!({}),
@@ -117,16 +143,31 @@ mod tests {
         assert!(r["capabilities"]["tools"].is_object());
         assert_eq!(s.client_name.as_deref(), Some("pi-ide"));
         assert!(s.initialized);
-        let r = reply(handle_request(&mut s, "initialize", Some(json!({"protocolVersion":"1999-01-01"})))).unwrap();
+        let r = reply(handle_request(
+            &mut s,
+            "initialize",
+            Some(json!({"protocolVersion":"1999-01-01"})),
+        ))
+        .unwrap();
         assert_eq!(r["protocolVersion"], PROTOCOL_VERSION);
-        let r = reply(handle_request(&mut s, "initialize", Some(json!({"protocolVersion":"2025-06-18"})))).unwrap();
+        let r = reply(handle_request(
+            &mut s,
+            "initialize",
+            Some(json!({"protocolVersion":"2025-06-18"})),
+        ))
+        .unwrap();
         assert_eq!(r["protocolVersion"], "2025-06-18");
     }
 
     #[test]
     fn tools_list_names_every_tool() {
         let r = reply(handle_request(&mut Session::default(), "tools/list", None)).unwrap();
-        let names: Vec<&str> = r["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> = r["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
         assert!(names.contains(&"getDiagnostics"));
         for t in r["tools"].as_array().unwrap() {
             assert_eq!(t["inputSchema"]["type"], "object");
@@ -135,7 +176,12 @@ mod tests {
 
     #[test]
     fn unknown_method_and_tool_are_method_not_found() {
-        let e = reply(handle_request(&mut Session::default(), "resources/list", None)).unwrap_err();
+        let e = reply(handle_request(
+            &mut Session::default(),
+            "resources/list",
+            None,
+        ))
+        .unwrap_err();
         assert_eq!(e.code, METHOD_NOT_FOUND);
         let e = reply(tools_call(Some(json!({"name": "nope"})))).unwrap_err();
         assert_eq!(e.code, METHOD_NOT_FOUND);
@@ -145,10 +191,16 @@ mod tests {
     #[test]
     fn tools_call_checks_its_params() {
         assert_eq!(reply(tools_call(None)).unwrap_err().code, INVALID_PARAMS);
-        assert_eq!(reply(tools_call(Some(json!([])))).unwrap_err().code, INVALID_PARAMS);
+        assert_eq!(
+            reply(tools_call(Some(json!([])))).unwrap_err().code,
+            INVALID_PARAMS
+        );
         let e = reply(tools_call(Some(json!({"arguments": {}})))).unwrap_err();
         assert!(e.message.contains("'name'"));
-        let e = reply(tools_call(Some(json!({"name": "getDiagnostics", "arguments": {"uri": []}})))).unwrap_err();
+        let e = reply(tools_call(Some(
+            json!({"name": "getDiagnostics", "arguments": {"uri": []}}),
+        )))
+        .unwrap_err();
         assert!(e.message.contains("'uri'"));
         match tools_call(Some(json!({"name": "getDiagnostics"}))) {
             Dispatch::Park { tool, args } => {

@@ -27,13 +27,18 @@ pub struct Options {
     pub own_names: Vec<String>,
     /// How long Lua may take on getDiagnostics before Rust answers from the last answer.
     pub diagnostics_timeout: Duration,
+    /// Also serve Claude Code: its lockfile folder and its auth header.
+    pub claude_code: bool,
 }
 
 pub struct Server {
     pub shared: Arc<Shared>,
     pub port: u16,
     pub lock_path: PathBuf,
-    lock_dir: PathBuf,
+    /// The same lockfile in Claude Code's folder, when its compatibility is on.
+    pub claude_lock_path: Option<PathBuf>,
+    /// Every folder we keep a lockfile in (ours first).
+    lock_dirs: Vec<PathBuf>,
     lock: Mutex<LockInfo>,
     shutdown: watch::Sender<bool>,
     done: std::sync::mpsc::Receiver<()>,
@@ -50,10 +55,17 @@ impl Server {
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
 
-        let lock_dir = lockfile::lock_dir()?;
+        let mut lock_dirs = vec![lockfile::lock_dir()?];
+        if opts.claude_code {
+            lock_dirs.push(lockfile::claude_dir()?);
+        }
         let own = opts.own_names.clone();
-        for p in lockfile::remove_stale(&lock_dir, |name| own.iter().any(|o| name.starts_with(o.as_str()))) {
-            info!("removed stale lockfile {}", p.display());
+        for dir in &lock_dirs {
+            for p in
+                lockfile::remove_stale(dir, |name| own.iter().any(|o| name.starts_with(o.as_str())))
+            {
+                info!("removed stale lockfile {}", p.display());
+            }
         }
         let lock = LockInfo {
             pid: std::process::id(),
@@ -69,7 +81,15 @@ impl Server {
             .map_err(|e| format!("cannot start the server runtime: {e}"))?;
         let (shutdown, shutdown_rx) = watch::channel(false);
         let (done_tx, done) = std::sync::mpsc::channel();
-        let config = connection::Config { token: lock.auth_token.clone(), max_message_size: opts.max_message_size };
+        let mut auth_headers = vec![auth::HEADER];
+        if opts.claude_code {
+            auth_headers.push(auth::CLAUDE_HEADER);
+        }
+        let config = connection::Config {
+            token: lock.auth_token.clone(),
+            max_message_size: opts.max_message_size,
+            auth_headers,
+        };
         let task_shared = shared.clone();
         std::thread::Builder::new()
             .name("pi-ide-server".into())
@@ -86,16 +106,36 @@ impl Server {
             })
             .map_err(|e| format!("cannot start the server thread: {e}"))?;
 
-        let lock_path = match lockfile::write(&lock_dir, port, &lock) {
-            Ok(p) => p,
-            Err(e) => {
-                let _ = shutdown.send(true);
-                let _ = done.recv_timeout(STOP_GRACE);
-                return Err(e);
+        let mut paths = Vec::new();
+        for dir in &lock_dirs {
+            match lockfile::write(dir, port, &lock) {
+                Ok(p) => paths.push(p),
+                Err(e) => {
+                    for p in &paths {
+                        lockfile::remove(p, &lock.auth_token);
+                    }
+                    let _ = shutdown.send(true);
+                    let _ = done.recv_timeout(STOP_GRACE);
+                    return Err(e);
+                }
             }
-        };
-        info!("listening on 127.0.0.1:{port}, lockfile {}", lock_path.display());
-        Ok(Server { shared, port, lock_path, lock_dir, lock: Mutex::new(lock), shutdown, done })
+        }
+        let lock_path = paths.remove(0);
+        let claude_lock_path = paths.pop();
+        info!(
+            "listening on 127.0.0.1:{port}, lockfile {}",
+            lock_path.display()
+        );
+        Ok(Server {
+            shared,
+            port,
+            lock_path,
+            claude_lock_path,
+            lock_dirs,
+            lock: Mutex::new(lock),
+            shutdown,
+            done,
+        })
     }
 
     pub fn token(&self) -> String {
@@ -113,23 +153,34 @@ impl Server {
             return Ok(false);
         }
         lock.workspace_folders = folders;
-        lockfile::write(&self.lock_dir, self.port, &lock)?;
+        for dir in &self.lock_dirs {
+            lockfile::write(dir, self.port, &lock)?;
+        }
         Ok(true)
     }
 
     /// Stops in protocol order. Every parked call is answered before any Close frame.
     pub fn stop(self) {
         let shared = &self.shared;
-        shared.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        shared
+            .stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         shared.close_events();
         shared.abandon_all();
         shared.close_all(1001, "editor shutting down");
         let _ = self.shutdown.send(true);
         if self.done.recv_timeout(STOP_GRACE).is_err() {
-            debug!("server thread still busy after {:?}; leaving it", STOP_GRACE);
+            debug!(
+                "server thread still busy after {:?}; leaving it",
+                STOP_GRACE
+            );
         }
         shared.waker.detach();
-        lockfile::remove(&self.lock_path, &self.lock.lock().auth_token);
+        let token = self.lock.lock().auth_token.clone();
+        lockfile::remove(&self.lock_path, &token);
+        if let Some(p) = &self.claude_lock_path {
+            lockfile::remove(p, &token);
+        }
         info!("stopped; removed {}", self.lock_path.display());
     }
 }
@@ -149,6 +200,19 @@ async fn accept_loop(
     };
     let config = Arc::new(config);
     let mut tasks = JoinSet::new();
+    // The selection debounce lives here, beside the connections it feeds.
+    let debounce_shared = shared.clone();
+    let debounce = tokio::spawn(async move {
+        loop {
+            debounce_shared.selection.next_due().await;
+            if !debounce_shared
+                .push(crate::bridge::Event::SelectionDue)
+                .await
+            {
+                return;
+            }
+        }
+    });
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -169,5 +233,9 @@ async fn accept_loop(
         }
     }
     drop(listener);
-    let _ = tokio::time::timeout(STOP_GRACE, async { while tasks.join_next().await.is_some() {} }).await;
+    debounce.abort();
+    let _ = tokio::time::timeout(STOP_GRACE, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
 }

@@ -29,7 +29,11 @@ impl Ty {
         match self {
             Ty::String => v.is_string(),
             // Integers may arrive as 3.0 from JavaScript; accept any whole number.
-            Ty::Integer => v.as_i64().is_some() || v.as_f64().is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.0e15),
+            Ty::Integer => {
+                v.as_i64().is_some()
+                    || v.as_f64()
+                        .is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+            }
             Ty::Boolean => v.is_boolean(),
         }
     }
@@ -46,7 +50,8 @@ pub struct Param {
 /// How Lua's answer becomes the `result` of `tools/call`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
-    /// Lua returns any value; it is sent as one text item holding its JSON.
+    /// Lua returns any value; it is sent as one text item holding its JSON. A string is taken as
+    /// JSON Lua encoded itself.
     JsonText,
     /// Lua returns a string or a list of strings; each becomes one text item.
     Texts,
@@ -82,7 +87,8 @@ pub struct Tool {
     pub fallback: Option<Fallback>,
 }
 
-pub static TOOLS: &[Tool] = &[Tool {
+pub static TOOLS: &[Tool] = &[
+Tool {
     name: "getDiagnostics",
     description: "Diagnostics (errors, warnings, hints) Neovim has for open files, keyed by file URI. \
                   With `uri`, only that file's.",
@@ -99,23 +105,113 @@ pub static TOOLS: &[Tool] = &[Tool {
         keep: |args| args.get("uri").and_then(Value::as_str).is_none_or(str::is_empty),
         answer: diagnostics_fallback,
     }),
-}];
+},
+Tool {
+    name: "getOpenEditorTabs",
+    description: "Listed file buffers as a JSON array of {uri, isActive, isDirty, languageId}.",
+    params: &[],
+    shape: Shape::JsonText,
+    on_abandon: OnAbandon::Error,
+    fallback: None,
+},
+Tool {
+    name: "getOpenEditors",
+    description: "Open file buffers as {tabs: [{uri, isActive, isDirty, label, languageId, fileName, lineCount, ...}]}.",
+    params: &[],
+    shape: Shape::JsonText,
+    on_abandon: OnAbandon::Error,
+    fallback: None,
+},
+Tool {
+    name: "getWorkspaceFolders",
+    description: "The workspace folders (Neovim's current directory and LSP workspace folders) as \
+                  {success, folders: [{name, uri, path}], rootPath}.",
+    params: &[],
+    shape: Shape::JsonText,
+    on_abandon: OnAbandon::Error,
+    fallback: None,
+},
+Tool {
+    name: "getCurrentSelection",
+    description: "The selection or cursor in the current file now: {success, text, filePath, fileUrl, selection}. \
+                  Lines are zero-based, characters in UTF-16 code units.",
+    params: &[],
+    shape: Shape::JsonText,
+    on_abandon: OnAbandon::Error,
+    fallback: None,
+},
+Tool {
+    name: "getLatestSelection",
+    description: "The last selection_changed state sent: {text, filePath, fileUrl, selection}, or \
+                  {success: false, message} when there is none.",
+    params: &[],
+    shape: Shape::JsonText,
+    on_abandon: OnAbandon::Error,
+    fallback: None,
+},
+Tool {
+    name: "openFile",
+    description: "Open a file in Neovim, optionally selecting lines (1-based startLine/endLine) or text.",
+    params: &[
+        Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path (or relative to Neovim's directory)." },
+        Param { name: "preview", ty: Ty::Boolean, required: false, description: "Open in the preview window." },
+        Param { name: "startLine", ty: Ty::Integer, required: false, description: "First line to select, 1-based." },
+        Param { name: "endLine", ty: Ty::Integer, required: false, description: "Last line to select, 1-based." },
+        Param { name: "startText", ty: Ty::String, required: false, description: "Select from the first occurrence of this text." },
+        Param { name: "endText", ty: Ty::String, required: false, description: "...to the end of the next occurrence of this text." },
+        Param { name: "selectToEndOfLine", ty: Ty::Boolean, required: false, description: "Extend the selection to the end of its last line." },
+        Param { name: "makeFrontmost", ty: Ty::Boolean, required: false, description: "Show and focus it (default true); false only loads it, leaving every window as it is." },
+    ],
+    shape: Shape::Texts,
+    on_abandon: OnAbandon::Error,
+    fallback: None,
+},
+Tool {
+    name: "checkDocumentDirty",
+    description: "Whether the open buffer of a file has unsaved changes: {success, filePath, isDirty, isUntitled}.",
+    params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
+    shape: Shape::JsonText,
+    on_abandon: OnAbandon::Error,
+    fallback: None,
+},
+Tool {
+    name: "saveDocument",
+    description: "Write the open buffer of a file to disk: {success, filePath, saved, message}.",
+    params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
+    shape: Shape::JsonText,
+    on_abandon: OnAbandon::Error,
+    fallback: None,
+},
+];
 
 /// The last full diagnostics answer, narrowed to `uri` when one was asked for.
 fn diagnostics_fallback(args: &Value, last: Option<&Value>) -> Value {
-    let Some(Value::Object(all)) = last else { return json!({}) };
-    match args.get("uri").and_then(Value::as_str).filter(|u| !u.is_empty()) {
+    let Some(Value::Object(all)) = last else {
+        return json!({});
+    };
+    match args
+        .get("uri")
+        .and_then(Value::as_str)
+        .filter(|u| !u.is_empty())
+    {
         None => Value::Object(all.clone()),
         Some(uri) => {
             let want = uri_path(uri);
-            Value::Object(all.iter().filter(|(k, _)| uri_path(k) == want).map(|(k, v)| (k.clone(), v.clone())).collect())
+            Value::Object(
+                all.iter()
+                    .filter(|(k, _)| uri_path(k) == want)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )
         }
     }
 }
 
 /// The path of a `file://` URI (percent-decoded), or the argument itself when it is a path.
 fn uri_path(uri: &str) -> String {
-    let Some(rest) = uri.strip_prefix("file://") else { return uri.to_owned() };
+    let Some(rest) = uri.strip_prefix("file://") else {
+        return uri.to_owned();
+    };
     let bytes = rest.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -142,9 +238,17 @@ impl Tool {
     pub fn input_schema(&self) -> Value {
         let mut props = Map::new();
         for p in self.params {
-            props.insert(p.name.into(), json!({"type": p.ty.schema_name(), "description": p.description}));
+            props.insert(
+                p.name.into(),
+                json!({"type": p.ty.schema_name(), "description": p.description}),
+            );
         }
-        let required: Vec<&str> = self.params.iter().filter(|p| p.required).map(|p| p.name).collect();
+        let required: Vec<&str> = self
+            .params
+            .iter()
+            .filter(|p| p.required)
+            .map(|p| p.name)
+            .collect();
         json!({"type": "object", "properties": props, "required": required})
     }
 
@@ -156,7 +260,10 @@ impl Tool {
     /// a missing or ill-typed known one is -32602 naming it.
     pub fn validate(&self, args: &Value) -> Result<(), RpcError> {
         let Some(obj) = args.as_object() else {
-            return Err(RpcError::invalid_params(format!("'arguments' of {} must be an object", self.name)));
+            return Err(RpcError::invalid_params(format!(
+                "'arguments' of {} must be an object",
+                self.name
+            )));
         };
         for p in self.params {
             match obj.get(p.name) {
@@ -184,28 +291,48 @@ impl Tool {
 
     /// Turns Lua's answer into an MCP tool result.
     pub fn shape_result(&self, value: Value) -> Result<Value, RpcError> {
-        let texts: Vec<String> = match self.shape {
-            Shape::JsonText => vec![serde_json::to_string(&value).map_err(|e| RpcError::internal(e.to_string()))?],
-            Shape::Texts => match value {
-                Value::String(s) => vec![s],
-                Value::Array(items) => items
-                    .into_iter()
-                    .map(|v| match v {
-                        Value::String(s) => Ok(s),
-                        other => Err(RpcError::internal(format!("{}: editor answered a non-text item: {other}", self.name))),
-                    })
-                    .collect::<Result<_, _>>()?,
-                other => return Err(RpcError::internal(format!("{}: editor answered {other}", self.name))),
-            },
-        };
-        let content: Vec<Value> = texts.into_iter().map(|t| json!({"type": "text", "text": t})).collect();
+        let texts: Vec<String> =
+            match self.shape {
+                // A string is JSON Lua already encoded (it alone can tell `[]` from `{}`).
+                Shape::JsonText => match value {
+                    Value::String(s) => vec![s],
+                    other => vec![serde_json::to_string(&other)
+                        .map_err(|e| RpcError::internal(e.to_string()))?],
+                },
+                Shape::Texts => match value {
+                    Value::String(s) => vec![s],
+                    Value::Array(items) => items
+                        .into_iter()
+                        .map(|v| match v {
+                            Value::String(s) => Ok(s),
+                            other => Err(RpcError::internal(format!(
+                                "{}: editor answered a non-text item: {other}",
+                                self.name
+                            ))),
+                        })
+                        .collect::<Result<_, _>>()?,
+                    other => {
+                        return Err(RpcError::internal(format!(
+                            "{}: editor answered {other}",
+                            self.name
+                        )))
+                    }
+                },
+            };
+        let content: Vec<Value> = texts
+            .into_iter()
+            .map(|t| json!({"type": "text", "text": t}))
+            .collect();
         Ok(json!({ "content": content }))
     }
 
     /// The answer owed to a call that will never be answered by Lua (the editor is stopping).
     pub fn abandoned(&self) -> Result<Value, RpcError> {
         match self.on_abandon {
-            OnAbandon::Error => Err(RpcError::internal(format!("{}: the editor stopped before answering", self.name))),
+            OnAbandon::Error => Err(RpcError::internal(format!(
+                "{}: the editor stopped before answering",
+                self.name
+            ))),
         }
     }
 }
@@ -221,7 +348,13 @@ mod tests {
             let s = t.input_schema();
             assert_eq!(s["type"], "object");
             for p in t.params {
-                assert_eq!(s["properties"][p.name]["type"], p.ty.schema_name(), "{}.{}", t.name, p.name);
+                assert_eq!(
+                    s["properties"][p.name]["type"],
+                    p.ty.schema_name(),
+                    "{}.{}",
+                    t.name,
+                    p.name
+                );
             }
         }
     }
@@ -245,17 +378,35 @@ mod tests {
             name: "t",
             description: "",
             params: &[
-                Param { name: "path", ty: Ty::String, required: true, description: "" },
-                Param { name: "line", ty: Ty::Integer, required: false, description: "" },
+                Param {
+                    name: "path",
+                    ty: Ty::String,
+                    required: true,
+                    description: "",
+                },
+                Param {
+                    name: "line",
+                    ty: Ty::Integer,
+                    required: false,
+                    description: "",
+                },
             ],
             shape: Shape::Texts,
             on_abandon: OnAbandon::Error,
             fallback: None,
         };
-        assert!(T.validate(&json!({})).unwrap_err().message.contains("missing required argument 'path'"));
+        assert!(T
+            .validate(&json!({}))
+            .unwrap_err()
+            .message
+            .contains("missing required argument 'path'"));
         assert!(T.validate(&json!({"path": "a", "line": 3})).is_ok());
         assert!(T.validate(&json!({"path": "a", "line": 3.0})).is_ok());
-        assert!(T.validate(&json!({"path": "a", "line": 3.5})).unwrap_err().message.contains("'line' must be an integer"));
+        assert!(T
+            .validate(&json!({"path": "a", "line": 3.5}))
+            .unwrap_err()
+            .message
+            .contains("'line' must be an integer"));
         assert!(T.validate(&json!({"path": "a", "line": "3"})).is_err());
     }
 
@@ -264,11 +415,27 @@ mod tests {
         let last = json!({"file:///a%20b.rs": [1], "file:///c.rs": [2]});
         assert_eq!(diagnostics_fallback(&json!({}), None), json!({}));
         assert_eq!(diagnostics_fallback(&json!({}), Some(&last)), last);
-        assert_eq!(diagnostics_fallback(&json!({"uri": "file:///c.rs"}), Some(&last)), json!({"file:///c.rs": [2]}));
-        assert_eq!(diagnostics_fallback(&json!({"uri": "/a b.rs"}), Some(&last)), json!({"file:///a%20b.rs": [1]}));
-        assert_eq!(diagnostics_fallback(&json!({"uri": "/zzz"}), Some(&last)), json!({}));
-        let keep = find("getDiagnostics").unwrap().fallback.as_ref().unwrap().keep;
-        assert!(keep(&json!({})) && keep(&json!({"uri": ""})) && !keep(&json!({"uri": "file:///c.rs"})));
+        assert_eq!(
+            diagnostics_fallback(&json!({"uri": "file:///c.rs"}), Some(&last)),
+            json!({"file:///c.rs": [2]})
+        );
+        assert_eq!(
+            diagnostics_fallback(&json!({"uri": "/a b.rs"}), Some(&last)),
+            json!({"file:///a%20b.rs": [1]})
+        );
+        assert_eq!(
+            diagnostics_fallback(&json!({"uri": "/zzz"}), Some(&last)),
+            json!({})
+        );
+        let keep = find("getDiagnostics")
+            .unwrap()
+            .fallback
+            .as_ref()
+            .unwrap()
+            .keep;
+        assert!(
+            keep(&json!({})) && keep(&json!({"uri": ""})) && !keep(&json!({"uri": "file:///c.rs"}))
+        );
         assert_eq!(uri_path("file:///x%2"), "/x%2");
     }
 
@@ -289,7 +456,10 @@ mod tests {
             T.shape_result(json!(["FILE_SAVED", "body\n"])).unwrap(),
             json!({"content": [{"type": "text", "text": "FILE_SAVED"}, {"type": "text", "text": "body\n"}]})
         );
-        assert_eq!(T.shape_result(json!("TAB_CLOSED")).unwrap()["content"][0]["text"], "TAB_CLOSED");
+        assert_eq!(
+            T.shape_result(json!("TAB_CLOSED")).unwrap()["content"][0]["text"],
+            "TAB_CLOSED"
+        );
         assert!(T.shape_result(json!([1])).is_err());
         assert!(T.shape_result(json!(null)).is_err());
     }

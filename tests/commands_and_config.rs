@@ -11,11 +11,23 @@ fn status_shows_port_lockfile_clients_and_parked() {
     let nvim = Nvim::start();
     let l = nvim.lockfile();
     let _p = nvim.peer();
-    nvim.wait_for("(require('pi-ide').status().clients[1] or {}).name ~= nil", 5 * SECOND);
+    nvim.wait_for(
+        "(require('pi-ide').status().clients[1] or {}).name ~= nil",
+        5 * SECOND,
+    );
     let lines = nvim.lua("return require('pi-ide.commands').status_lines()");
-    let text = lines.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>().join("\n");
+    let text = lines
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n");
     assert!(text.contains(&format!("127.0.0.1:{}", l.port)), "{text}");
-    assert!(text.contains(&l.path.to_string_lossy().to_string()), "{text}");
+    assert!(
+        text.contains(&l.path.to_string_lossy().to_string()),
+        "{text}"
+    );
     assert!(text.contains("clients: 1"), "{text}");
     assert!(text.contains("pi-ide 0.1.0"), "{text}");
     assert!(text.contains("parked requests: 0"), "{text}");
@@ -37,27 +49,53 @@ fn subcommands_complete_and_unknown_ones_are_named() {
     nvim.record_notify();
     nvim.command("PiIde frobnicate").unwrap();
     let notes = nvim.notes();
-    assert!(notes.iter().any(|n| n.contains("'frobnicate'") && n.contains("start")), "{notes:?}");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("'frobnicate'") && n.contains("start")),
+        "{notes:?}"
+    );
     // start when running says so; stop twice says not running.
     nvim.command("PiIde start").unwrap();
     nvim.command("PiIde stop").unwrap();
     nvim.command("PiIde stop").unwrap();
     let notes = nvim.notes();
-    assert!(notes.iter().any(|n| n.contains("already running")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.contains("already running")),
+        "{notes:?}"
+    );
     assert!(notes.iter().any(|n| n.contains("not running")), "{notes:?}");
 }
 
 #[test]
 fn setup_names_unknown_and_ill_typed_options_and_keeps_the_rest() {
-    let nvim = Nvim::start_with(Options { before: Some("vim.g.__x = 1".into()), ..Default::default() });
+    let nvim = Nvim::start_with(Options {
+        before: Some("vim.g.__x = 1".into()),
+        ..Default::default()
+    });
     nvim.record_notify();
     nvim.lua("require('pi-ide').setup({ auto_strat = false, log_level = 'loud', max_message_size = 'big', ide_name = 'Neovim · test' })");
     let notes = nvim.notes().join("\n");
-    assert!(notes.contains("unknown option 'auto_strat' (did you mean 'auto_start'?)"), "{notes}");
-    assert!(notes.contains("option 'log_level' must be one of"), "{notes}");
-    assert!(notes.contains("option 'max_message_size' must be a number, got a string"), "{notes}");
-    assert_eq!(nvim.lua("return require('pi-ide.config').values.ide_name"), json!("Neovim · test"));
-    assert_eq!(nvim.lua("return require('pi-ide.config').values.log_level"), json!("info"));
+    assert!(
+        notes.contains("unknown option 'auto_strat' (did you mean 'auto_start'?)"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("option 'log_level' must be one of"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("option 'max_message_size' must be a number, got a string"),
+        "{notes}"
+    );
+    assert_eq!(
+        nvim.lua("return require('pi-ide.config').values.ide_name"),
+        json!("Neovim · test")
+    );
+    assert_eq!(
+        nvim.lua("return require('pi-ide.config').values.log_level"),
+        json!("info")
+    );
     nvim.record_notify();
     nvim.lua("require('pi-ide').setup('nope')");
     assert!(nvim.notes().join("").contains("takes a table"));
@@ -72,7 +110,10 @@ fn ide_name_option_reaches_the_lockfile() {
     });
     assert_eq!(nvim.lockfile().ide_name, "Neovim · api");
     // Inside tmux the default name says which pane.
-    let nvim = Nvim::start_with(Options { env: vec![("TMUX_PANE".into(), "%7".into())], ..Default::default() });
+    let nvim = Nvim::start_with(Options {
+        env: vec![("TMUX_PANE".into(), "%7".into())],
+        ..Default::default()
+    });
     assert_eq!(nvim.lockfile().ide_name, "Neovim (tmux %7)");
 }
 
@@ -96,14 +137,22 @@ fn workspace_folders_follow_the_current_directory() {
     let nvim = Nvim::start();
     let other = nvim.home.join("other project");
     std::fs::create_dir_all(&other).unwrap();
-    nvim.command(&format!("cd {}", other.display().to_string().replace(' ', "\\ "))).unwrap();
+    nvim.command(&format!(
+        "cd {}",
+        other.display().to_string().replace(' ', "\\ ")
+    ))
+    .unwrap();
     let want = other.to_string_lossy().to_string();
     let deadline = std::time::Instant::now() + 5 * SECOND;
     loop {
         if nvim.lockfile().workspace_folders == vec![want.clone()] {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "lockfile not rewritten: {:?}", nvim.lockfile().workspace_folders);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "lockfile not rewritten: {:?}",
+            nvim.lockfile().workspace_folders
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
@@ -116,12 +165,20 @@ fn plugin_copy(tag: &str, with_lib: bool, version_override: Option<&str>) -> std
     copy_tree(&root.join("plugin"), &dir.join("plugin"));
     if with_lib {
         std::fs::create_dir_all(dir.join("target/release")).unwrap();
-        std::fs::copy(root.join("target/release/libpi_ide.so"), dir.join("target/release/libpi_ide.so")).unwrap();
+        std::fs::copy(
+            root.join("target/release/libpi_ide.so"),
+            dir.join("target/release/libpi_ide.so"),
+        )
+        .unwrap();
     }
     if let Some(v) = version_override {
         let p = dir.join("lua/pi-ide/native.lua");
         let text = std::fs::read_to_string(&p).unwrap();
-        let re_line = text.lines().find(|l| l.starts_with("M.VERSION =")).unwrap().to_owned();
+        let re_line = text
+            .lines()
+            .find(|l| l.starts_with("M.VERSION ="))
+            .unwrap()
+            .to_owned();
         std::fs::write(&p, text.replace(&re_line, &format!("M.VERSION = \"{v}\""))).unwrap();
     }
     dir
@@ -162,7 +219,10 @@ fn a_missing_native_library_gives_one_message_naming_the_build_command() {
     assert!(notes[0].contains("cargo build --release"), "{notes:?}");
     assert!(notes[0].contains(":Lazy build pi-ide.nvim"), "{notes:?}");
     assert!(!notes[0].contains("stack traceback"), "{notes:?}");
-    assert_eq!(nvim.lua("return require('pi-ide').status().running"), json!(false));
+    assert_eq!(
+        nvim.lua("return require('pi-ide').status().running"),
+        json!(false)
+    );
     // Commands still answer sensibly.
     nvim.command("PiIde status").unwrap();
     drop(nvim);
@@ -190,13 +250,30 @@ fn lua_and_rust_agree_on_abi_and_version() {
     let lua = std::fs::read_to_string(root.join("lua/pi-ide/native.lua")).unwrap();
     let cargo = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
-    let cargo_version = cargo.lines().find_map(|l| l.strip_prefix("version = ")).unwrap().trim_matches('"');
-    let abi = lib.lines().find_map(|l| l.strip_prefix("pub const ABI: u32 = ")).unwrap().trim_end_matches(';');
-    assert!(lua.contains(&format!("M.VERSION = \"{cargo_version}\"")), "native.lua VERSION differs from Cargo.toml");
-    assert!(lua.contains(&format!("M.ABI = {abi}\n")), "native.lua ABI differs from src/lib.rs");
+    let cargo_version = cargo
+        .lines()
+        .find_map(|l| l.strip_prefix("version = "))
+        .unwrap()
+        .trim_matches('"');
+    let abi = lib
+        .lines()
+        .find_map(|l| l.strip_prefix("pub const ABI: u32 = "))
+        .unwrap()
+        .trim_end_matches(';');
+    assert!(
+        lua.contains(&format!("M.VERSION = \"{cargo_version}\"")),
+        "native.lua VERSION differs from Cargo.toml"
+    );
+    assert!(
+        lua.contains(&format!("M.ABI = {abi}\n")),
+        "native.lua ABI differs from src/lib.rs"
+    );
     // And the built library says the same.
     let nvim = Nvim::start();
-    assert_eq!(nvim.lua("return require('pi-ide.native').get().version"), json!(cargo_version));
+    assert_eq!(
+        nvim.lua("return require('pi-ide.native').get().version"),
+        json!(cargo_version)
+    );
 }
 
 #[test]
@@ -205,16 +282,33 @@ fn the_help_file_has_valid_unique_tags() {
     let dir = pi_ide_peer::nvim::temp_dir("doc");
     std::fs::copy(plugin_root().join("doc/pi-ide.txt"), dir.join("pi-ide.txt")).unwrap();
     // :helptags raises E154 for a duplicate tag.
-    nvim.command(&format!("helptags {}", dir.display())).expect("helptags failed");
+    nvim.command(&format!("helptags {}", dir.display()))
+        .expect("helptags failed");
     let tags = std::fs::read_to_string(dir.join("tags")).unwrap();
-    for tag in [":PiIde", ":PiIde-status", ":PiIde-start", ":PiIde-stop", "pi-ide.setup()", "pi-ide-option-auto_start", "pi-ide-option-diagnostics_timeout_ms", "User_PiIdeStarted", "pi-ide-tool-getDiagnostics"] {
-        assert!(tags.lines().any(|l| l.starts_with(&format!("{tag}\t"))), "missing tag {tag}");
+    for tag in [
+        ":PiIde",
+        ":PiIde-status",
+        ":PiIde-start",
+        ":PiIde-stop",
+        "pi-ide.setup()",
+        "pi-ide-option-auto_start",
+        "pi-ide-option-diagnostics_timeout_ms",
+        "User_PiIdeStarted",
+        "pi-ide-tool-getDiagnostics",
+    ] {
+        assert!(
+            tags.lines().any(|l| l.starts_with(&format!("{tag}\t"))),
+            "missing tag {tag}"
+        );
     }
     // Every option in config.lua's defaults is documented.
     let opts = nvim.lua("return vim.tbl_keys(require('pi-ide.config').defaults)");
     for o in opts.as_array().unwrap() {
         let o = o.as_str().unwrap();
-        assert!(tags.contains(&format!("pi-ide-option-{o}\t")), "option {o} has no help tag");
+        assert!(
+            tags.contains(&format!("pi-ide-option-{o}\t")),
+            "option {o} has no help tag"
+        );
     }
     // ide_name defaults to nil and is not a key of the table; it is documented all the same.
     assert!(tags.contains("pi-ide-option-ide_name\t"));

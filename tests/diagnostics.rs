@@ -19,7 +19,11 @@ fn diagnostics(resp: &Value) -> Value {
 #[test]
 fn reports_every_buffer_keyed_by_uri_in_the_protocol_shape() {
     let nvim = Nvim::start();
-    let path = setup_buffer(&nvim, "main file.rs", &["fn main() {", "  let x = \"héllo\"; y", "}"]);
+    let path = setup_buffer(
+        &nvim,
+        "main file.rs",
+        &["fn main() {", "  let x = \"héllo\"; y", "}"],
+    );
     nvim.lua(
         r#"
         local ns = vim.api.nvim_create_namespace("test")
@@ -35,18 +39,25 @@ fn reports_every_buffer_keyed_by_uri_in_the_protocol_shape() {
     let mut p = nvim.peer();
     let d = diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap());
     let uri = format!("file://{}", path.replace(' ', "%20"));
-    let list = d[&uri].as_array().unwrap_or_else(|| panic!("no entry for {uri} in {d}"));
+    let list = d[&uri]
+        .as_array()
+        .unwrap_or_else(|| panic!("no entry for {uri} in {d}"));
     assert_eq!(list.len(), 4);
     let err = list.iter().find(|x| x["severity"] == "Error").unwrap();
     assert_eq!(err["message"], "cannot find value `y`");
     assert_eq!(err["source"], "rustc");
     assert_eq!(err["code"], "E0425");
     // Byte column 19 on a line with one two-byte character is UTF-16 character 18.
-    assert_eq!(err["range"], json!({"start": {"line": 1, "character": 18}, "end": {"line": 1, "character": 19}}));
+    assert_eq!(
+        err["range"],
+        json!({"start": {"line": 1, "character": 18}, "end": {"line": 1, "character": 19}})
+    );
     let warn = list.iter().find(|x| x["severity"] == "Warning").unwrap();
     assert_eq!(warn["range"]["start"], json!({"line": 0, "character": 3}));
     assert!(list.iter().any(|x| x["severity"] == "Hint"));
-    assert!(list.iter().any(|x| x["severity"] == "Information" && x["code"] == 12));
+    assert!(list
+        .iter()
+        .any(|x| x["severity"] == "Information" && x["code"] == 12));
 }
 
 #[test]
@@ -65,14 +76,25 @@ fn uri_argument_selects_one_file_and_an_unopened_file_is_empty() {
     let mut p = nvim.peer();
     let all = diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap());
     assert_eq!(all.as_object().unwrap().len(), 2, "{all}");
-    let only_b = diagnostics(&p.call_tool("getDiagnostics", json!({"uri": format!("file://{b}")})).unwrap());
+    let only_b = diagnostics(
+        &p.call_tool("getDiagnostics", json!({"uri": format!("file://{b}")}))
+            .unwrap(),
+    );
     assert_eq!(only_b.as_object().unwrap().len(), 1);
     assert_eq!(only_b[format!("file://{b}")][0]["message"], "b.lua");
     // A plain path works as well.
-    let only_a = diagnostics(&p.call_tool("getDiagnostics", json!({"uri": a.clone()})).unwrap());
+    let only_a = diagnostics(
+        &p.call_tool("getDiagnostics", json!({"uri": a.clone()}))
+            .unwrap(),
+    );
     assert_eq!(only_a[format!("file://{a}")][0]["message"], "a.lua");
     // Not open: an empty object, not an error.
-    let none = p.call_tool("getDiagnostics", json!({"uri": "file:///nowhere/at/all.rs"})).unwrap();
+    let none = p
+        .call_tool(
+            "getDiagnostics",
+            json!({"uri": "file:///nowhere/at/all.rs"}),
+        )
+        .unwrap();
     assert!(none.get("error").is_none(), "{none}");
     assert_eq!(diagnostics(&none), json!({}));
 }
@@ -95,7 +117,10 @@ fn diagnostics_of_non_file_buffers_are_left_out() {
         "#,
     );
     let mut p = nvim.peer();
-    assert_eq!(texts(&p.call_tool("getDiagnostics", json!({})).unwrap()), vec!["{}".to_string()]);
+    assert_eq!(
+        texts(&p.call_tool("getDiagnostics", json!({})).unwrap()),
+        vec!["{}".to_string()]
+    );
 }
 
 #[test]
@@ -105,7 +130,10 @@ fn a_failing_handler_answers_an_error_instead_of_stalling_the_agent() {
     let mut p = nvim.peer();
     let r = p.call_tool("getDiagnostics", json!({})).unwrap();
     assert_eq!(error_code(&r), -32603);
-    assert!(r["error"]["message"].as_str().unwrap().contains("boom"), "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("boom"),
+        "{r}"
+    );
     // An answer that cannot be JSON is an error too, not silence.
     nvim.lua("require('pi-ide.tools').handlers.getDiagnostics = function() return { f = function() end } end");
     let r = p.call_tool("getDiagnostics", json!({})).unwrap();
@@ -122,21 +150,35 @@ fn a_blocked_main_loop_does_not_stall_the_agent() {
     nvim.lua("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, {{ lnum = 0, col = 0, severity = 1, message = 'known' }})");
     let mut p = nvim.peer();
     let uri = format!("file://{path}");
-    assert_eq!(diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap())[&uri][0]["message"], "known");
+    assert_eq!(
+        diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap())[&uri][0]["message"],
+        "known"
+    );
     // Block Neovim's main loop for 2 s.
     let busy = nvim.request_async(
         "nvim_exec_lua",
-        vec!["local t = vim.uv.hrtime() while vim.uv.hrtime() - t < 4e9 do end".into(), rmpv::Value::Array(vec![])],
+        vec![
+            "local t = vim.uv.hrtime() while vim.uv.hrtime() - t < 4e9 do end".into(),
+            rmpv::Value::Array(vec![]),
+        ],
     );
     std::thread::sleep(std::time::Duration::from_millis(100));
     let r = p.call_tool("getDiagnostics", json!({})).unwrap();
-    assert!(busy.try_recv().is_err(), "the answer waited for the main loop to be free");
+    assert!(
+        busy.try_recv().is_err(),
+        "the answer waited for the main loop to be free"
+    );
     assert_eq!(diagnostics(&r)[&uri][0]["message"], "known");
     // Narrowed to a uri, from the same last answer.
-    let r = p.call_tool("getDiagnostics", json!({"uri": uri.clone()})).unwrap();
+    let r = p
+        .call_tool("getDiagnostics", json!({"uri": uri.clone()}))
+        .unwrap();
     assert_eq!(diagnostics(&r).as_object().unwrap().len(), 1);
     busy.recv().unwrap().unwrap();
     // Once the loop is free, answers come from Neovim again (and the late ones were dropped).
     nvim.lua("vim.diagnostic.reset()");
-    assert_eq!(diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap()), json!({}));
+    assert_eq!(
+        diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap()),
+        json!({})
+    );
 }

@@ -29,7 +29,11 @@ fn disconnect_and_reconnect() {
     nvim.wait_for("#require('pi-ide').status().clients == 2", 5 * SECOND);
     q.kill();
     nvim.wait_for("#require('pi-ide').status().clients == 1", 5 * SECOND);
-    assert_eq!(nvim.lockfile().port, l.port, "the server stays up across clients");
+    assert_eq!(
+        nvim.lockfile().port,
+        l.port,
+        "the server stays up across clients"
+    );
 }
 
 #[test]
@@ -40,7 +44,10 @@ fn a_parked_call_does_not_block_other_requests_and_is_answered_later() {
     p.send_json(&json!({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"getDiagnostics","arguments":{}}}))
         .unwrap();
     nvim.wait_for("#_G.__replies == 1", 5 * SECOND);
-    assert_eq!(nvim.lua("return require('pi-ide').status().parked"), json!(1));
+    assert_eq!(
+        nvim.lua("return require('pi-ide').status().parked"),
+        json!(1)
+    );
     // Other requests are served meanwhile, on the same connection.
     assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
     // Answering later reaches the client, once.
@@ -48,7 +55,10 @@ fn a_parked_call_does_not_block_other_requests_and_is_answered_later() {
     assert_eq!(nvim.lua("return _G.__replies[1]({})"), json!(false));
     let r = p.wait_response(&json!("slow")).unwrap();
     assert_eq!(texts(&r), vec!["{}".to_string()]);
-    assert_eq!(nvim.lua("return require('pi-ide').status().parked"), json!(0));
+    assert_eq!(
+        nvim.lua("return require('pi-ide').status().parked"),
+        json!(0)
+    );
 }
 
 #[test]
@@ -57,12 +67,18 @@ fn a_disconnect_abandons_that_clients_parked_calls_and_tells_lua() {
     park_diagnostics(&nvim);
     nvim.lua("_G.__gone = nil vim.api.nvim_create_autocmd('User', {pattern = 'PiIdeClientDisconnected', callback = function(a) _G.__gone = a.data end})");
     let mut p = nvim.peer();
-    p.send_json(&json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"getDiagnostics"}})).unwrap();
+    p.send_json(
+        &json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"getDiagnostics"}}),
+    )
+    .unwrap();
     nvim.wait_for("#_G.__replies == 1", 5 * SECOND);
     p.kill();
     nvim.wait_for("_G.__gone ~= nil", 5 * SECOND);
     assert_eq!(nvim.lua("return #_G.__gone.abandoned"), json!(1));
-    assert_eq!(nvim.lua("return require('pi-ide').status().parked"), json!(0));
+    assert_eq!(
+        nvim.lua("return require('pi-ide').status().parked"),
+        json!(0)
+    );
     // A late answer is refused quietly.
     assert_eq!(nvim.lua("return _G.__replies[1]({})"), json!(false));
 }
@@ -89,7 +105,10 @@ fn quitting_with_a_parked_call_answers_it_then_closes_then_exits() {
     park_diagnostics(&nvim);
     let mut p = nvim.peer();
     let l = nvim.lockfile();
-    p.send_json(&json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"getDiagnostics"}})).unwrap();
+    p.send_json(
+        &json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"getDiagnostics"}}),
+    )
+    .unwrap();
     nvim.wait_for("#_G.__replies == 1", 5 * SECOND);
     assert!(nvim.quit(5 * SECOND), "nvim did not exit");
     let (frames, end) = read_until_close(&mut p);
@@ -116,7 +135,10 @@ fn pings_and_pongs_never_wake_the_main_loop() {
     assert_eq!(nvim.lua("return require('pi-ide').status().wakes"), before);
     // ...while a tool call does (proving the counter counts).
     p.call_tool("getDiagnostics", json!({})).unwrap();
-    let after = nvim.lua("return require('pi-ide').status().wakes").as_u64().unwrap();
+    let after = nvim
+        .lua("return require('pi-ide').status().wakes")
+        .as_u64()
+        .unwrap();
     assert!(after > before.as_u64().unwrap());
 }
 

@@ -10,19 +10,47 @@ fn lockfile_has_exactly_the_protocol_fields_and_private_modes() {
     let nvim = Nvim::start();
     let l = nvim.lockfile();
     let keys: Vec<&str> = {
-        let mut k: Vec<&str> = l.raw.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut k: Vec<&str> = l
+            .raw
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         k.sort();
         k
     };
-    assert_eq!(keys, ["authToken", "ideName", "pid", "transport", "workspaceFolders"]);
+    assert_eq!(
+        keys,
+        [
+            "authToken",
+            "ideName",
+            "pid",
+            "transport",
+            "workspaceFolders"
+        ]
+    );
     assert_eq!(l.pid, nvim.pid() as i64);
     assert_eq!(l.transport, "ws");
     assert_eq!(l.ide_name, "Neovim");
-    assert_eq!(l.workspace_folders, vec![nvim.cwd.to_string_lossy().to_string()]);
+    assert_eq!(
+        l.workspace_folders,
+        vec![nvim.cwd.to_string_lossy().to_string()]
+    );
     let token = uuid_v4(&l.auth_token);
     assert!(token, "token is not a UUID v4: {}", l.auth_token);
-    assert_eq!(std::fs::metadata(&l.path).unwrap().permissions().mode() & 0o777, 0o600);
-    assert_eq!(std::fs::metadata(&nvim.lock_dir).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(
+        std::fs::metadata(&l.path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        std::fs::metadata(&nvim.lock_dir)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o700
+    );
     // The port in the file name is the one that answers.
     let mut p = Peer::connect(l.port, &l.auth_token).unwrap();
     assert!(p.initialize().unwrap()["result"].is_object());
@@ -47,7 +75,10 @@ fn lockfile_is_removed_on_stop_and_written_again_on_start() {
     assert!(std::net::TcpStream::connect(("127.0.0.1", first.port)).is_err());
     nvim.command("PiIde start").unwrap();
     let second = nvim.lockfile();
-    assert_ne!(second.auth_token, first.auth_token, "a new start gets a new token");
+    assert_ne!(
+        second.auth_token, first.auth_token,
+        "a new start gets a new token"
+    );
 }
 
 #[test]
@@ -78,13 +109,19 @@ fn two_editors_run_at_once_on_different_ports() {
         assert!(p.initialize().unwrap()["result"].is_object());
         // Each token opens only its own editor.
         let other = locks.iter().find(|o| o.port != l.port).unwrap();
-        assert!(matches!(Peer::connect(other.port, &l.auth_token), Err(pi_ide_peer::ConnectError::Http(401))));
+        assert!(matches!(
+            Peer::connect(other.port, &l.auth_token),
+            Err(pi_ide_peer::ConnectError::Http(401))
+        ));
     }
     drop(b);
 }
 
 fn common_opts(a: &Nvim) -> pi_ide_peer::nvim::Options {
-    pi_ide_peer::nvim::Options { lock_dir: Some(a.lock_dir.clone()), ..Default::default() }
+    pi_ide_peer::nvim::Options {
+        lock_dir: Some(a.lock_dir.clone()),
+        ..Default::default()
+    }
 }
 
 #[test]
@@ -98,10 +135,22 @@ fn stale_lockfiles_of_dead_editors_are_removed_but_live_and_foreign_ones_stay() 
     write(1, dead, "Neovim");
     write(2, dead, "Visual Studio Code");
     write(3, std::process::id(), "Neovim");
-    let nvim = Nvim::start_with(pi_ide_peer::nvim::Options { lock_dir: Some(dir.clone()), ..Default::default() });
-    assert!(!dir.join("1.lock").exists(), "a dead Neovim's lockfile stays");
-    assert!(dir.join("2.lock").exists(), "another editor's lockfile was removed");
-    assert!(dir.join("3.lock").exists(), "a live editor's lockfile was removed");
+    let nvim = Nvim::start_with(pi_ide_peer::nvim::Options {
+        lock_dir: Some(dir.clone()),
+        ..Default::default()
+    });
+    assert!(
+        !dir.join("1.lock").exists(),
+        "a dead Neovim's lockfile stays"
+    );
+    assert!(
+        dir.join("2.lock").exists(),
+        "another editor's lockfile was removed"
+    );
+    assert!(
+        dir.join("3.lock").exists(),
+        "a live editor's lockfile was removed"
+    );
     drop(nvim);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -130,7 +179,10 @@ fn upgrades_without_the_exact_token_get_401_and_nothing_else() {
         ("prefix", vec![(h, prefix)]),
         ("token plus suffix", vec![(h, &suffixed)]),
         ("sent twice", vec![(h, t), (h, t)]),
-        ("claude header without compat", vec![("x-claude-code-ide-authorization", t)]),
+        (
+            "claude header without compat",
+            vec![("x-claude-code-ide-authorization", t)],
+        ),
     ];
     for (what, headers) in cases {
         match Peer::connect_with_headers(l.port, &headers) {
@@ -140,7 +192,10 @@ fn upgrades_without_the_exact_token_get_401_and_nothing_else() {
         }
     }
     // Nothing reached Lua, and the right token still works.
-    assert_eq!(nvim.lua("return #require('pi-ide').status().clients"), json!(0));
+    assert_eq!(
+        nvim.lua("return #require('pi-ide').status().clients"),
+        json!(0)
+    );
     let mut p = Peer::connect(l.port, t).unwrap();
     assert!(p.initialize().unwrap()["result"].is_object());
 }
@@ -159,5 +214,12 @@ fn listens_on_loopback_only() {
         })
         .collect();
     assert_eq!(listening.len(), 1, "{listening:?}");
-    assert!(listening[0].split_whitespace().nth(1).unwrap().starts_with("0100007F:"), "{listening:?}");
+    assert!(
+        listening[0]
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .starts_with("0100007F:"),
+        "{listening:?}"
+    );
 }

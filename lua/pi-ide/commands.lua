@@ -62,6 +62,12 @@ M.subcommands = {
     require("pi-ide.server").stop()
     M.subcommands.start()
   end,
+  send = function(opts)
+    require("pi-ide.mention").send_command(opts)
+  end,
+  add = function(opts)
+    require("pi-ide.mention").add_command(opts)
+  end,
   status = function()
     local chunks = {}
     for _, l in ipairs(M.status_lines()) do
@@ -87,8 +93,11 @@ function M.run(opts)
 end
 
 function M.complete(arglead, cmdline)
-  -- Only the first argument is a subcommand.
-  if cmdline:match("^%s*%S+%s+%S+%s") then
+  -- After "add", complete file names; other subcommands take no arguments.
+  local sub = cmdline:match("^%A*%a+%s+(%S+)%s")
+  if sub == "add" and not cmdline:match("^%A*%a+%s+%S+%s+%S+%s") then
+    return vim.fn.getcompletion(arglead, "file")
+  elseif sub then
     return {}
   end
   local out = {}

@@ -16,6 +16,14 @@ M.defaults = {
   -- within this many milliseconds (a hit-enter prompt, a blocking input(), a long :!command),
   -- the server answers with the diagnostics Neovim last gave.
   diagnostics_timeout_ms = 500,
+  -- selection_changed is sent once the cursor has been still this long (leaving visual mode
+  -- sends at once).
+  selection_debounce_ms = 100,
+  -- The selected text sent to the agent is cut after this many lines.
+  selection_max_lines = 1000,
+  -- Also serve Claude Code (same wire format): a second lockfile in $CLAUDE_CONFIG_DIR/ide
+  -- (or ~/.claude/ide) and its x-claude-code-ide-authorization header.
+  claude_code = false,
 }
 
 local log_levels = { "off", "error", "warn", "info", "debug", "trace" }
@@ -31,6 +39,7 @@ end
 -- key -> { types accepted, optional extra check returning an error text }
 local schema = {
   auto_start = { { "boolean" } },
+  claude_code = { { "boolean" } },
   log_level = {
     { "string" },
     function(v)
@@ -49,6 +58,8 @@ local schema = {
   },
   diagnostics_timeout_ms = { { "number" }, whole_number(1, "milliseconds") },
   max_message_size = { { "number" }, whole_number(1024, "bytes") },
+  selection_debounce_ms = { { "number" }, whole_number(0, "milliseconds") },
+  selection_max_lines = { { "number" }, whole_number(1, "lines") },
 }
 
 local function distance(a, b)

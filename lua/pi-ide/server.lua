@@ -29,6 +29,9 @@ local function on_client_event(ev)
     c.name, c.version = ev.name, ev.version
     state.clients[ev.client] = c
     log.info("client %d is %s %s", ev.client, tostring(ev.name), tostring(ev.version))
+    -- Its first selection_changed went out with the handshake (the last known state); make sure
+    -- it is current.
+    require("pi-ide.selection").flush()
     vim.notify(("pi-ide.nvim: %s connected"):format(ev.name and (ev.name .. " " .. (ev.version or "")) or "an agent"), vim.log.levels.INFO)
     user_event("PiIdeClientConnected", { client = ev.client, name = ev.name, version = ev.version })
   elseif ev.kind == "client_disconnected" then
@@ -55,6 +58,8 @@ local function process()
     local ok, err = xpcall(function()
       if ev.kind == "tool_call" then
         require("pi-ide.tools").dispatch(native, ev)
+      elseif ev.kind == "selection_due" then
+        require("pi-ide.selection").flush()
       else
         on_client_event(ev)
       end
@@ -114,6 +119,8 @@ function M.start()
     workspace_folders = require("pi-ide.workspace").folders(),
     max_message_size = config.values.max_message_size,
     diagnostics_timeout_ms = config.values.diagnostics_timeout_ms,
+    selection_debounce_ms = config.values.selection_debounce_ms,
+    claude_code = config.values.claude_code,
     own_names = { "Neovim", name },
   }, async)
   if not ok then
@@ -135,6 +142,7 @@ function M.start()
     group = state.augroup,
     callback = schedule_folders,
   })
+  require("pi-ide.selection").attach(native)
   user_event("PiIdeStarted", { port = info.port, lockfile = info.lockfile })
   return true
 end
@@ -148,6 +156,7 @@ function M.stop()
   local native = state.native
   -- Handle what already arrived, so nothing that reached us goes unanswered by Lua.
   pcall(process)
+  require("pi-ide.selection").detach()
   local ok, err = pcall(native.stop)
   if not ok then
     log.error("stop failed: %s", tostring(err))

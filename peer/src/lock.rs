@@ -28,7 +28,9 @@ pub fn lock_dir() -> PathBuf {
 /// Every valid lockfile in `dir` (the port comes from the file name, as the extension reads it).
 pub fn read_all(dir: &Path) -> Vec<LockFile> {
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
     for e in entries.flatten() {
         let path = e.path();
         let Some(port) = path
@@ -39,16 +41,26 @@ pub fn read_all(dir: &Path) -> Vec<LockFile> {
         else {
             continue;
         };
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        let Ok(raw) = serde_json::from_str::<Value>(&text) else { continue };
-        let (Some(pid), Some(token)) = (raw["pid"].as_i64(), raw["authToken"].as_str()) else { continue };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let Ok(raw) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        let (Some(pid), Some(token)) = (raw["pid"].as_i64(), raw["authToken"].as_str()) else {
+            continue;
+        };
         out.push(LockFile {
             path: path.clone(),
             port,
             pid,
             workspace_folders: raw["workspaceFolders"]
                 .as_array()
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect()
+                })
                 .unwrap_or_default(),
             ide_name: raw["ideName"].as_str().unwrap_or_default().to_owned(),
             transport: raw["transport"].as_str().unwrap_or_default().to_owned(),
@@ -66,7 +78,11 @@ pub fn matching(dir: &Path, cwd: &str) -> Vec<LockFile> {
         .into_iter()
         .filter(|l| {
             l.workspace_folders.iter().any(|f| {
-                let f = if f.ends_with('/') { f.clone() } else { format!("{f}/") };
+                let f = if f.ends_with('/') {
+                    f.clone()
+                } else {
+                    format!("{f}/")
+                };
                 cwd == f.trim_end_matches('/') || format!("{cwd}/").starts_with(&f)
             })
         })

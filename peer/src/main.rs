@@ -18,14 +18,26 @@ fn pick(port: Option<&String>) -> Result<LockFile, String> {
     let dir = lock::lock_dir();
     if let Some(p) = port {
         let p: u16 = p.parse().map_err(|_| format!("not a port: {p}"))?;
-        return lock::read_all(&dir).into_iter().find(|l| l.port == p).ok_or(format!("no lockfile for port {p} in {}", dir.display()));
+        return lock::read_all(&dir)
+            .into_iter()
+            .find(|l| l.port == p)
+            .ok_or(format!("no lockfile for port {p} in {}", dir.display()));
     }
-    let cwd = std::env::current_dir().map_err(|e| e.to_string())?.to_string_lossy().to_string();
+    let cwd = std::env::current_dir()
+        .map_err(|e| e.to_string())?
+        .to_string_lossy()
+        .to_string();
     let mut found = lock::matching(&dir, &cwd);
     match found.len() {
-        0 => Err(format!("no editor's workspace contains {cwd} (lockfiles in {})", dir.display())),
+        0 => Err(format!(
+            "no editor's workspace contains {cwd} (lockfiles in {})",
+            dir.display()
+        )),
         1 => Ok(found.remove(0)),
-        n => Err(format!("{n} editors match {cwd}; name a port: {:?}", found.iter().map(|l| l.port).collect::<Vec<_>>())),
+        n => Err(format!(
+            "{n} editors match {cwd}; name a port: {:?}",
+            found.iter().map(|l| l.port).collect::<Vec<_>>()
+        )),
     }
 }
 
@@ -44,7 +56,13 @@ fn run(args: &[String]) -> Result<(), String> {
     match args.first().map(String::as_str) {
         Some("list") => {
             for l in lock::read_all(&lock::lock_dir()) {
-                println!("{} · {} · pid={} port={}", l.ide_name, l.workspace_folders.join(", "), l.pid, l.port);
+                println!(
+                    "{} · {} · pid={} port={}",
+                    l.ide_name,
+                    l.workspace_folders.join(", "),
+                    l.pid,
+                    l.port
+                );
             }
             Ok(())
         }
@@ -56,7 +74,9 @@ fn run(args: &[String]) -> Result<(), String> {
         Some("call") => {
             let tool = args.get(1).ok_or("call needs a tool name")?;
             let arguments: Value = match args.get(2) {
-                Some(a) => serde_json::from_str(a).map_err(|e| format!("arguments are not JSON: {e}"))?,
+                Some(a) => {
+                    serde_json::from_str(a).map_err(|e| format!("arguments are not JSON: {e}"))?
+                }
                 None => json!({}),
             };
             let mut p = connect(args.get(3))?;
@@ -78,7 +98,10 @@ fn run(args: &[String]) -> Result<(), String> {
                 }
             }
         }
-        _ => Err("usage: pi-ide-peer list | tools [PORT] | call TOOL [JSON] [PORT] | watch [PORT]".into()),
+        _ => Err(
+            "usage: pi-ide-peer list | tools [PORT] | call TOOL [JSON] [PORT] | watch [PORT]"
+                .into(),
+        ),
     }
 }
 

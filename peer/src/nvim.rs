@@ -17,7 +17,10 @@ type Reply = Result<Mp, String>;
 
 /// The plugin's root folder (this crate lives in `<root>/peer`).
 pub fn plugin_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// The Neovim binary: `$PI_IDE_NVIM`, else the project-local install, else `nvim` on PATH.
@@ -57,7 +60,13 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { before: None, after: None, lock_dir: None, cwd: None, env: Vec::new() }
+        Options {
+            before: None,
+            after: None,
+            lock_dir: None,
+            cwd: None,
+            env: Vec::new(),
+        }
     }
 }
 
@@ -108,7 +117,9 @@ impl Nvim {
         for (k, v) in &opts.env {
             cmd.env(k, v);
         }
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {}: {e}", nvim_binary().display()));
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", nvim_binary().display()));
         let stdin = Arc::new(Mutex::new(BufWriter::new(child.stdin.take().unwrap())));
         let pending: Arc<Mutex<HashMap<u64, Sender<Reply>>>> = Arc::default();
         let (exit_tx, exited) = channel();
@@ -121,7 +132,11 @@ impl Nvim {
                 if let Mp::Array(a) = msg {
                     if a.len() == 4 && a[0].as_u64() == Some(1) {
                         let id = a[1].as_u64().unwrap_or(0);
-                        let reply = if a[2].is_nil() { Ok(a[3].clone()) } else { Err(format!("{}", a[2])) };
+                        let reply = if a[2].is_nil() {
+                            Ok(a[3].clone())
+                        } else {
+                            Err(format!("{}", a[2]))
+                        };
                         if let Some(tx) = pend.lock().unwrap().remove(&id) {
                             let _ = tx.send(reply);
                         }
@@ -131,7 +146,16 @@ impl Nvim {
             pend.lock().unwrap().clear();
             let _ = exit_tx.send(());
         });
-        let nvim = Nvim { child, stdin, pending, next: AtomicU64::new(1), home, lock_dir, cwd, exited };
+        let nvim = Nvim {
+            child,
+            stdin,
+            pending,
+            next: AtomicU64::new(1),
+            home,
+            lock_dir,
+            cwd,
+            exited,
+        };
         // Wait until startup is over (VimEnter has run, so auto_start has had its turn).
         nvim.wait_for("vim.v.vim_did_enter == 1", Duration::from_secs(20));
         if let Some(a) = &opts.after {
@@ -145,7 +169,12 @@ impl Nvim {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = channel();
         self.pending.lock().unwrap().insert(id, tx);
-        let msg = Mp::Array(vec![Mp::from(0), Mp::from(id), Mp::from(method), Mp::Array(args)]);
+        let msg = Mp::Array(vec![
+            Mp::from(0),
+            Mp::from(id),
+            Mp::from(method),
+            Mp::Array(args),
+        ]);
         let mut w = self.stdin.lock().unwrap();
         if rmpv::encode::write_value(&mut *w, &msg).is_err() || w.flush().is_err() {
             drop(w);
@@ -157,7 +186,10 @@ impl Nvim {
     }
 
     pub fn request(&self, method: &str, args: Vec<Mp>) -> Reply {
-        match self.request_async(method, args).recv_timeout(Duration::from_secs(30)) {
+        match self
+            .request_async(method, args)
+            .recv_timeout(Duration::from_secs(30))
+        {
             Ok(r) => r,
             Err(_) => Err(format!("nvim did not answer {method} within 30 s")),
         }
@@ -170,7 +202,9 @@ impl Nvim {
              if r == nil then return 'null' end return vim.json.encode(r)"
         );
         match self.request("nvim_exec_lua", vec![Mp::from(wrapped), Mp::Array(args)]) {
-            Ok(Mp::String(s)) => serde_json::from_str(s.as_str().unwrap_or("null")).unwrap_or(Value::Null),
+            Ok(Mp::String(s)) => {
+                serde_json::from_str(s.as_str().unwrap_or("null")).unwrap_or(Value::Null)
+            }
             Ok(other) => panic!("unexpected reply {other}"),
             Err(e) => panic!("lua failed: {e}\n--- code ---\n{code}"),
         }
@@ -183,7 +217,8 @@ impl Nvim {
 
     /// Runs Lua and returns the error text, if it raised one.
     pub fn lua_err(&self, code: &str) -> Option<String> {
-        self.request("nvim_exec_lua", vec![Mp::from(code), Mp::Array(vec![])]).err()
+        self.request("nvim_exec_lua", vec![Mp::from(code), Mp::Array(vec![])])
+            .err()
     }
 
     pub fn command(&self, cmd: &str) -> Reply {
@@ -214,13 +249,24 @@ impl Nvim {
 
     pub fn notes(&self) -> Vec<String> {
         let v = self.lua("return vim.tbl_map(function(n) return n.msg end, _G.__notes or {})");
-        v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect()).unwrap_or_default()
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The one lockfile in this editor's lock folder.
     pub fn lockfile(&self) -> crate::LockFile {
         let locks = crate::lock::read_all(&self.lock_dir);
-        assert_eq!(locks.len(), 1, "expected one lockfile in {}: {locks:?}", self.lock_dir.display());
+        assert_eq!(
+            locks.len(),
+            1,
+            "expected one lockfile in {}: {locks:?}",
+            self.lock_dir.display()
+        );
         locks.into_iter().next().unwrap()
     }
 

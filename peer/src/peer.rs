@@ -33,7 +33,10 @@ pub enum Received {
     Json(Value),
     /// A text frame that is not JSON.
     Text(String),
-    Close { code: u16, reason: String },
+    Close {
+        code: u16,
+        reason: String,
+    },
     /// The socket ended without a Close frame.
     Gone,
 }
@@ -53,19 +56,30 @@ impl Peer {
 
     /// Connects sending exactly these extra headers (none, several, repeated…).
     pub fn connect_with_headers(port: u16, headers: &[(&str, &str)]) -> Result<Peer, ConnectError> {
-        let stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| ConnectError::Other(e.to_string()))?;
+        let stream = TcpStream::connect(("127.0.0.1", port))
+            .map_err(|e| ConnectError::Other(e.to_string()))?;
         stream.set_nodelay(true).ok();
         stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
-        let mut req = format!("ws://127.0.0.1:{port}/").into_client_request().map_err(|e| ConnectError::Other(e.to_string()))?;
+        let mut req = format!("ws://127.0.0.1:{port}/")
+            .into_client_request()
+            .map_err(|e| ConnectError::Other(e.to_string()))?;
         for (k, v) in headers {
             req.headers_mut().append(
-                tungstenite::http::HeaderName::from_bytes(k.as_bytes()).map_err(|e| ConnectError::Other(e.to_string()))?,
-                tungstenite::http::HeaderValue::from_str(v).map_err(|e| ConnectError::Other(e.to_string()))?,
+                tungstenite::http::HeaderName::from_bytes(k.as_bytes())
+                    .map_err(|e| ConnectError::Other(e.to_string()))?,
+                tungstenite::http::HeaderValue::from_str(v)
+                    .map_err(|e| ConnectError::Other(e.to_string()))?,
             );
         }
-        let config = WebSocketConfig::default().max_message_size(None).max_frame_size(None);
+        let config = WebSocketConfig::default()
+            .max_message_size(None)
+            .max_frame_size(None);
         match tungstenite::client::client_with_config(req, stream, Some(config)) {
-            Ok((ws, _)) => Ok(Peer { ws, next_id: 1, inbox: VecDeque::new() }),
+            Ok((ws, _)) => Ok(Peer {
+                ws,
+                next_id: 1,
+                inbox: VecDeque::new(),
+            }),
             Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(resp))) => {
                 Err(ConnectError::Http(resp.status().as_u16()))
             }
@@ -78,11 +92,15 @@ impl Peer {
     }
 
     pub fn send_text(&mut self, text: &str) -> Result<(), String> {
-        self.ws.send(Message::text(text.to_owned())).map_err(|e| e.to_string())
+        self.ws
+            .send(Message::text(text.to_owned()))
+            .map_err(|e| e.to_string())
     }
 
     pub fn send_binary(&mut self, bytes: Vec<u8>) -> Result<(), String> {
-        self.ws.send(Message::binary(bytes)).map_err(|e| e.to_string())
+        self.ws
+            .send(Message::binary(bytes))
+            .map_err(|e| e.to_string())
     }
 
     pub fn send_json(&mut self, v: &Value) -> Result<(), String> {
@@ -90,7 +108,9 @@ impl Peer {
     }
 
     pub fn ping(&mut self, payload: &[u8]) -> Result<(), String> {
-        self.ws.send(Message::Ping(payload.to_vec().into())).map_err(|e| e.to_string())
+        self.ws
+            .send(Message::Ping(payload.to_vec().into()))
+            .map_err(|e| e.to_string())
     }
 
     /// The next meaningful frame (pings and pongs are skipped). Errors on timeout.
@@ -105,18 +125,33 @@ impl Peer {
                 }
                 Ok(Message::Close(frame)) => {
                     return Ok(match frame {
-                        Some(f) => Received::Close { code: u16::from(f.code), reason: f.reason.as_str().to_owned() },
-                        None => Received::Close { code: 1005, reason: String::new() },
+                        Some(f) => Received::Close {
+                            code: u16::from(f.code),
+                            reason: f.reason.as_str().to_owned(),
+                        },
+                        None => Received::Close {
+                            code: 1005,
+                            reason: String::new(),
+                        },
                     })
                 }
                 Ok(_) => continue,
                 Err(tungstenite::Error::Io(e))
-                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
                 {
                     return Err("timed out waiting for a frame".into())
                 }
-                Err(tungstenite::Error::ConnectionClosed | tungstenite::Error::AlreadyClosed) => return Ok(Received::Gone),
-                Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(Received::Gone),
+                Err(tungstenite::Error::ConnectionClosed | tungstenite::Error::AlreadyClosed) => {
+                    return Ok(Received::Gone)
+                }
+                Err(tungstenite::Error::Io(e))
+                    if e.kind() == std::io::ErrorKind::ConnectionReset =>
+                {
+                    return Ok(Received::Gone)
+                }
                 Err(tungstenite::Error::Protocol(_)) => return Ok(Received::Gone),
                 Err(e) => return Err(e.to_string()),
             }
@@ -136,21 +171,35 @@ impl Peer {
 
     /// Waits for the response with this id; other frames go to the inbox.
     pub fn wait_response(&mut self, id: &Value) -> Result<Value, String> {
-        if let Some(pos) = self.inbox.iter().position(|v| v.get("id") == Some(id) && v.get("method").is_none()) {
+        if let Some(pos) = self
+            .inbox
+            .iter()
+            .position(|v| v.get("id") == Some(id) && v.get("method").is_none())
+        {
             return Ok(self.inbox.remove(pos).unwrap());
         }
         loop {
             match self.recv()? {
-                Received::Json(v) if v.get("id") == Some(id) && v.get("method").is_none() => return Ok(v),
+                Received::Json(v) if v.get("id") == Some(id) && v.get("method").is_none() => {
+                    return Ok(v)
+                }
                 Received::Json(v) => self.inbox.push_back(v),
-                other => return Err(format!("connection ended while waiting for {id}: {other:?}")),
+                other => {
+                    return Err(format!(
+                        "connection ended while waiting for {id}: {other:?}"
+                    ))
+                }
             }
         }
     }
 
     /// Waits for a notification with this method; other frames go to the inbox.
     pub fn wait_notification(&mut self, method: &str, timeout: Duration) -> Result<Value, String> {
-        if let Some(pos) = self.inbox.iter().position(|v| v["method"] == method && v.get("id").is_none()) {
+        if let Some(pos) = self
+            .inbox
+            .iter()
+            .position(|v| v["method"] == method && v.get("id").is_none())
+        {
             return Ok(self.inbox.remove(pos).unwrap());
         }
         let deadline = Instant::now() + timeout;
@@ -163,15 +212,26 @@ impl Peer {
             let got = self.recv();
             self.set_timeout(Duration::from_secs(10));
             match got? {
-                Received::Json(v) if v["method"] == method && v.get("id").is_none() => return Ok(v),
+                Received::Json(v) if v["method"] == method && v.get("id").is_none() => {
+                    return Ok(v)
+                }
                 Received::Json(v) => self.inbox.push_back(v),
-                other => return Err(format!("connection ended while waiting for {method}: {other:?}")),
+                other => {
+                    return Err(format!(
+                        "connection ended while waiting for {method}: {other:?}"
+                    ))
+                }
             }
         }
     }
 
     /// Sends a request with the given id and waits for its response (the whole frame).
-    pub fn request_with_id(&mut self, id: Value, method: &str, params: Value) -> Result<Value, String> {
+    pub fn request_with_id(
+        &mut self,
+        id: Value,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, String> {
         self.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
         self.wait_response(&id)
     }
@@ -220,7 +280,11 @@ impl Peer {
 pub fn texts(response: &Value) -> Vec<String> {
     response["result"]["content"]
         .as_array()
-        .map(|a| a.iter().filter_map(|c| c["text"].as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c["text"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 

@@ -23,5 +23,42 @@ pub fn read_until_close(peer: &mut Peer) -> (Vec<Value>, Received) {
 }
 
 pub fn error_code(resp: &Value) -> i64 {
-    resp["error"]["code"].as_i64().unwrap_or_else(|| panic!("expected an error, got {resp}"))
+    resp["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("expected an error, got {resp}"))
+}
+
+/// Types keys as a user would (nvim_input), then waits until Neovim has processed them.
+pub fn type_keys(nvim: &Nvim, keys: &str) {
+    nvim.request("nvim_input", vec![keys.into()]).unwrap();
+    // An RPC request is handled after pending input, so this returns once the keys ran.
+    nvim.lua("return vim.fn.getchar(1)");
+}
+
+/// Opens a file with the given lines in the current window; returns its absolute path.
+pub fn edit_file(nvim: &Nvim, name: &str, lines: &[&str]) -> String {
+    let path = nvim.cwd.join(name);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    nvim.lua_with("vim.cmd.edit(vim.fn.fnameescape(...))", vec![path.to_string_lossy().to_string().into()]);
+    path.to_string_lossy().to_string()
+}
+
+/// Waits for the next selection_changed and returns its params.
+pub fn next_selection(peer: &mut Peer) -> Value {
+    peer.wait_notification("selection_changed", 5 * SECOND).expect("selection_changed")["params"].clone()
+}
+
+/// Asserts that no selection_changed arrives within `ms`.
+pub fn no_selection_within(peer: &mut Peer, ms: u64) {
+    if let Ok(v) = peer.wait_notification("selection_changed", std::time::Duration::from_millis(ms)) {
+        panic!("unexpected selection_changed: {v}");
+    }
+}
+
+/// Number of UTF-16 code units in `s[..byte]`.
+pub fn utf16(s: &str, byte: usize) -> usize {
+    s[..byte].encode_utf16().count()
 }

@@ -5,9 +5,34 @@ local log = require("pi-ide.log")
 
 local M = {}
 
+-- Each handler is (args, reply, event) -> answer | nil; see above.
 M.handlers = {
   getDiagnostics = function(args)
     return require("pi-ide.tools.diagnostics").handle(args)
+  end,
+  getOpenEditorTabs = function()
+    return require("pi-ide.tools.editors").open_editor_tabs()
+  end,
+  getOpenEditors = function()
+    return require("pi-ide.tools.editors").open_editors()
+  end,
+  getWorkspaceFolders = function()
+    return require("pi-ide.tools.editors").workspace_folders()
+  end,
+  getCurrentSelection = function()
+    return require("pi-ide.tools.selection").current(require("pi-ide.native").get())
+  end,
+  getLatestSelection = function()
+    return require("pi-ide.tools.selection").latest(require("pi-ide.native").get())
+  end,
+  openFile = function(args)
+    return require("pi-ide.tools.open_file").handle(args)
+  end,
+  checkDocumentDirty = function(args)
+    return require("pi-ide.tools.documents").dirty(args)
+  end,
+  saveDocument = function(args)
+    return require("pi-ide.tools.documents").save(args)
   end,
 }
 

@@ -27,7 +27,11 @@ fn roundtrip_rust(nvim: &Nvim, n: usize) -> (f64, f64, f64) {
         assert!(r.get("result").is_some(), "{r}");
     }
     ms.sort_by(f64::total_cmp);
-    (percentile(&ms, 0.5), percentile(&ms, 0.99), *ms.last().unwrap())
+    (
+        percentile(&ms, 0.5),
+        percentile(&ms, 0.99),
+        *ms.last().unwrap(),
+    )
 }
 
 fn roundtrip_python(nvim: &Nvim, n: usize) -> Option<(f64, f64)> {
@@ -42,7 +46,10 @@ fn roundtrip_python(nvim: &Nvim, n: usize) -> Option<(f64, f64)> {
         .output()
         .ok()?;
     if !out.status.success() {
-        eprintln!("python client failed: {}", String::from_utf8_lossy(&out.stderr));
+        eprintln!(
+            "python client failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         return None;
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
@@ -54,13 +61,17 @@ fn cpu_ticks(pid: u32) -> u64 {
     let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
     let f: Vec<&str> = after.split_whitespace().collect();
     // utime and stime are fields 14 and 15 (1-based), i.e. 11 and 12 after the ')'.
-    f.get(11).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0) + f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0)
+    f.get(11).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0)
+        + f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0)
 }
 
 fn idle(nvim: &Nvim, secs: u64) -> (u64, f64) {
     let mut p = nvim.peer();
     std::thread::sleep(Duration::from_millis(200));
-    let before = nvim.lua("return require('pi-ide').status().wakes").as_u64().unwrap();
+    let before = nvim
+        .lua("return require('pi-ide').status().wakes")
+        .as_u64()
+        .unwrap();
     let cpu0 = cpu_ticks(nvim.pid());
     for _ in 0..secs {
         // A keep-alive ping each second, as a client might send.
@@ -68,9 +79,15 @@ fn idle(nvim: &Nvim, secs: u64) -> (u64, f64) {
         std::thread::sleep(Duration::from_secs(1));
     }
     let cpu1 = cpu_ticks(nvim.pid());
-    let after = nvim.lua("return require('pi-ide').status().wakes").as_u64().unwrap();
+    let after = nvim
+        .lua("return require('pi-ide').status().wakes")
+        .as_u64()
+        .unwrap();
     // Clock ticks are 1/100 s on Linux.
-    (after - before, (cpu1 - cpu0) as f64 / 100.0 / secs as f64 * 100.0)
+    (
+        after - before,
+        (cpu1 - cpu0) as f64 / 100.0 / secs as f64 * 100.0,
+    )
 }
 
 fn run_headless(extra: &[String], lock_dir: &Path) -> f64 {
@@ -93,9 +110,15 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn startup(runs: usize) -> (f64, f64, f64) {
     let lock_dir = pi_ide_peer::nvim::temp_dir("bench-locks");
-    let rtp = vec!["--cmd".to_string(), format!("set rtp^={}", plugin_root().display())];
+    let rtp = vec![
+        "--cmd".to_string(),
+        format!("set rtp^={}", plugin_root().display()),
+    ];
     let mut started = rtp.clone();
-    started.extend(["-c".to_string(), "lua assert(require('pi-ide').start())".to_string()]);
+    started.extend([
+        "-c".to_string(),
+        "lua assert(require('pi-ide').start())".to_string(),
+    ]);
     let (mut base, mut plugin, mut full) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..3 {
         run_headless(&started, &lock_dir);
@@ -106,7 +129,10 @@ fn startup(runs: usize) -> (f64, f64, f64) {
         plugin.push(run_headless(&rtp, &lock_dir));
         full.push(run_headless(&started, &lock_dir));
     }
-    assert!(pi_ide_peer::lock::read_all(&lock_dir).is_empty(), "a run left its lockfile behind");
+    assert!(
+        pi_ide_peer::lock::read_all(&lock_dir).is_empty(),
+        "a run left its lockfile behind"
+    );
     let _ = std::fs::remove_dir_all(&lock_dir);
     let b = median(base);
     (b, median(plugin) - b, median(full) - b)
@@ -125,9 +151,26 @@ fn main() {
     drop(nvim);
     let (base, plugin_added, start_added) = startup(runs);
 
-    let date = Command::new("date").arg("-u").arg("+%Y-%m-%d %H:%M UTC").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
-    let cpu_name = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())).unwrap_or_default();
-    println!("pi-ide.nvim foundation benchmark, {date}, {} cores, {cpu_name}", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0));
+    let date = Command::new("date")
+        .arg("-u")
+        .arg("+%Y-%m-%d %H:%M UTC")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let cpu_name = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_default();
+    println!(
+        "pi-ide.nvim foundation benchmark, {date}, {} cores, {cpu_name}",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0)
+    );
     println!();
     println!("| measure | result | target |");
     println!("|---|---|---|");

@@ -1,0 +1,17 @@
+-- getCurrentSelection (read now) and getLatestSelection (the last state sent).
+local M = {}
+
+function M.current(native)
+  local state = require("pi-ide.selection").compute() or native.selection_last()
+  if not state then
+    return { success = false, message = "No active editor found" }
+  end
+  state.success = true
+  return state
+end
+
+function M.latest(native)
+  return native.selection_last() or { success = false, message = "No selection available" }
+end
+
+return M
