@@ -190,6 +190,15 @@ impl Shared {
         true
     }
 
+    /// [`Shared::push`] for threads outside the runtime (the debounce thread).
+    pub fn push_blocking(&self, event: Event) -> bool {
+        if self.events.blocking_send(event).is_err() {
+            return false;
+        }
+        self.waker.wake();
+        true
+    }
+
     /// Takes up to [`DRAIN_BATCH`] events. If more are waiting, asks for another wake so the
     /// main loop gets a turn in between.
     pub fn drain(&self) -> Vec<Event> {

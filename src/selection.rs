@@ -1,23 +1,30 @@
-//! The `selection_changed` feed: a trailing debounce that runs on the server thread, and the
-//! last state sent (for deduplication, for new clients, and for `getLatestSelection`).
+//! The `selection_changed` feed: a trailing debounce, and the last state sent (for
+//! deduplication, for new clients, and for `getLatestSelection`).
 //!
-//! Per cursor move Lua only calls [`Selection::touch`] (a lock and an atomic, no allocation);
-//! when the cursor has been still for the debounce time the server asks Lua once for the full
-//! state ([`crate::bridge::Event::SelectionDue`]) and broadcasts it if it changed.
+//! Per cursor move Lua only calls [`Selection::touch`] (a lock, an atomic, no allocation); when
+//! the cursor has been still for the debounce time, the debounce thread asks Lua once for the
+//! full state ([`crate::bridge::Event::SelectionDue`]), which is broadcast if it changed.
+//!
+//! The debounce runs on a thread of its own with a condition variable rather than on the tokio
+//! runtime: tokio's timer rounds deadlines up to whole milliseconds, which measured as ~1-2 ms
+//! of extra latency per notification here.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use serde_json::Value;
-use tokio::sync::Notify;
-use tokio::time::Instant;
+
+#[derive(Default)]
+struct Timer {
+    /// The last touch, while a firing is due.
+    last_touch: Option<Instant>,
+    stopped: bool,
+}
 
 pub struct Selection {
     debounce: Duration,
-    last_touch: Mutex<Option<Instant>>,
-    armed: AtomicBool,
-    wake: Notify,
+    timer: Mutex<Timer>,
+    wake: Condvar,
     /// The last state sent, as params JSON and as a whole notification frame.
     last: Mutex<Option<(Value, String)>>,
 }
@@ -26,33 +33,48 @@ impl Selection {
     pub fn new(debounce: Duration) -> Self {
         Selection {
             debounce,
-            last_touch: Mutex::new(None),
-            armed: AtomicBool::new(false),
-            wake: Notify::new(),
+            timer: Mutex::new(Timer::default()),
+            wake: Condvar::new(),
             last: Mutex::new(None),
         }
     }
 
     /// Something moved: (re)start the debounce.
     pub fn touch(&self) {
-        *self.last_touch.lock() = Some(Instant::now());
-        if !self.armed.swap(true, Ordering::AcqRel) {
+        let mut t = self.timer.lock();
+        let was_idle = t.last_touch.is_none();
+        t.last_touch = Some(Instant::now());
+        drop(t);
+        if was_idle {
             self.wake.notify_one();
         }
     }
 
-    /// Waits for a touch, then until nothing was touched for the debounce time.
-    pub async fn next_due(&self) {
-        self.wake.notified().await;
+    /// Blocks until the cursor has been still for the debounce time after a touch. Returns
+    /// false once [`Selection::stop`] was called.
+    pub fn wait_due(&self) -> bool {
+        let mut t = self.timer.lock();
         loop {
-            let last = self.last_touch.lock().unwrap_or_else(Instant::now);
-            let due = last + self.debounce;
-            if Instant::now() >= due {
-                break;
+            if t.stopped {
+                return false;
             }
-            tokio::time::sleep_until(due).await;
+            match t.last_touch {
+                None => self.wake.wait(&mut t),
+                Some(last) => {
+                    let due = last + self.debounce;
+                    if Instant::now() >= due {
+                        t.last_touch = None;
+                        return true;
+                    }
+                    self.wake.wait_until(&mut t, due);
+                }
+            }
         }
-        self.armed.store(false, Ordering::Release);
+    }
+
+    pub fn stop(&self) {
+        self.timer.lock().stopped = true;
+        self.wake.notify_all();
     }
 
     /// Records a new state. Returns the notification frame to broadcast, or None when it is the
@@ -81,35 +103,37 @@ impl Selection {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 
-    #[tokio::test(start_paused = true)]
-    async fn trailing_debounce_fires_once_after_the_last_touch() {
-        let s = Arc::new(Selection::new(Duration::from_millis(100)));
-        let fired = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    #[test]
+    fn trailing_debounce_fires_once_after_the_last_touch() {
+        let s = Arc::new(Selection::new(Duration::from_millis(60)));
+        let fired = Arc::new(AtomicUsize::new(0));
         let (s2, f2) = (s.clone(), fired.clone());
-        tokio::spawn(async move {
-            loop {
-                s2.next_due().await;
+        let thread = std::thread::spawn(move || {
+            while s2.wait_due() {
                 f2.fetch_add(1, Ordering::SeqCst);
             }
         });
-        // Ten touches 50 ms apart: still moving, nothing fires.
+        // Touches 10 ms apart (well under the debounce): still moving, nothing fires.
         for _ in 0..10 {
             s.touch();
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            std::thread::sleep(Duration::from_millis(10));
         }
-        assert_eq!(fired.load(Ordering::SeqCst), 0);
-        tokio::time::sleep(Duration::from_millis(60)).await;
-        assert_eq!(fired.load(Ordering::SeqCst), 1);
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        assert_eq!(
-            fired.load(Ordering::SeqCst),
-            1,
-            "no touch, no second firing"
-        );
+        assert_eq!(fired.load(Ordering::SeqCst), 0, "fired while still moving");
+        // Wait for the firing without a timed assertion: it must come, and only once.
+        while fired.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(fired.load(Ordering::SeqCst), 1, "no touch, no second firing");
         s.touch();
-        tokio::time::sleep(Duration::from_millis(101)).await;
+        while fired.load(Ordering::SeqCst) == 1 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        s.stop();
+        thread.join().unwrap();
         assert_eq!(fired.load(Ordering::SeqCst), 2);
     }
 

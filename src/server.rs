@@ -42,6 +42,7 @@ pub struct Server {
     lock: Mutex<LockInfo>,
     shutdown: watch::Sender<bool>,
     done: std::sync::mpsc::Receiver<()>,
+    debounce: Option<std::thread::JoinHandle<()>>,
 }
 
 /// How long `stop` waits for connection tasks to send their last frames.
@@ -106,6 +107,18 @@ impl Server {
             })
             .map_err(|e| format!("cannot start the server thread: {e}"))?;
 
+        // The selection debounce: a small thread of its own (see selection.rs for why).
+        let debounce_shared = shared.clone();
+        let debounce = std::thread::Builder::new()
+            .name("pi-ide-debounce".into())
+            .spawn(move || {
+                while debounce_shared.selection.wait_due() {
+                    if !debounce_shared.push_blocking(crate::bridge::Event::SelectionDue) {
+                        return;
+                    }
+                }
+            })
+            .map_err(|e| format!("cannot start the debounce thread: {e}"))?;
         let mut paths = Vec::new();
         for dir in &lock_dirs {
             match lockfile::write(dir, port, &lock) {
@@ -116,6 +129,8 @@ impl Server {
                     }
                     let _ = shutdown.send(true);
                     let _ = done.recv_timeout(STOP_GRACE);
+                    shared.selection.stop();
+                    let _ = debounce.join();
                     return Err(e);
                 }
             }
@@ -135,6 +150,7 @@ impl Server {
             lock: Mutex::new(lock),
             shutdown,
             done,
+            debounce: Some(debounce),
         })
     }
 
@@ -160,8 +176,9 @@ impl Server {
     }
 
     /// Stops in protocol order. Every parked call is answered before any Close frame.
-    pub fn stop(self) {
+    pub fn stop(mut self) {
         let shared = &self.shared;
+        shared.selection.stop();
         shared
             .stopping
             .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -174,6 +191,9 @@ impl Server {
                 "server thread still busy after {:?}; leaving it",
                 STOP_GRACE
             );
+        }
+        if let Some(t) = self.debounce.take() {
+            let _ = t.join();
         }
         shared.waker.detach();
         let token = self.lock.lock().auth_token.clone();
@@ -200,19 +220,6 @@ async fn accept_loop(
     };
     let config = Arc::new(config);
     let mut tasks = JoinSet::new();
-    // The selection debounce lives here, beside the connections it feeds.
-    let debounce_shared = shared.clone();
-    let debounce = tokio::spawn(async move {
-        loop {
-            debounce_shared.selection.next_due().await;
-            if !debounce_shared
-                .push(crate::bridge::Event::SelectionDue)
-                .await
-            {
-                return;
-            }
-        }
-    });
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -233,7 +240,6 @@ async fn accept_loop(
         }
     }
     drop(listener);
-    debounce.abort();
     let _ = tokio::time::timeout(STOP_GRACE, async {
         while tasks.join_next().await.is_some() {}
     })

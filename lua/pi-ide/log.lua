@@ -30,7 +30,7 @@ function M.set_level(name)
   current = M.levels[name] or current
   local native = require("pi-ide.native").get()
   if native then
-    vim.fn.mkdir(vim.fn.fnamemodify(M.path(), ":h"), "p")
+    -- The core creates the folder if needed.
     native.log_configure(M.path(), name)
   end
 end

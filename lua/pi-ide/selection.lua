@@ -19,8 +19,10 @@ local cached = { key = nil, text = nil } -- last extracted text, reused while no
 
 local VISUAL = { v = true, V = true, ["\22"] = true }
 
+local get_option = vim.api.nvim_get_option_value
+
 local function is_file(buf)
-  if vim.bo[buf].buftype ~= "" then
+  if get_option("buftype", { buf = buf }) ~= "" then
     return false
   end
   local name = vim.api.nvim_buf_get_name(buf)
@@ -45,9 +47,15 @@ local function utf16_len(line)
   return buffers.utf16_col(line, #line)
 end
 
+-- Percent-encoding a path is the costliest part of a state; remember the last one.
+local url_of = { path = nil, url = nil }
+
 local function file_fields(buf)
   local path = vim.api.nvim_buf_get_name(buf)
-  return path, vim.uri_from_fname(path)
+  if url_of.path ~= path then
+    url_of.path, url_of.url = path, vim.uri_from_fname(path)
+  end
+  return path, url_of.url
 end
 
 -- The text of a region, at most selection_max_lines lines, reusing the last extraction.

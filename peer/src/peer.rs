@@ -46,6 +46,7 @@ pub struct Peer {
     next_id: u64,
     /// Frames that arrived while waiting for something else (notifications, server requests).
     pub inbox: VecDeque<Value>,
+    subprotocol: Option<String>,
 }
 
 impl Peer {
@@ -75,16 +76,26 @@ impl Peer {
             .max_message_size(None)
             .max_frame_size(None);
         match tungstenite::client::client_with_config(req, stream, Some(config)) {
-            Ok((ws, _)) => Ok(Peer {
+            Ok((ws, resp)) => Ok(Peer {
                 ws,
                 next_id: 1,
                 inbox: VecDeque::new(),
+                subprotocol: resp
+                    .headers()
+                    .get("sec-websocket-protocol")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
             }),
             Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(resp))) => {
                 Err(ConnectError::Http(resp.status().as_u16()))
             }
             Err(e) => Err(ConnectError::Other(e.to_string())),
         }
+    }
+
+    /// The subprotocol the server chose, if any.
+    pub fn subprotocol(&self) -> Option<String> {
+        self.subprotocol.clone()
     }
 
     pub fn set_timeout(&mut self, t: Duration) {
