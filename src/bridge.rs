@@ -73,6 +73,8 @@ pub struct Parked {
     pub tool: &'static Tool,
     /// Kept only for tools with a fallback (their arguments are small).
     pub args: Option<Value>,
+    /// What an abandon answer needs (openDiff: its tab_name).
+    pub context: Option<String>,
 }
 
 pub struct Shared {
@@ -222,15 +224,9 @@ impl Shared {
     pub async fn park(self: &Arc<Self>, client: u64, id: Id, tool: &'static Tool, args: Value) {
         let req = self.next_id();
         let kept_args = tool.fallback.as_ref().map(|_| args.clone());
-        self.parked.lock().insert(
-            req,
-            Parked {
-                client,
-                id,
-                tool,
-                args: kept_args,
-            },
-        );
+        let context = tool.abandon_context(&args);
+        let parked = Parked { client, id, tool, args: kept_args, context };
+        self.parked.lock().insert(req, parked);
         if let Some(fallback) = &tool.fallback {
             let shared = self.clone();
             let after = self.fallback_after.unwrap_or(fallback.after);
@@ -288,7 +284,7 @@ impl Shared {
         let Some(p) = self.parked.lock().remove(&req) else {
             return;
         };
-        let outcome = p.tool.abandoned();
+        let outcome = p.tool.abandoned(p.context.as_deref());
         self.send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
     }
 

@@ -24,6 +24,8 @@ pub struct Config {
     pub max_message_size: usize,
     /// The auth header names accepted (Claude Code's too when its compatibility is on).
     pub auth_headers: Vec<&'static str>,
+    /// False: openDiff is accepted at once, without showing anything (`diff.review = false`).
+    pub diff_review: bool,
 }
 
 type Ws = WebSocketStream<TcpStream>;
@@ -79,7 +81,7 @@ pub async fn serve(
         &shared,
         rx,
         shutdown,
-        config.max_message_size,
+        &config,
     ))
     .catch_unwind()
     .await;
@@ -111,8 +113,9 @@ async fn run(
     shared: &Arc<Shared>,
     mut outbound: mpsc::UnboundedReceiver<Outbound>,
     mut shutdown: watch::Receiver<bool>,
-    max_message_size: usize,
+    config: &Config,
 ) {
+    let max_message_size = config.max_message_size;
     let (mut sink, mut source) = ws.split();
     let mut session = Session::default();
     loop {
@@ -131,14 +134,14 @@ async fn run(
             },
             incoming = source.next() => match incoming {
                 Some(Ok(Message::Text(text))) => {
-                    for reply in handle_text(text.as_str(), client, shared, &mut session).await {
+                    for reply in handle_text(text.as_str(), client, shared, config, &mut session).await {
                         if sink.send(Message::text(reply)).await.is_err() { return; }
                     }
                 }
                 Some(Ok(Message::Binary(bytes))) => {
                     // Not what the protocol sends, but harmless to serve when it is UTF-8.
                     let replies = match std::str::from_utf8(&bytes) {
-                        Ok(text) => handle_text(text, client, shared, &mut session).await,
+                        Ok(text) => handle_text(text, client, shared, config, &mut session).await,
                         Err(_) => vec![jsonrpc::error_frame(None, &RpcError::new(jsonrpc::PARSE_ERROR, "parse error: binary frame is not UTF-8"))],
                     };
                     for reply in replies {
@@ -180,6 +183,7 @@ async fn handle_text(
     text: &str,
     client: u64,
     shared: &Arc<Shared>,
+    config: &Config,
     session: &mut Session,
 ) -> Vec<String> {
     match jsonrpc::parse(text) {
@@ -211,6 +215,26 @@ async fn handle_text(
                     frames
                 }
                 Ok(Dispatch::Park { tool, args }) => {
+                    if tool.name == "openDiff" && !config.diff_review {
+                        // The user chose no review: accept the proposal as it is, at once.
+                        let contents = args["new_file_contents"].clone();
+                        let outcome = tool.shape_result(serde_json::json!(["FILE_SAVED", contents]));
+                        return vec![jsonrpc::outcome_frame(&id, &outcome)];
+                    }
+                    let args = match tool.prepare {
+                        None => args,
+                        Some(prepare) => {
+                            let context = tool.abandon_context(&args);
+                            match tokio::task::spawn_blocking(move || prepare(args)).await {
+                                Ok(prepared) => prepared,
+                                Err(_) => {
+                                    error!("client {client}: preparing {} failed", tool.name);
+                                    let outcome = tool.abandoned(context.as_deref());
+                                    return vec![jsonrpc::outcome_frame(&id, &outcome)];
+                                }
+                            }
+                        }
+                    };
                     shared.park(client, id, tool, args).await;
                     vec![]
                 }

@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod bridge;
 pub mod connection;
+pub mod diff;
 pub mod jsonrpc;
 pub mod lockfile;
 pub mod log;

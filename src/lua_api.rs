@@ -61,6 +61,7 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
         own_names: opts.get("own_names")?,
         diagnostics_timeout: Duration::from_millis(opts.get("diagnostics_timeout_ms")?),
         claude_code: opts.get("claude_code")?,
+        diff_review: opts.get("diff_review")?,
     };
     let shared = Arc::new(Shared::new(Settings {
         fallback_after: Some(options.diagnostics_timeout),

@@ -29,6 +29,8 @@ pub struct Options {
     pub diagnostics_timeout: Duration,
     /// Also serve Claude Code: its lockfile folder and its auth header.
     pub claude_code: bool,
+    /// Show openDiff to the user (false: accept at once).
+    pub diff_review: bool,
 }
 
 pub struct Server {
@@ -90,6 +92,7 @@ impl Server {
             token: lock.auth_token.clone(),
             max_message_size: opts.max_message_size,
             auth_headers,
+            diff_review: opts.diff_review,
         };
         let task_shared = shared.clone();
         std::thread::Builder::new()

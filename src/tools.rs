@@ -62,6 +62,9 @@ pub enum Shape {
 pub enum OnAbandon {
     /// A JSON-RPC internal error: fine for read-only tools.
     Error,
+    /// DIFF_REJECTED with the call's tab_name: the Pi extension fails open, so an error would
+    /// let the agent write the file unreviewed.
+    Reject,
 }
 
 /// For tools the agent waits on without a timeout: if Neovim's main loop cannot answer in time
@@ -84,6 +87,9 @@ pub struct Tool {
     pub params: &'static [Param],
     pub shape: Shape,
     pub on_abandon: OnAbandon,
+    /// Work on the arguments done on a worker thread before Lua sees the call (openDiff reads
+    /// the file and diffs it there). It cannot fail.
+    pub prepare: Option<fn(Value) -> Value>,
     pub fallback: Option<Fallback>,
 }
 
@@ -100,6 +106,7 @@ Tool {
     }],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
+    prepare: None,
     fallback: Some(Fallback {
         after: Duration::from_millis(500),
         keep: |args| args.get("uri").and_then(Value::as_str).is_none_or(str::is_empty),
@@ -112,6 +119,7 @@ Tool {
     params: &[],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
+    prepare: None,
     fallback: None,
 },
 Tool {
@@ -120,6 +128,7 @@ Tool {
     params: &[],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
+    prepare: None,
     fallback: None,
 },
 Tool {
@@ -129,6 +138,7 @@ Tool {
     params: &[],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
+    prepare: None,
     fallback: None,
 },
 Tool {
@@ -138,6 +148,7 @@ Tool {
     params: &[],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
+    prepare: None,
     fallback: None,
 },
 Tool {
@@ -147,6 +158,7 @@ Tool {
     params: &[],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
+    prepare: None,
     fallback: None,
 },
 Tool {
@@ -164,6 +176,7 @@ Tool {
     ],
     shape: Shape::Texts,
     on_abandon: OnAbandon::Error,
+    prepare: None,
     fallback: None,
 },
 Tool {
@@ -172,6 +185,41 @@ Tool {
     params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
+    prepare: None,
+    fallback: None,
+},
+Tool {
+    name: "openDiff",
+    description: "Show the user a two-pane diff of a file against proposed contents and wait for their \
+                  decision: FILE_SAVED with the final contents (they may have edited them) or \
+                  DIFF_REJECTED with the tab_name. The editor never writes the file itself.",
+    params: &[
+        Param { name: "old_file_path", ty: Ty::String, required: true, description: "The file as it is now (it may not exist yet)." },
+        Param { name: "new_file_path", ty: Ty::String, required: true, description: "Where the contents will be written." },
+        Param { name: "new_file_contents", ty: Ty::String, required: true, description: "The proposed contents." },
+        Param { name: "tab_name", ty: Ty::String, required: true, description: "An id for this review (close_tab uses it)." },
+    ],
+    shape: Shape::Texts,
+    on_abandon: OnAbandon::Reject,
+    prepare: Some(crate::diff::prepare_open_diff),
+    fallback: None,
+},
+Tool {
+    name: "close_tab",
+    description: "Close the review with this tab_name if it is open (rejecting it if undecided). TAB_CLOSED.",
+    params: &[Param { name: "tab_name", ty: Ty::String, required: true, description: "The openDiff tab_name." }],
+    shape: Shape::Texts,
+    on_abandon: OnAbandon::Error,
+    prepare: None,
+    fallback: None,
+},
+Tool {
+    name: "closeAllDiffTabs",
+    description: "Close every review this plugin opened (never the user's own diffs): CLOSED_<n>_DIFF_TABS.",
+    params: &[],
+    shape: Shape::Texts,
+    on_abandon: OnAbandon::Error,
+    prepare: None,
     fallback: None,
 },
 Tool {
@@ -180,6 +228,7 @@ Tool {
     params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
+    prepare: None,
     fallback: None,
 },
 ];
@@ -327,12 +376,22 @@ impl Tool {
     }
 
     /// The answer owed to a call that will never be answered by Lua (the editor is stopping).
-    pub fn abandoned(&self) -> Result<Value, RpcError> {
+    /// `context` is what was kept of the arguments for this (openDiff: the tab_name).
+    pub fn abandoned(&self, context: Option<&str>) -> Result<Value, RpcError> {
         match self.on_abandon {
             OnAbandon::Error => Err(RpcError::internal(format!(
                 "{}: the editor stopped before answering",
                 self.name
             ))),
+            OnAbandon::Reject => self.shape_result(json!(["DIFF_REJECTED", context.unwrap_or_default()])),
+        }
+    }
+
+    /// What to keep of the arguments for [`Tool::abandoned`].
+    pub fn abandon_context(&self, args: &Value) -> Option<String> {
+        match self.on_abandon {
+            OnAbandon::Reject => args.get("tab_name").and_then(Value::as_str).map(str::to_owned),
+            OnAbandon::Error => None,
         }
     }
 }
@@ -393,6 +452,7 @@ mod tests {
             ],
             shape: Shape::Texts,
             on_abandon: OnAbandon::Error,
+            prepare: None,
             fallback: None,
         };
         assert!(T
@@ -450,6 +510,7 @@ mod tests {
             params: &[],
             shape: Shape::Texts,
             on_abandon: OnAbandon::Error,
+            prepare: None,
             fallback: None,
         };
         assert_eq!(

@@ -37,6 +37,11 @@ function M.status_lines()
     )
   end
   table.insert(lines, ("  parked requests: %d"):format(st.parked))
+  local open = require("pi-ide.diff").list()
+  table.insert(lines, ("  open reviews: %d"):format(#open))
+  for _, r in ipairs(open) do
+    table.insert(lines, ("    %s  %s"):format(r.tab_name, vim.fn.fnamemodify(r.path, ":~:.")))
+  end
   table.insert(lines, "  log: " .. require("pi-ide.log").path())
   return lines
 end
@@ -61,6 +66,24 @@ M.subcommands = {
   restart = function()
     require("pi-ide.server").stop()
     M.subcommands.start()
+  end,
+  accept = function()
+    local diff = require("pi-ide.diff")
+    local r = diff.current()
+    if r then
+      diff.accept(r)
+    else
+      vim.notify("pi-ide.nvim: not in a review (open reviews: " .. #diff.list() .. ")", vim.log.levels.WARN)
+    end
+  end,
+  reject = function()
+    local diff = require("pi-ide.diff")
+    local r = diff.current()
+    if r then
+      diff.reject(r)
+    else
+      vim.notify("pi-ide.nvim: not in a review (open reviews: " .. #diff.list() .. ")", vim.log.levels.WARN)
+    end
   end,
   send = function(opts)
     require("pi-ide.mention").send_command(opts)

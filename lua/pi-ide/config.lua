@@ -24,6 +24,15 @@ M.defaults = {
   -- Also serve Claude Code (same wire format): a second lockfile in $CLAUDE_CONFIG_DIR/ide
   -- (or ~/.claude/ide) and its x-claude-code-ide-authorization header.
   claude_code = false,
+  -- Reviews of the files the agent wants to write (openDiff).
+  diff = {
+    -- false: accept every proposal at once, without showing it.
+    review = true,
+    -- "tab": a new tab page; "vsplit": two new windows in the current tab.
+    layout = "tab",
+    -- Buffer-local keys in both panes of a review; false turns one off.
+    keys = { accept = "<leader>pa", reject = "<leader>pr" },
+  },
 }
 
 local log_levels = { "off", "error", "warn", "info", "debug", "trace" }
@@ -36,18 +45,40 @@ local function whole_number(min, unit)
   end
 end
 
--- key -> { types accepted, optional extra check returning an error text }
+local function one_of(...)
+  local allowed = { ... }
+  return function(v)
+    if not vim.tbl_contains(allowed, v) then
+      return "must be one of " .. table.concat(allowed, ", ")
+    end
+  end
+end
+
+local function key_or_false(v)
+  if v == true or v == "" then
+    return "must be a key (like \"<leader>pa\") or false"
+  end
+end
+
+-- key -> { types accepted, optional extra check returning an error text, fields = nested schema }
 local schema = {
+  diff = {
+    { "table" },
+    fields = {
+      review = { { "boolean" } },
+      layout = { { "string" }, one_of("tab", "vsplit") },
+      keys = {
+        { "table" },
+        fields = {
+          accept = { { "string", "boolean" }, key_or_false },
+          reject = { { "string", "boolean" }, key_or_false },
+        },
+      },
+    },
+  },
   auto_start = { { "boolean" } },
   claude_code = { { "boolean" } },
-  log_level = {
-    { "string" },
-    function(v)
-      if not vim.tbl_contains(log_levels, v) then
-        return "must be one of " .. table.concat(log_levels, ", ")
-      end
-    end,
-  },
+  log_level = { { "string" }, one_of(unpack(log_levels)) },
   ide_name = {
     { "nil", "string", "function" },
     function(v)
@@ -78,15 +109,41 @@ local function distance(a, b)
   return prev[#b]
 end
 
-local function suggestion(key)
+local function suggestion(key, fields)
   local best, best_d
-  for name in pairs(schema) do
+  for name in pairs(fields) do
     local d = distance(key, name)
     if d <= 3 and (not best_d or d < best_d) then
       best, best_d = name, d
     end
   end
   return best and (" (did you mean '%s'?)"):format(best) or ""
+end
+
+-- Checks one table of options against `fields`, merging the good ones into `merged`.
+local function check_fields(prefix, opts, fields, merged, errors)
+  for key, value in pairs(opts) do
+    local name = prefix .. tostring(key)
+    local rule = type(key) == "string" and fields[key]
+    if not rule then
+      table.insert(errors, ("unknown option '%s'%s"):format(name, suggestion(tostring(key), fields)))
+    else
+      local kinds, check = rule[1], rule[2]
+      local msg
+      if not vim.tbl_contains(kinds, type(value)) then
+        msg = ("must be a %s, got a %s"):format(table.concat(kinds, " or "), type(value))
+      elseif check and value ~= nil then
+        msg = check(value)
+      end
+      if msg then
+        table.insert(errors, ("option '%s' %s"):format(name, msg))
+      elseif rule.fields then
+        check_fields(name .. ".", value, rule.fields, merged[key], errors)
+      else
+        merged[key] = value
+      end
+    end
+  end
 end
 
 --- Checks `opts` and returns the merged configuration and a list of error texts.
@@ -99,25 +156,7 @@ function M.resolve(opts)
   if type(opts) ~= "table" then
     return merged, { ("setup() takes a table of options, got a %s"):format(type(opts)) }
   end
-  for key, value in pairs(opts) do
-    local rule = type(key) == "string" and schema[key]
-    if not rule then
-      table.insert(errors, ("unknown option '%s'%s"):format(tostring(key), suggestion(tostring(key))))
-    else
-      local kinds, check = rule[1], rule[2]
-      local msg
-      if not vim.tbl_contains(kinds, type(value)) then
-        msg = ("must be a %s, got a %s"):format(table.concat(kinds, " or "), type(value))
-      elseif check and value ~= nil then
-        msg = check(value)
-      end
-      if msg then
-        table.insert(errors, ("option '%s' %s"):format(key, msg))
-      else
-        merged[key] = value
-      end
-    end
-  end
+  check_fields("", opts, schema, merged, errors)
   table.sort(errors)
   return merged, errors
 end

@@ -41,6 +41,9 @@ local function on_client_event(ev)
     if c and c.name then
       vim.notify(("pi-ide.nvim: %s disconnected"):format(c.name), vim.log.levels.INFO)
     end
+    if #ev.abandoned > 0 then
+      require("pi-ide.diff").abandon(ev.abandoned)
+    end
     user_event("PiIdeClientDisconnected", { client = ev.client, name = c and c.name, abandoned = ev.abandoned })
   end
 end
@@ -121,6 +124,7 @@ function M.start()
     diagnostics_timeout_ms = config.values.diagnostics_timeout_ms,
     selection_debounce_ms = config.values.selection_debounce_ms,
     claude_code = config.values.claude_code,
+    diff_review = config.values.diff.review,
     own_names = { "Neovim", name },
   }, async)
   if not ok then
@@ -154,8 +158,13 @@ function M.stop()
     return false
   end
   local native = state.native
-  -- Handle what already arrived, so nothing that reached us goes unanswered by Lua.
+  -- Handle what already arrived, so nothing that reached us goes unanswered by Lua; then
+  -- reject open reviews while their agents are still connected to hear it.
   pcall(process)
+  local ok_reject, reject_err = pcall(require("pi-ide.diff").reject_all)
+  if not ok_reject then
+    log.error("rejecting open reviews failed: %s", tostring(reject_err))
+  end
   require("pi-ide.selection").detach()
   local ok, err = pcall(native.stop)
   if not ok then

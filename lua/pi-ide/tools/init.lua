@@ -34,6 +34,17 @@ M.handlers = {
   saveDocument = function(args)
     return require("pi-ide.tools.documents").save(args)
   end,
+  -- Answered when the user decides (see diff.lua).
+  openDiff = function(args, reply, ev)
+    require("pi-ide.diff").open(args, reply, ev)
+  end,
+  close_tab = function(args)
+    require("pi-ide.diff").close(args.tab_name)
+    return "TAB_CLOSED"
+  end,
+  closeAllDiffTabs = function()
+    return ("CLOSED_%d_DIFF_TABS"):format(require("pi-ide.diff").close_all())
+  end,
 }
 
 local INTERNAL_ERROR = -32603

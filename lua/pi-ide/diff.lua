@@ -1,0 +1,466 @@
+-- Reviews: the two-pane diff every file the agent wants to write passes through.
+--
+-- The agent's openDiff call is parked in the core until the user decides. Accepting (`:w` in
+-- the proposal, the accept key, :PiIde accept) answers FILE_SAVED with the proposal's text as
+-- the user left it; the agent writes the file, never us. Every other ending answers
+-- DIFF_REJECTED first, exactly once (the Pi extension fails open: an error or a silent close
+-- would let the write through unreviewed).
+local config = require("pi-ide.config")
+local log = require("pi-ide.log")
+local buffers = require("pi-ide.buffers")
+
+local M = {}
+
+local reviews = {} -- tab_name -> review
+local order = {} -- tab_names, oldest first (for "n of m")
+
+local function user_event(pattern, data)
+  vim.api.nvim_exec_autocmds("User", { pattern = pattern, data = data, modeline = false })
+end
+
+local function escape_bar(s)
+  return (s:gsub("%%", "%%%%"))
+end
+
+local function key_label(lhs)
+  local leader = vim.g.mapleader or "\\"
+  return (lhs:gsub("<[Ll]eader>", leader == " " and "<Space>" or leader))
+end
+
+local function display_name(path)
+  return vim.fn.fnamemodify(path, ":~:.")
+end
+
+-- Winbars: the proposal says what changed, where it stands among open reviews, and the keys.
+local function refresh_winbars()
+  local keys = config.values.diff.keys
+  for i, name in ipairs(order) do
+    local r = reviews[name]
+    if r and r.ui then
+      local parts = {
+        display_name(r.path),
+        ("+%d −%d"):format(r.stats.added, r.stats.removed),
+        ("%d hunk%s"):format(#r.stats.hunks, #r.stats.hunks == 1 and "" or "s"),
+      }
+      if #order > 1 then
+        table.insert(parts, ("%d of %d"):format(i, #order))
+      end
+      if r.user_edits then
+        table.insert(parts, "⚠ your buffer has unsaved edits (kept; this diff is against the disk)")
+      end
+      local hints = { ":w accept" }
+      if keys.accept then
+        table.insert(hints, key_label(keys.accept) .. " accept")
+      end
+      if keys.reject then
+        table.insert(hints, key_label(keys.reject) .. " reject")
+      else
+        table.insert(hints, ":q reject")
+      end
+      -- When the window is narrow, the key hints are cut first (%<).
+      local right_bar = " " .. escape_bar(table.concat(parts, "  ·  ")) .. "  ·  %<" .. escape_bar(table.concat(hints, "  "))
+      local left_bar = " "
+        .. escape_bar(
+          display_name(r.old_path)
+            .. (r.old_error and ("  ·  ⚠ cannot read: " .. r.old_error) or r.new_file and "  ·  new file" or "  ·  on disk")
+        )
+      if vim.api.nvim_win_is_valid(r.ui.right_win) then
+        vim.wo[r.ui.right_win].winbar = right_bar
+      end
+      if vim.api.nvim_win_is_valid(r.ui.left_win) then
+        vim.wo[r.ui.left_win].winbar = left_bar
+      end
+    end
+  end
+end
+
+local function forget(r)
+  reviews[r.tab_name] = nil
+  for i, name in ipairs(order) do
+    if name == r.tab_name then
+      table.remove(order, i)
+      break
+    end
+  end
+end
+
+-- Takes the review's windows and buffers away and puts the user back where they were when it
+-- opened, if they are in the review now.
+local function close_ui(r)
+  local ui = r.ui
+  if not ui then
+    return
+  end
+  r.ui = nil
+  local cur = vim.api.nvim_get_current_win()
+  local inside = cur == ui.left_win or cur == ui.right_win
+  for _, buf in ipairs({ ui.right_buf, ui.left_buf }) do
+    if vim.api.nvim_buf_is_valid(buf) then
+      pcall(vim.api.nvim_buf_delete, buf, { force = true })
+    end
+  end
+  -- A review tab can outlive its buffers only as the last window standing: close it.
+  if ui.tab and vim.api.nvim_tabpage_is_valid(ui.tab) and #vim.api.nvim_list_tabpages() > 1 then
+    local only_ours = true
+    for _, win in ipairs(vim.api.nvim_tabpage_list_wins(ui.tab)) do
+      if win ~= ui.left_win and win ~= ui.right_win then
+        local b = vim.api.nvim_win_get_buf(win)
+        if vim.api.nvim_buf_get_name(b) ~= "" or vim.bo[b].modified then
+          only_ours = false
+        end
+      end
+    end
+    if only_ours then
+      pcall(vim.cmd, "tabclose " .. vim.api.nvim_tabpage_get_number(ui.tab))
+    end
+  end
+  if inside and vim.api.nvim_win_is_valid(ui.origin_win) then
+    vim.api.nvim_set_current_win(ui.origin_win)
+  end
+end
+
+-- After an accept the agent writes the file: reload buffers showing it (unmodified ones only).
+local function reload_when_written(path)
+  local dir, base = vim.fs.dirname(path), vim.fs.basename(path)
+  local watcher = vim.uv.new_fs_event()
+  if not watcher then
+    return
+  end
+  local timer = vim.uv.new_timer()
+  local function stop()
+    if not watcher:is_closing() then
+      watcher:stop()
+      watcher:close()
+    end
+    if timer and not timer:is_closing() then
+      timer:stop()
+      timer:close()
+    end
+  end
+  local function reload()
+    local buf = buffers.find(path)
+    if not buf or not vim.api.nvim_buf_is_loaded(buf) then
+      return
+    end
+    if vim.bo[buf].modified then
+      log.notify(
+        ("the agent wrote %s, but your buffer has unsaved edits: it is left as it is (:e! loads the new file)"):format(
+          display_name(path)
+        ),
+        vim.log.levels.WARN
+      )
+      return
+    end
+    -- 'autoread' for this one check, so that no prompt appears whatever the user's setting.
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd("setlocal autoread | silent! checktime " .. buf .. " | setlocal autoread<")
+    end)
+  end
+  local pending = false
+  watcher:start(dir, {}, function(err, fname)
+    if err or (fname and fname ~= base) or pending then
+      return
+    end
+    pending = true
+    -- Writes come in bursts (truncate, write, close): reload once they have settled.
+    vim.defer_fn(function()
+      stop()
+      reload()
+    end, 50)
+  end)
+  timer:start(30000, 0, vim.schedule_wrap(stop))
+end
+
+--- Ends a review: answers the agent (once), fires PiIdeDiffClosed, then removes the UI on the
+--- next turn of the loop (it may be ending from inside one of its own autocmds).
+--- result: "accepted" (with text), "rejected", or "abandoned" (the agent is gone: no answer).
+local function finish(r, result, text)
+  if r.done then
+    return
+  end
+  r.done = true
+  forget(r)
+  if result == "accepted" then
+    reload_when_written(r.path)
+    r.reply({ "FILE_SAVED", text })
+  elseif result == "rejected" then
+    r.reply({ "DIFF_REJECTED", r.tab_name })
+  end
+  log.info("review %s of %s: %s", r.tab_name, r.path, result)
+  user_event("PiIdeDiffClosed", { tab_name = r.tab_name, path = r.path, result = result })
+  vim.schedule(function()
+    close_ui(r)
+    refresh_winbars()
+  end)
+end
+
+-- The proposal as the user left it, with its line endings.
+local function proposal_text(buf)
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  local sep = vim.bo[buf].fileformat == "dos" and "\r\n" or "\n"
+  local text = table.concat(lines, sep)
+  if vim.bo[buf].eol or vim.bo[buf].fixeol then
+    text = text .. sep
+  end
+  return text
+end
+
+function M.accept(r)
+  if r.ui and vim.api.nvim_buf_is_valid(r.ui.right_buf) then
+    local text = proposal_text(r.ui.right_buf)
+    vim.bo[r.ui.right_buf].modified = false
+    finish(r, "accepted", text)
+  end
+end
+
+function M.reject(r)
+  finish(r, "rejected")
+end
+
+local function set_lines(buf, lines)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+end
+
+-- Buffer names must be unique; a leftover of the same name gets a number added.
+local function set_name(buf, name)
+  local candidate, n = name, 1
+  while vim.fn.bufexists(candidate) == 1 do
+    n = n + 1
+    candidate = ("%s (%d)"):format(name, n)
+  end
+  vim.api.nvim_buf_set_name(buf, candidate)
+end
+
+local function make_buffers(r, args)
+  local ft = vim.filetype.match({ filename = r.path }) or ""
+  -- Left: the file as the agent diffed it, read by the core (not the user's buffer, which may
+  -- hold unsaved edits).
+  local left = vim.api.nvim_create_buf(false, true)
+  vim.bo[left].bufhidden = "wipe"
+  set_lines(left, args.old.exists and args.old.lines or {})
+  vim.bo[left].modifiable = false
+  set_name(left, ("pi-ide://%s/disk/%s"):format(r.tab_name, vim.fs.basename(r.old_path)))
+  -- Right: the proposal, editable; `:w` accepts it (acwrite: nothing is written to disk).
+  local right = vim.api.nvim_create_buf(false, false)
+  vim.bo[right].buftype = "acwrite"
+  vim.bo[right].bufhidden = "wipe"
+  vim.bo[right].swapfile = false
+  set_lines(right, args.new.lines)
+  vim.bo[right].fileformat = args.new.crlf and "dos" or "unix"
+  vim.bo[right].eol = args.new.eol
+  vim.bo[right].fixeol = args.new.eol
+  set_name(right, ("pi-ide://%s/%s"):format(r.tab_name, vim.fs.basename(r.path)))
+  if ft ~= "" then
+    vim.bo[left].filetype = ft
+    vim.bo[right].filetype = ft
+  end
+  vim.bo[right].modified = false
+  return left, right
+end
+
+local function attach(r, left, right)
+  local group = vim.api.nvim_create_augroup("PiIdeDiff_" .. right, { clear = true })
+  vim.api.nvim_create_autocmd("BufWriteCmd", {
+    group = group,
+    buffer = right,
+    callback = function()
+      M.accept(r)
+    end,
+  })
+  -- However the proposal disappears (:q, :tabclose, :bwipe, :bd), that is a rejection.
+  vim.api.nvim_create_autocmd({ "BufWipeout", "BufUnload" }, {
+    group = group,
+    buffer = right,
+    callback = function()
+      finish(r, "rejected")
+      pcall(vim.api.nvim_del_augroup_by_id, group)
+    end,
+  })
+  local keys = config.values.diff.keys
+  for _, buf in ipairs({ left, right }) do
+    if keys.accept then
+      vim.keymap.set("n", keys.accept, function()
+        M.accept(r)
+      end, { buffer = buf, nowait = true, desc = "pi-ide: accept this proposal" })
+    end
+    if keys.reject then
+      vim.keymap.set("n", keys.reject, function()
+        M.reject(r)
+      end, { buffer = buf, nowait = true, desc = "pi-ide: reject this proposal" })
+    end
+  end
+end
+
+local function first_hunk_rows(r, right_lines, left_lines)
+  local h = r.stats.hunks[1]
+  if not h then
+    return 1, 1
+  end
+  local function row(start, count)
+    return math.max(1, math.min(start + 1, math.max(count, 1)))
+  end
+  return row(h[1], right_lines), row(h[3], left_lines)
+end
+
+local function show(r, args)
+  if r.done then
+    return
+  end
+  local origin_win = vim.api.nvim_get_current_win()
+  local left, right = make_buffers(r, args)
+  local ui = { left_buf = left, right_buf = right, origin_win = origin_win }
+  -- Explicit directions, so 'splitright'/'splitbelow' never flip the panes.
+  if config.values.diff.layout == "tab" then
+    vim.cmd("tab sbuffer " .. left)
+    ui.tab = vim.api.nvim_get_current_tabpage()
+  else
+    vim.cmd("rightbelow vertical sbuffer " .. left)
+  end
+  ui.left_win = vim.api.nvim_get_current_win()
+  vim.cmd("rightbelow vertical sbuffer " .. right)
+  ui.right_win = vim.api.nvim_get_current_win()
+  r.ui = ui
+  for _, win in ipairs({ ui.left_win, ui.right_win }) do
+    vim.api.nvim_win_call(win, function()
+      vim.cmd("diffthis")
+    end)
+  end
+  attach(r, left, right)
+  local rrow, lrow = first_hunk_rows(r, vim.api.nvim_buf_line_count(right), vim.api.nvim_buf_line_count(left))
+  vim.api.nvim_win_set_cursor(ui.left_win, { lrow, 0 })
+  vim.api.nvim_win_set_cursor(ui.right_win, { rrow, 0 })
+  refresh_winbars()
+  user_event("PiIdeDiffOpened", { tab_name = r.tab_name, path = r.path })
+end
+
+-- While the user is typing (Insert, Visual, Command-line mode...), a review opening under their
+-- fingers would take keystrokes: wait until they are back in Normal mode.
+local function busy_mode()
+  local m = vim.api.nvim_get_mode()
+  if m.blocking then
+    return true
+  end
+  local c = m.mode:sub(1, 1)
+  return not (c == "n" or c == "t") or m.mode:sub(1, 2) == "no"
+end
+
+local function show_when_ready(r, args)
+  if not busy_mode() then
+    show(r, args)
+    return
+  end
+  vim.notify(
+    ("pi-ide.nvim: the agent wants to change %s; the review opens when you leave %s mode"):format(
+      display_name(r.path),
+      vim.api.nvim_get_mode().mode
+    ),
+    vim.log.levels.INFO
+  )
+  local id
+  id = vim.api.nvim_create_autocmd("ModeChanged", {
+    pattern = "*:n",
+    callback = function()
+      vim.schedule(function()
+        if not busy_mode() then
+          pcall(vim.api.nvim_del_autocmd, id)
+          show(r, args)
+        end
+      end)
+    end,
+  })
+end
+
+--- openDiff: (args, reply, ev) from the tool dispatcher; answers through `reply` later.
+function M.open(args, reply, ev)
+  local old = reviews[args.tab_name]
+  if old then
+    -- The same tab_name again: the old call is superseded; it must still be answered.
+    finish(old, "rejected")
+    close_ui(old)
+  end
+  local path = buffers.to_path(args.new_file_path)
+  local user_buf = buffers.find(path)
+  local r = {
+    tab_name = args.tab_name,
+    req = ev.req,
+    reply = reply,
+    path = path,
+    old_path = buffers.to_path(args.old_file_path),
+    stats = args.stats,
+    new_file = not args.old.exists,
+    old_error = args.old.error,
+    user_edits = user_buf ~= nil and vim.api.nvim_buf_is_loaded(user_buf) and vim.bo[user_buf].modified,
+    done = false,
+  }
+  reviews[r.tab_name] = r
+  table.insert(order, r.tab_name)
+  local ok, err = xpcall(show_when_ready, debug.traceback, r, args)
+  if not ok then
+    -- Without a review on screen the only safe answer is a rejection.
+    log.notify("cannot show the review of " .. display_name(path) .. ": " .. tostring(err), vim.log.levels.ERROR)
+    finish(r, "rejected")
+  end
+end
+
+--- close_tab: closes (and if undecided, rejects) the review; nothing when there is none.
+function M.close(tab_name)
+  local r = reviews[tab_name]
+  if r then
+    finish(r, "rejected")
+  end
+end
+
+--- closeAllDiffTabs: our reviews only; returns how many.
+function M.close_all()
+  local n = 0
+  for _, name in ipairs(vim.list_slice(order)) do
+    if reviews[name] then
+      finish(reviews[name], "rejected")
+      n = n + 1
+    end
+  end
+  return n
+end
+
+--- The agent disconnected: its reviews can no longer be answered; take them away.
+function M.abandon(reqs)
+  local gone = {}
+  for _, req in ipairs(reqs or {}) do
+    gone[req] = true
+  end
+  for _, name in ipairs(vim.list_slice(order)) do
+    local r = reviews[name]
+    if r and gone[r.req] then
+      log.notify(("the agent disconnected; the review of %s was closed"):format(display_name(r.path)), vim.log.levels.WARN)
+      finish(r, "abandoned")
+    end
+  end
+end
+
+--- The review the user is in (a pane of it is current, or its tab is), if any.
+function M.current()
+  local buf = vim.api.nvim_get_current_buf()
+  local tab = vim.api.nvim_get_current_tabpage()
+  for _, name in ipairs(order) do
+    local r = reviews[name]
+    if r.ui and (r.ui.left_buf == buf or r.ui.right_buf == buf or r.ui.tab == tab) then
+      return r
+    end
+  end
+end
+
+--- Open reviews, oldest first: { tab_name, path }.
+function M.list()
+  local out = {}
+  for _, name in ipairs(order) do
+    table.insert(out, { tab_name = name, path = reviews[name].path })
+  end
+  return out
+end
+
+--- Stopping or quitting: every open review is rejected, before any socket closes.
+function M.reject_all()
+  return M.close_all()
+end
+
+return M
