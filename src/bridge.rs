@@ -49,6 +49,8 @@ pub enum Event {
     },
     /// The cursor has been still for the debounce time: Lua should send the current state.
     SelectionDue,
+    /// The numbers of an openDiff (parked as `req`), computed after it was handed to Lua.
+    DiffStats { req: u64, stats: Value },
 }
 
 /// A frame (or the end) for one client's writer.
@@ -221,7 +223,7 @@ impl Shared {
 
     /// Parks a call for Lua and queues the event that tells Lua about it. A tool with a
     /// fallback gets a timer that answers for Lua if the main loop is held up.
-    pub async fn park(self: &Arc<Self>, client: u64, id: Id, tool: &'static Tool, args: Value) {
+    pub async fn park(self: &Arc<Self>, client: u64, id: Id, tool: &'static Tool, args: Value) -> u64 {
         let req = self.next_id();
         let kept_args = tool.fallback.as_ref().map(|_| args.clone());
         let context = tool.abandon_context(&args);
@@ -245,6 +247,7 @@ impl Shared {
             // Stopping: the queue is closed; answer it here so it is never left hanging.
             self.abandon(req);
         }
+        req
     }
 
     /// Lua's answer to a parked call. False when it was already answered or its client left.

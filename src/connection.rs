@@ -26,6 +26,30 @@ pub struct Config {
     pub auth_headers: Vec<&'static str>,
     /// False: openDiff is accepted at once, without showing anything (`diff.review = false`).
     pub diff_review: bool,
+    /// Where openDiff proposals are staged for Lua to read (private to this user).
+    pub stage_dir: std::path::PathBuf,
+}
+
+/// openDiff: stage the proposal in a file (Lua loads it at C speed), park the call, and diff
+/// it against the disk on a worker while Lua opens the review; the numbers follow as an event.
+async fn open_diff(client: u64, id: jsonrpc::Id, args: serde_json::Value, shared: &Arc<Shared>, config: &Config) {
+    let tool = crate::tools::find("openDiff").expect("openDiff is a tool");
+    let file = config.stage_dir.join(format!("{}.proposal", shared.next_id()));
+    let (args, contents) = match tokio::task::spawn_blocking(move || crate::diff::stage(args, file)).await {
+        Ok(staged) => staged,
+        Err(_) => {
+            error!("client {client}: staging a proposal failed");
+            shared.send_to(client, jsonrpc::outcome_frame(&id, &tool.abandoned(None)));
+            return;
+        }
+    };
+    let old_path = args["old_file_path"].as_str().unwrap_or_default().to_owned();
+    let req = shared.park(client, id, tool, args).await;
+    let shared = shared.clone();
+    tokio::task::spawn_blocking(move || {
+        let stats = crate::diff::stats_for(&old_path, &contents);
+        shared.push_blocking(Event::DiffStats { req, stats });
+    });
 }
 
 type Ws = WebSocketStream<TcpStream>;
@@ -221,20 +245,10 @@ async fn handle_text(
                         let outcome = tool.shape_result(serde_json::json!(["FILE_SAVED", contents]));
                         return vec![jsonrpc::outcome_frame(&id, &outcome)];
                     }
-                    let args = match tool.prepare {
-                        None => args,
-                        Some(prepare) => {
-                            let context = tool.abandon_context(&args);
-                            match tokio::task::spawn_blocking(move || prepare(args)).await {
-                                Ok(prepared) => prepared,
-                                Err(_) => {
-                                    error!("client {client}: preparing {} failed", tool.name);
-                                    let outcome = tool.abandoned(context.as_deref());
-                                    return vec![jsonrpc::outcome_frame(&id, &outcome)];
-                                }
-                            }
-                        }
-                    };
+                    if tool.name == "openDiff" {
+                        open_diff(client, id, args, shared, config).await;
+                        return vec![];
+                    }
                     shared.park(client, id, tool, args).await;
                     vec![]
                 }

@@ -62,6 +62,7 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
         diagnostics_timeout: Duration::from_millis(opts.get("diagnostics_timeout_ms")?),
         claude_code: opts.get("claude_code")?,
         diff_review: opts.get("diff_review")?,
+        stage_dir: std::path::PathBuf::from(opts.get::<String>("run_dir")?).join(format!("pi-ide.{}", std::process::id())),
     };
     let shared = Arc::new(Shared::new(Settings {
         fallback_after: Some(options.diagnostics_timeout),
@@ -127,6 +128,11 @@ fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
         }
         Event::SelectionDue => {
             t.set("kind", "selection_due")?;
+        }
+        Event::DiffStats { req, stats } => {
+            t.set("kind", "diff_stats")?;
+            t.set("req", req)?;
+            t.set("stats", lua.to_value(&stats)?)?;
         }
         Event::ClientDisconnected { client, abandoned } => {
             t.set("kind", "client_disconnected")?;

@@ -31,6 +31,8 @@ pub struct Options {
     pub claude_code: bool,
     /// Show openDiff to the user (false: accept at once).
     pub diff_review: bool,
+    /// A private folder for staged openDiff proposals; removed on stop.
+    pub stage_dir: PathBuf,
 }
 
 pub struct Server {
@@ -42,6 +44,7 @@ pub struct Server {
     /// Every folder we keep a lockfile in (ours first).
     lock_dirs: Vec<PathBuf>,
     lock: Mutex<LockInfo>,
+    stage_dir: PathBuf,
     shutdown: watch::Sender<bool>,
     done: std::sync::mpsc::Receiver<()>,
     debounce: Option<std::thread::JoinHandle<()>>,
@@ -93,6 +96,7 @@ impl Server {
             max_message_size: opts.max_message_size,
             auth_headers,
             diff_review: opts.diff_review,
+            stage_dir: opts.stage_dir.clone(),
         };
         let task_shared = shared.clone();
         std::thread::Builder::new()
@@ -151,6 +155,7 @@ impl Server {
             claude_lock_path,
             lock_dirs,
             lock: Mutex::new(lock),
+            stage_dir: opts.stage_dir,
             shutdown,
             done,
             debounce: Some(debounce),
@@ -199,6 +204,8 @@ impl Server {
             let _ = t.join();
         }
         shared.waker.detach();
+        // Proposals Lua did not get to read.
+        let _ = std::fs::remove_dir_all(&self.stage_dir);
         let token = self.lock.lock().auth_token.clone();
         lockfile::remove(&self.lock_path, &token);
         if let Some(p) = &self.claude_lock_path {

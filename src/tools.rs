@@ -87,9 +87,6 @@ pub struct Tool {
     pub params: &'static [Param],
     pub shape: Shape,
     pub on_abandon: OnAbandon,
-    /// Work on the arguments done on a worker thread before Lua sees the call (openDiff reads
-    /// the file and diffs it there). It cannot fail.
-    pub prepare: Option<fn(Value) -> Value>,
     pub fallback: Option<Fallback>,
 }
 
@@ -106,7 +103,6 @@ Tool {
     }],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
-    prepare: None,
     fallback: Some(Fallback {
         after: Duration::from_millis(500),
         keep: |args| args.get("uri").and_then(Value::as_str).is_none_or(str::is_empty),
@@ -119,7 +115,6 @@ Tool {
     params: &[],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
-    prepare: None,
     fallback: None,
 },
 Tool {
@@ -128,7 +123,6 @@ Tool {
     params: &[],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
-    prepare: None,
     fallback: None,
 },
 Tool {
@@ -138,7 +132,6 @@ Tool {
     params: &[],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
-    prepare: None,
     fallback: None,
 },
 Tool {
@@ -148,7 +141,6 @@ Tool {
     params: &[],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
-    prepare: None,
     fallback: None,
 },
 Tool {
@@ -158,7 +150,6 @@ Tool {
     params: &[],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
-    prepare: None,
     fallback: None,
 },
 Tool {
@@ -176,7 +167,6 @@ Tool {
     ],
     shape: Shape::Texts,
     on_abandon: OnAbandon::Error,
-    prepare: None,
     fallback: None,
 },
 Tool {
@@ -185,7 +175,6 @@ Tool {
     params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
-    prepare: None,
     fallback: None,
 },
 Tool {
@@ -201,7 +190,6 @@ Tool {
     ],
     shape: Shape::Texts,
     on_abandon: OnAbandon::Reject,
-    prepare: Some(crate::diff::prepare_open_diff),
     fallback: None,
 },
 Tool {
@@ -210,7 +198,6 @@ Tool {
     params: &[Param { name: "tab_name", ty: Ty::String, required: true, description: "The openDiff tab_name." }],
     shape: Shape::Texts,
     on_abandon: OnAbandon::Error,
-    prepare: None,
     fallback: None,
 },
 Tool {
@@ -219,7 +206,6 @@ Tool {
     params: &[],
     shape: Shape::Texts,
     on_abandon: OnAbandon::Error,
-    prepare: None,
     fallback: None,
 },
 Tool {
@@ -228,7 +214,6 @@ Tool {
     params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
     shape: Shape::JsonText,
     on_abandon: OnAbandon::Error,
-    prepare: None,
     fallback: None,
 },
 ];
@@ -452,7 +437,6 @@ mod tests {
             ],
             shape: Shape::Texts,
             on_abandon: OnAbandon::Error,
-            prepare: None,
             fallback: None,
         };
         assert!(T
@@ -510,7 +494,6 @@ mod tests {
             params: &[],
             shape: Shape::Texts,
             on_abandon: OnAbandon::Error,
-            prepare: None,
             fallback: None,
         };
         assert_eq!(

@@ -37,11 +37,13 @@ local function refresh_winbars()
   for i, name in ipairs(order) do
     local r = reviews[name]
     if r and r.ui then
-      local parts = {
-        display_name(r.path),
-        ("+%d −%d"):format(r.stats.added, r.stats.removed),
-        ("%d hunk%s"):format(#r.stats.hunks, #r.stats.hunks == 1 and "" or "s"),
-      }
+      local parts = { display_name(r.path) }
+      if r.stats then
+        table.insert(parts, ("+%d −%d"):format(r.stats.added, r.stats.removed))
+        table.insert(parts, ("%d hunk%s"):format(#r.stats.hunks, #r.stats.hunks == 1 and "" or "s"))
+      else
+        table.insert(parts, "…") -- the core is still counting
+      end
       if #order > 1 then
         table.insert(parts, ("%d of %d"):format(i, #order))
       end
@@ -180,6 +182,9 @@ local function finish(r, result, text)
   end
   r.done = true
   forget(r)
+  if r.proposal_file then
+    os.remove(r.proposal_file)
+  end
   if result == "accepted" then
     reload_when_written(r.path)
     r.reply({ "FILE_SAVED", text })
@@ -217,10 +222,6 @@ function M.reject(r)
   finish(r, "rejected")
 end
 
-local function set_lines(buf, lines)
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-end
-
 -- Buffer names must be unique; a leftover of the same name gets a number added.
 local function set_name(buf, name)
   local candidate, n = name, 1
@@ -231,31 +232,45 @@ local function set_name(buf, name)
   vim.api.nvim_buf_set_name(buf, candidate)
 end
 
-local function make_buffers(r, args)
-  local ft = vim.filetype.match({ filename = r.path }) or ""
-  -- Left: the file as the agent diffed it, read by the core (not the user's buffer, which may
-  -- hold unsaved edits).
+-- Loads a file into a buffer with :read, at C speed, without an undo step (undoing must not
+-- empty the proposal) and without touching the alternate file.
+local function load_file(buf, path, ff)
+  vim.api.nvim_buf_call(buf, function()
+    local undolevels = vim.bo[buf].undolevels
+    vim.bo[buf].undolevels = -1
+    vim.cmd(("silent keepalt keepjumps 0read ++edit %s %s"):format(ff and ("++ff=" .. ff) or "", vim.fn.fnameescape(path)))
+    vim.cmd("silent keepjumps $delete _")
+    vim.bo[buf].undolevels = undolevels
+  end)
+end
+
+-- Left: the file as the agent diffed it, read from disk (not the user's buffer, which may
+-- hold unsaved edits).
+local function make_left(r, args)
   local left = vim.api.nvim_create_buf(false, true)
   vim.bo[left].bufhidden = "wipe"
-  set_lines(left, args.old.exists and args.old.lines or {})
-  vim.bo[left].modifiable = false
   set_name(left, ("pi-ide://%s/disk/%s"):format(r.tab_name, vim.fs.basename(r.old_path)))
-  -- Right: the proposal, editable; `:w` accepts it (acwrite: nothing is written to disk).
+  if args.old.exists and not args.old.error then
+    load_file(left, r.old_path)
+  end
+  vim.bo[left].modifiable = false
+  vim.bo[left].modified = false
+  return left
+end
+
+-- Right: the proposal, editable; `:w` accepts it (acwrite: nothing is written to disk).
+local function make_right(r, args)
   local right = vim.api.nvim_create_buf(false, false)
   vim.bo[right].buftype = "acwrite"
   vim.bo[right].bufhidden = "wipe"
   vim.bo[right].swapfile = false
-  set_lines(right, args.new.lines)
-  vim.bo[right].fileformat = args.new.crlf and "dos" or "unix"
+  set_name(right, ("pi-ide://%s/%s"):format(r.tab_name, vim.fs.basename(r.path)))
+  load_file(right, r.proposal_file, args.new.crlf and "dos" or "unix")
+  os.remove(r.proposal_file)
   vim.bo[right].eol = args.new.eol
   vim.bo[right].fixeol = args.new.eol
-  set_name(right, ("pi-ide://%s/%s"):format(r.tab_name, vim.fs.basename(r.path)))
-  if ft ~= "" then
-    vim.bo[left].filetype = ft
-    vim.bo[right].filetype = ft
-  end
   vim.bo[right].modified = false
-  return left, right
+  return right
 end
 
 local function attach(r, left, right)
@@ -291,46 +306,94 @@ local function attach(r, left, right)
   end
 end
 
-local function first_hunk_rows(r, right_lines, left_lines)
-  local h = r.stats.hunks[1]
-  if not h then
-    return 1, 1
-  end
-  local function row(start, count)
-    return math.max(1, math.min(start + 1, math.max(count, 1)))
-  end
-  return row(h[1], right_lines), row(h[3], left_lines)
+-- The cursor goes to the first change, as Neovim's diff shows it.
+local function to_first_hunk(win)
+  vim.api.nvim_win_call(win, function()
+    vim.api.nvim_win_set_cursor(win, { 1, 0 })
+    if vim.fn.diff_hlID(1, 1) == 0 then
+      vim.cmd("keepjumps normal! ]c")
+    end
+  end)
 end
 
+-- Highlighting comes last: loading a syntax file costs several milliseconds per buffer
+-- (Rust's: ~6 ms here), so the panes are shown first and colored on the next turns.
+local function set_filetype(buf, win, ft)
+  if ft == "" or not vim.api.nvim_buf_is_valid(buf) then
+    return
+  end
+  local modified = vim.bo[buf].modified
+  vim.bo[buf].filetype = ft
+  vim.bo[buf].modified = modified
+  -- An ftplugin may set its own folding; the review keeps diff folding.
+  if vim.api.nvim_win_is_valid(win) and vim.wo[win].diff and vim.wo[win].foldmethod ~= "diff" then
+    vim.wo[win].foldmethod = "diff"
+  end
+end
+
+-- Builds the review in turns of the main loop (left pane, proposal, windows and diff, then
+-- highlighting), so that even a 5 MiB file never blocks typing or redraws for long in one go.
 local function show(r, args)
   if r.done then
     return
   end
+  local ft = vim.filetype.match({ filename = r.path }) or ""
   local origin_win = vim.api.nvim_get_current_win()
-  local left, right = make_buffers(r, args)
-  local ui = { left_buf = left, right_buf = right, origin_win = origin_win }
-  -- Explicit directions, so 'splitright'/'splitbelow' never flip the panes.
-  if config.values.diff.layout == "tab" then
-    vim.cmd("tab sbuffer " .. left)
-    ui.tab = vim.api.nvim_get_current_tabpage()
-  else
-    vim.cmd("rightbelow vertical sbuffer " .. left)
-  end
-  ui.left_win = vim.api.nvim_get_current_win()
-  vim.cmd("rightbelow vertical sbuffer " .. right)
-  ui.right_win = vim.api.nvim_get_current_win()
-  r.ui = ui
-  for _, win in ipairs({ ui.left_win, ui.right_win }) do
-    vim.api.nvim_win_call(win, function()
-      vim.cmd("diffthis")
+  local ui = { origin_win = origin_win }
+  local function step(fn)
+    vim.schedule(function()
+      if r.done then
+        -- Ended while being built (close_tab, a disconnect): drop what exists.
+        for _, b in ipairs({ ui.left_buf, ui.right_buf }) do
+          if b and vim.api.nvim_buf_is_valid(b) then
+            pcall(vim.api.nvim_buf_delete, b, { force = true })
+          end
+        end
+        return
+      end
+      local ok, err = xpcall(fn, debug.traceback)
+      if not ok then
+        log.notify("cannot show the review of " .. display_name(r.path) .. ": " .. tostring(err), vim.log.levels.ERROR)
+        r.ui = ui
+        finish(r, "rejected")
+      end
     end)
   end
-  attach(r, left, right)
-  local rrow, lrow = first_hunk_rows(r, vim.api.nvim_buf_line_count(right), vim.api.nvim_buf_line_count(left))
-  vim.api.nvim_win_set_cursor(ui.left_win, { lrow, 0 })
-  vim.api.nvim_win_set_cursor(ui.right_win, { rrow, 0 })
-  refresh_winbars()
-  user_event("PiIdeDiffOpened", { tab_name = r.tab_name, path = r.path })
+  ui.left_buf = make_left(r, args)
+  step(function()
+    ui.right_buf = make_right(r, args)
+    step(function()
+      -- Explicit directions, so 'splitright'/'splitbelow' never flip the panes.
+      if vim.api.nvim_win_is_valid(origin_win) then
+        vim.api.nvim_set_current_win(origin_win)
+      end
+      if config.values.diff.layout == "tab" then
+        vim.cmd("tab sbuffer " .. ui.left_buf)
+        ui.tab = vim.api.nvim_get_current_tabpage()
+      else
+        vim.cmd("rightbelow vertical sbuffer " .. ui.left_buf)
+      end
+      ui.left_win = vim.api.nvim_get_current_win()
+      vim.cmd("rightbelow vertical sbuffer " .. ui.right_buf)
+      ui.right_win = vim.api.nvim_get_current_win()
+      r.ui = ui
+      for _, win in ipairs({ ui.left_win, ui.right_win }) do
+        vim.api.nvim_win_call(win, function()
+          vim.cmd("diffthis")
+        end)
+      end
+      attach(r, ui.left_buf, ui.right_buf)
+      to_first_hunk(ui.right_win)
+      refresh_winbars()
+      user_event("PiIdeDiffOpened", { tab_name = r.tab_name, path = r.path })
+      step(function()
+        set_filetype(ui.right_buf, ui.right_win, ft)
+        step(function()
+          set_filetype(ui.left_buf, ui.left_win, ft)
+        end)
+      end)
+    end)
+  end)
 end
 
 -- While the user is typing (Insert, Visual, Command-line mode...), a review opening under their
@@ -386,7 +449,8 @@ function M.open(args, reply, ev)
     reply = reply,
     path = path,
     old_path = buffers.to_path(args.old_file_path),
-    stats = args.stats,
+    proposal_file = args.proposal_file,
+    stats = nil, -- counted by the core meanwhile; see M.set_stats
     new_file = not args.old.exists,
     old_error = args.old.error,
     user_edits = user_buf ~= nil and vim.api.nvim_buf_is_loaded(user_buf) and vim.bo[user_buf].modified,
@@ -394,11 +458,28 @@ function M.open(args, reply, ev)
   }
   reviews[r.tab_name] = r
   table.insert(order, r.tab_name)
+  if args.stage_error then
+    log.notify(args.stage_error .. "; the change was rejected", vim.log.levels.ERROR)
+    finish(r, "rejected")
+    return
+  end
   local ok, err = xpcall(show_when_ready, debug.traceback, r, args)
   if not ok then
     -- Without a review on screen the only safe answer is a rejection.
     log.notify("cannot show the review of " .. display_name(path) .. ": " .. tostring(err), vim.log.levels.ERROR)
     finish(r, "rejected")
+  end
+end
+
+--- The core's count of the changes arrived (after the review was handed to us).
+function M.set_stats(req, stats)
+  for _, name in ipairs(order) do
+    local r = reviews[name]
+    if r.req == req then
+      r.stats = stats
+      refresh_winbars()
+      return
+    end
   end
 end
 

@@ -63,6 +63,8 @@ local function process()
         require("pi-ide.tools").dispatch(native, ev)
       elseif ev.kind == "selection_due" then
         require("pi-ide.selection").flush()
+      elseif ev.kind == "diff_stats" then
+        require("pi-ide.diff").set_stats(ev.req, ev.stats)
       else
         on_client_event(ev)
       end
@@ -125,6 +127,7 @@ function M.start()
     selection_debounce_ms = config.values.selection_debounce_ms,
     claude_code = config.values.claude_code,
     diff_review = config.values.diff.review,
+    run_dir = vim.fn.stdpath("run"),
     own_names = { "Neovim", name },
   }, async)
   if not ok then

@@ -202,6 +202,81 @@ fn selection_latency(nvim: &Nvim, n: usize) -> (f64, f64) {
     (percentile(&ms, 0.5), percentile(&ms, 0.99))
 }
 
+/// Files for the review benchmark: `lines` lines, and a proposal with `hunks` lines changed.
+fn diff_files(dir: &Path, name: &str, lines: usize, hunks: usize) -> (String, String) {
+    let old: Vec<String> = (0..lines).map(|i| format!("    let value_{i:06} = compute_something(input, {i}); // a comment")).collect();
+    let mut new = old.clone();
+    let step = (lines / hunks.max(1)).max(1);
+    for h in 0..hunks {
+        let i = (h * step + step / 2).min(lines - 1);
+        new[i] = format!("    let value_{i:06} = changed_by_the_agent(input, {i});");
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, old.join("\n") + "\n").unwrap();
+    (path.to_string_lossy().to_string(), new.join("\n") + "\n")
+}
+
+/// Frame sent -> both panes in diff mode (ms), and the longest main-thread stall meanwhile (ms),
+/// for `runs` reviews of the same proposal; plus the floor: Neovim itself opening the file in a
+/// tab, filling a second buffer and running diffthis on both.
+fn review(nvim: &Nvim, path: &str, contents: &str, runs: usize) -> (f64, f64, f64) {
+    nvim.lua(
+        r#"
+        _G.__b = { max = 0, last = vim.uv.hrtime(), opened = 0 }
+        _G.__b.timer = vim.uv.new_timer()
+        _G.__b.timer:start(0, 2, function()
+          local now = vim.uv.hrtime()
+          if now - __b.last > __b.max then __b.max = now - __b.last end
+          __b.last = now
+        end)
+        vim.api.nvim_create_autocmd("User", { pattern = "PiIdeDiffOpened", callback = function() __b.opened = vim.uv.hrtime() end })
+        "#,
+    );
+    let mut p = nvim.peer();
+    let (mut shown, mut stall) = (Vec::new(), 0.0f64);
+    for i in 0..runs {
+        nvim.lua("__b.opened = 0 __b.max = 0 __b.last = vim.uv.hrtime()");
+        let frame = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "openDiff", "arguments": {
+            "old_file_path": path, "new_file_path": path, "new_file_contents": contents, "tab_name": format!("bench:{i}")}}})
+        .to_string();
+        let sent = monotonic_ns();
+        p.send_text(&frame).unwrap();
+        nvim.wait_for("__b.opened > 0", Duration::from_secs(60));
+        // Let the loop run a little after, so a stall right after opening is seen too.
+        std::thread::sleep(Duration::from_millis(100));
+        let v = nvim.lua("return { __b.opened, __b.max }");
+        shown.push((v[0].as_f64().unwrap() - sent) / 1e6);
+        stall = stall.max(v[1].as_f64().unwrap() / 1e6 - 2.0);
+        nvim.command("PiIde reject").unwrap();
+        p.wait_response(&json!(i)).unwrap();
+        nvim.wait_for("#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 1", Duration::from_secs(10));
+    }
+    let proposal = Path::new(path).with_extension("proposal");
+    std::fs::write(&proposal, contents).unwrap();
+    let mut floor = Vec::new();
+    for _ in 0..runs {
+        let v = nvim.lua_with(
+            r#"
+            local path, proposal = ...
+            local lines = vim.fn.readfile(proposal)
+            local t0 = vim.uv.hrtime()
+            vim.cmd("tabedit " .. vim.fn.fnameescape(path))
+            vim.cmd("diffthis")
+            vim.cmd("rightbelow vnew")
+            vim.api.nvim_buf_set_lines(0, 0, -1, false, lines)
+            vim.cmd("diffthis")
+            local t1 = vim.uv.hrtime()
+            vim.cmd("bwipeout! | tabclose! | bwipeout! " .. vim.fn.bufnr(path))
+            return (t1 - t0) / 1e6
+            "#,
+            vec![path.into(), proposal.to_string_lossy().to_string().into()],
+        );
+        floor.push(v.as_f64().unwrap());
+    }
+    nvim.lua("__b.timer:stop() __b.timer:close()");
+    (median(shown), median(floor), stall)
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let n = if quick { 200 } else { 1000 };
@@ -216,6 +291,13 @@ fn main() {
     let moves = if quick { 2000 } else { 10_000 };
     let nvim = Nvim::start();
     let (mv50, mv99, flush) = cursor_moved_cost(&nvim, moves);
+    drop(nvim);
+    let nvim = Nvim::start();
+    let (small_path, small_new) = diff_files(&nvim.cwd, "small.rs", 16, 2);
+    let (big_path, big_new) = diff_files(&nvim.cwd, "big.rs", 5 * 1024 * 1024 / 70, 50);
+    let big_mib = std::fs::metadata(&big_path).unwrap().len() as f64 / 1048576.0;
+    let (small_shown, small_floor, small_stall) = review(&nvim, &small_path, &small_new, if quick { 5 } else { 20 });
+    let (big_shown, big_floor, big_stall) = review(&nvim, &big_path, &big_new, if quick { 1 } else { 3 });
     drop(nvim);
     let nvim = Nvim::start();
     nvim.lua_with("vim.cmd.edit(...)", vec![plugin_root().join("src/bridge.rs").to_string_lossy().to_string().into()]);
@@ -256,6 +338,9 @@ fn main() {
     println!("| main-thread cost per CursorMoved, client connected ({moves} moves) | median {mv50:.1} µs, p99 {mv99:.1} µs | ≤ 20 µs median (pure-Lua plugins: 64–67 µs) |");
     println!("| state read once the cursor is still (once per debounce, not per move) | median {flush:.1} µs | |");
     println!("| cursor move -> client has selection_changed, beyond the 100 ms debounce ({sel_n} moves) | p50 {sel50:.2} ms, p99 {sel99:.2} ms | ≤ 2 ms p99 |");
+    println!("| openDiff {big_mib:.1} MiB / 50 hunks: frame sent -> both panes in diff mode (median) | {big_shown:.0} ms = {:.2}x the floor ({big_floor:.0} ms: Neovim opening it, filling a second buffer, diffthis both) | ≤ 1.3x the floor (pure-Lua plugins: 780–1,570 ms) |", big_shown / big_floor);
+    println!("| longest main-thread stall while it arrives and opens | {big_stall:.0} ms | < 100 ms (pure-Lua plugins: ~400 ms) |");
+    println!("| openDiff 1 KiB: frame sent -> both panes in diff mode (median) | {small_shown:.1} ms (floor {small_floor:.1} ms, longest stall {small_stall:.1} ms) | ≤ 15 ms (pure-Lua plugins: 36–40 ms) |");
     println!("| time added to `nvim --headless --clean +qa` by the plugin on the runtimepath (median of {runs}) | {plugin_added:.2} ms (baseline {base:.1} ms) | < 3 ms |");
     println!("| time added when the server is also started and stopped in that run | {start_added:.2} ms | < 3 ms |");
 }
