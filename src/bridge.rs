@@ -50,7 +50,10 @@ pub enum Event {
     /// The cursor has been still for the debounce time: Lua should send the current state.
     SelectionDue,
     /// The numbers of an openDiff (parked as `req`), computed after it was handed to Lua.
-    DiffStats { req: u64, stats: Value },
+    DiffStats {
+        req: u64,
+        stats: Value,
+    },
 }
 
 /// A frame (or the end) for one client's writer.
@@ -223,11 +226,23 @@ impl Shared {
 
     /// Parks a call for Lua and queues the event that tells Lua about it. A tool with a
     /// fallback gets a timer that answers for Lua if the main loop is held up.
-    pub async fn park(self: &Arc<Self>, client: u64, id: Id, tool: &'static Tool, args: Value) -> u64 {
+    pub async fn park(
+        self: &Arc<Self>,
+        client: u64,
+        id: Id,
+        tool: &'static Tool,
+        args: Value,
+    ) -> u64 {
         let req = self.next_id();
         let kept_args = tool.fallback.as_ref().map(|_| args.clone());
         let context = tool.abandon_context(&args);
-        let parked = Parked { client, id, tool, args: kept_args, context };
+        let parked = Parked {
+            client,
+            id,
+            tool,
+            args: kept_args,
+            context,
+        };
         self.parked.lock().insert(req, parked);
         if let Some(fallback) = &tool.fallback {
             let shared = self.clone();
@@ -344,6 +359,20 @@ impl Shared {
     pub fn parked_count(&self) -> usize {
         self.parked.lock().len()
     }
+
+    /// Registers a client that completed the upgrade; returns where its outbound frames arrive.
+    pub fn add_client(&self, client: u64) -> mpsc::UnboundedReceiver<Outbound> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let entry = Client {
+            outbound: tx,
+            initialized: false,
+            name: None,
+            version: None,
+            connected_at: SystemTime::now(),
+        };
+        self.clients.lock().insert(client, entry);
+        rx
+    }
 }
 
 #[cfg(test)]
@@ -353,18 +382,7 @@ mod tests {
     use serde_json::json;
 
     fn client(shared: &Shared, id: u64) -> mpsc::UnboundedReceiver<Outbound> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        shared.clients.lock().insert(
-            id,
-            Client {
-                outbound: tx,
-                initialized: false,
-                name: None,
-                version: None,
-                connected_at: SystemTime::now(),
-            },
-        );
-        rx
+        shared.add_client(id)
     }
 
     fn frame(rx: &mut mpsc::UnboundedReceiver<Outbound>) -> Value {

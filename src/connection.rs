@@ -2,7 +2,6 @@
 //! Rust can answer itself, parks tool calls for Lua, and writes what Lua answers.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use tokio::net::TcpStream;
@@ -14,7 +13,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
 use crate::auth::Gate;
-use crate::bridge::{Client, Event, Outbound, Shared};
+use crate::bridge::{Event, Outbound, Shared};
 use crate::jsonrpc::{self, Incoming, RpcError};
 use crate::mcp::{self, Dispatch, Session};
 use crate::{debug, error, info, warn};
@@ -32,18 +31,30 @@ pub struct Config {
 
 /// openDiff: stage the proposal in a file (Lua loads it at C speed), park the call, and diff
 /// it against the disk on a worker while Lua opens the review; the numbers follow as an event.
-async fn open_diff(client: u64, id: jsonrpc::Id, args: serde_json::Value, shared: &Arc<Shared>, config: &Config) {
+async fn open_diff(
+    client: u64,
+    id: jsonrpc::Id,
+    args: serde_json::Value,
+    shared: &Arc<Shared>,
+    config: &Config,
+) {
     let tool = crate::tools::find("openDiff").expect("openDiff is a tool");
-    let file = config.stage_dir.join(format!("{}.proposal", shared.next_id()));
-    let (args, contents) = match tokio::task::spawn_blocking(move || crate::diff::stage(args, file)).await {
-        Ok(staged) => staged,
-        Err(_) => {
-            error!("client {client}: staging a proposal failed");
-            shared.send_to(client, jsonrpc::outcome_frame(&id, &tool.abandoned(None)));
-            return;
-        }
-    };
-    let old_path = args["old_file_path"].as_str().unwrap_or_default().to_owned();
+    let file = config
+        .stage_dir
+        .join(format!("{}.proposal", shared.next_id()));
+    let (args, contents) =
+        match tokio::task::spawn_blocking(move || crate::diff::stage(args, file)).await {
+            Ok(staged) => staged,
+            Err(_) => {
+                error!("client {client}: staging a proposal failed");
+                shared.send_to(client, jsonrpc::outcome_frame(&id, &tool.abandoned(None)));
+                return;
+            }
+        };
+    let old_path = args["old_file_path"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     let req = shared.park(client, id, tool, args).await;
     let shared = shared.clone();
     tokio::task::spawn_blocking(move || {
@@ -85,30 +96,13 @@ pub async fn serve(
             return;
         }
     };
-    let (tx, rx) = mpsc::unbounded_channel();
-    shared.clients.lock().insert(
-        client,
-        Client {
-            outbound: tx,
-            initialized: false,
-            name: None,
-            version: None,
-            connected_at: SystemTime::now(),
-        },
-    );
+    let rx = shared.add_client(client);
     info!("client {client} connected");
     shared.push(Event::ClientConnected { client }).await;
 
-    let outcome = std::panic::AssertUnwindSafe(run(
-        ws,
-        client,
-        &shared,
-        rx,
-        shutdown,
-        &config,
-    ))
-    .catch_unwind()
-    .await;
+    let outcome = std::panic::AssertUnwindSafe(run(ws, client, &shared, rx, shutdown, &config))
+        .catch_unwind()
+        .await;
     if outcome.is_err() {
         error!("client {client}: connection task panicked; dropping the connection");
     }
@@ -242,7 +236,8 @@ async fn handle_text(
                     if tool.name == "openDiff" && !config.diff_review {
                         // The user chose no review: accept the proposal as it is, at once.
                         let contents = args["new_file_contents"].clone();
-                        let outcome = tool.shape_result(serde_json::json!(["FILE_SAVED", contents]));
+                        let outcome =
+                            tool.shape_result(serde_json::json!(["FILE_SAVED", contents]));
                         return vec![jsonrpc::outcome_frame(&id, &outcome)];
                     }
                     if tool.name == "openDiff" {

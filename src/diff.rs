@@ -28,7 +28,10 @@ pub struct Endings {
 pub fn endings(text: &[u8]) -> Endings {
     let newlines = memcount(text, b'\n');
     let crlf = newlines > 0 && text.windows(2).filter(|w| w == b"\r\n").count() == newlines;
-    Endings { eol: text.ends_with(b"\n"), crlf }
+    Endings {
+        eol: text.ends_with(b"\n"),
+        crlf,
+    }
 }
 
 fn memcount(text: &[u8], byte: u8) -> usize {
@@ -43,7 +46,13 @@ pub fn lines(text: &[u8]) -> Vec<&[u8]> {
     let crlf = endings(text).crlf;
     let body = text.strip_suffix(b"\n").unwrap_or(text);
     body.split(|&b| b == b'\n')
-        .map(|l| if crlf { l.strip_suffix(b"\r").unwrap_or(l) } else { l })
+        .map(|l| {
+            if crlf {
+                l.strip_suffix(b"\r").unwrap_or(l)
+            } else {
+                l
+            }
+        })
         .collect()
 }
 
@@ -76,7 +85,12 @@ pub fn stats(old: &[&[u8]], new: &[&[u8]]) -> Value {
         .filter_map(|group| {
             let first = group.first()?.as_tag_tuple();
             let last = group.last()?.as_tag_tuple();
-            Some(json!([first.2.start, last.2.end - first.2.start, first.1.start, last.1.end - first.1.start]))
+            Some(json!([
+                first.2.start,
+                last.2.end - first.2.start,
+                first.1.start,
+                last.1.end - first.1.start
+            ]))
         })
         .collect();
     json!({ "added": added, "removed": removed, "hunks": hunks })
@@ -91,9 +105,16 @@ pub fn stats_for(old_path: &str, contents: &str) -> Value {
 /// Writes the proposal where Lua will read it. The folder is private to this user.
 fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
     }
-    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
     f.write_all(contents)
 }
 
@@ -106,7 +127,11 @@ pub fn stage(mut args: Value, file: PathBuf) -> (Value, String) {
         Some(Value::String(s)) => s,
         _ => String::new(),
     };
-    let old_path = args.get("old_file_path").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let old_path = args
+        .get("old_file_path")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let (exists, old_error) = match std::fs::File::open(&old_path) {
         Ok(_) => (true, None),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => (false, None),
@@ -121,13 +146,22 @@ pub fn stage(mut args: Value, file: PathBuf) -> (Value, String) {
         old["error"] = json!(e);
     }
     obj.insert("old".into(), old);
-    obj.insert("new".into(), json!({ "eol": e.eol, "crlf": e.crlf, "bytes": contents.len() }));
+    obj.insert(
+        "new".into(),
+        json!({ "eol": e.eol, "crlf": e.crlf, "bytes": contents.len() }),
+    );
     match write_private(&file, contents.as_bytes()) {
         Ok(()) => {
             obj.insert("proposal_file".into(), json!(file.to_string_lossy()));
         }
         Err(err) => {
-            obj.insert("stage_error".into(), json!(format!("cannot stage the proposal in {}: {err}", file.display())));
+            obj.insert(
+                "stage_error".into(),
+                json!(format!(
+                    "cannot stage the proposal in {}: {err}",
+                    file.display()
+                )),
+            );
         }
     }
     (args, contents)
@@ -138,15 +172,42 @@ mod tests {
     use super::*;
 
     fn l(text: &str) -> Vec<&str> {
-        lines(text.as_bytes()).iter().map(|b| std::str::from_utf8(b).unwrap()).collect()
+        lines(text.as_bytes())
+            .iter()
+            .map(|b| std::str::from_utf8(b).unwrap())
+            .collect()
     }
 
     #[test]
     fn endings_and_lines() {
-        assert_eq!(endings(b"a\nb\n"), Endings { eol: true, crlf: false });
-        assert_eq!(endings(b"a\r\nb"), Endings { eol: false, crlf: true });
-        assert_eq!(endings(b"a\r\nb\n"), Endings { eol: true, crlf: false });
-        assert_eq!(endings(b""), Endings { eol: false, crlf: false });
+        assert_eq!(
+            endings(b"a\nb\n"),
+            Endings {
+                eol: true,
+                crlf: false
+            }
+        );
+        assert_eq!(
+            endings(b"a\r\nb"),
+            Endings {
+                eol: false,
+                crlf: true
+            }
+        );
+        assert_eq!(
+            endings(b"a\r\nb\n"),
+            Endings {
+                eol: true,
+                crlf: false
+            }
+        );
+        assert_eq!(
+            endings(b""),
+            Endings {
+                eol: false,
+                crlf: false
+            }
+        );
         assert_eq!(l("a\nb\n"), ["a", "b"]);
         assert_eq!(l("a\r\nb\r\n"), ["a", "b"]);
         assert_eq!(l("a\r\nb\n"), ["a\r", "b"], "mixed endings keep the \\r");
@@ -179,14 +240,29 @@ mod tests {
         assert_eq!(contents, "a\r\nb");
         assert!(staged.get("new_file_contents").is_none());
         assert_eq!(staged["old"]["exists"], false);
-        assert_eq!(staged["new"], json!({"eol": false, "crlf": true, "bytes": 4}));
+        assert_eq!(
+            staged["new"],
+            json!({"eol": false, "crlf": true, "bytes": 4})
+        );
         assert_eq!(staged["proposal_file"], file.to_string_lossy().as_ref());
         assert_eq!(std::fs::read(&file).unwrap(), b"a\r\nb");
-        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
         // Staging the same file twice fails (create_new), and says so instead of failing.
-        let (again, _) = stage(json!({"new_file_contents": "x", "old_file_path": "/x"}), file.clone());
-        assert!(again["stage_error"].as_str().unwrap().contains("cannot stage"));
+        let (again, _) = stage(
+            json!({"new_file_contents": "x", "old_file_path": "/x"}),
+            file.clone(),
+        );
+        assert!(again["stage_error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot stage"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -62,7 +62,8 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
         diagnostics_timeout: Duration::from_millis(opts.get("diagnostics_timeout_ms")?),
         claude_code: opts.get("claude_code")?,
         diff_review: opts.get("diff_review")?,
-        stage_dir: std::path::PathBuf::from(opts.get::<String>("run_dir")?).join(format!("pi-ide.{}", std::process::id())),
+        stage_dir: std::path::PathBuf::from(opts.get::<String>("run_dir")?)
+            .join(format!("pi-ide.{}", std::process::id())),
     };
     let shared = Arc::new(Shared::new(Settings {
         fallback_after: Some(options.diagnostics_timeout),

@@ -127,7 +127,11 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         std::thread::sleep(Duration::from_millis(200));
-        assert_eq!(fired.load(Ordering::SeqCst), 1, "no touch, no second firing");
+        assert_eq!(
+            fired.load(Ordering::SeqCst),
+            1,
+            "no touch, no second firing"
+        );
         s.touch();
         while fired.load(Ordering::SeqCst) == 1 {
             std::thread::sleep(Duration::from_millis(5));

@@ -368,14 +368,19 @@ impl Tool {
                 "{}: the editor stopped before answering",
                 self.name
             ))),
-            OnAbandon::Reject => self.shape_result(json!(["DIFF_REJECTED", context.unwrap_or_default()])),
+            OnAbandon::Reject => {
+                self.shape_result(json!(["DIFF_REJECTED", context.unwrap_or_default()]))
+            }
         }
     }
 
     /// What to keep of the arguments for [`Tool::abandoned`].
     pub fn abandon_context(&self, args: &Value) -> Option<String> {
         match self.on_abandon {
-            OnAbandon::Reject => args.get("tab_name").and_then(Value::as_str).map(str::to_owned),
+            OnAbandon::Reject => args
+                .get("tab_name")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             OnAbandon::Error => None,
         }
     }

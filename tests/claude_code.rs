@@ -21,7 +21,10 @@ fn off_by_default_no_claude_lockfile_and_no_claude_header() {
     assert!(lock::read_all(&claude_dir.join("ide")).is_empty());
     let l = nvim.lockfile();
     assert!(matches!(
-        Peer::connect_with_headers(l.port, &[("x-claude-code-ide-authorization", &l.auth_token)]),
+        Peer::connect_with_headers(
+            l.port,
+            &[("x-claude-code-ide-authorization", &l.auth_token)]
+        ),
         Err(pi_ide_peer::ConnectError::Http(401))
     ));
     std::fs::remove_dir_all(&claude_dir).ok();
@@ -38,7 +41,10 @@ fn on_it_writes_both_lockfiles_and_serves_both_agents_at_once() {
     // Claude Code: its header and the mcp subprotocol, echoed.
     let mut c = Peer::connect_with_headers(
         pi_lock.port,
-        &[("x-claude-code-ide-authorization", &claude[0].auth_token), ("sec-websocket-protocol", "mcp")],
+        &[
+            ("x-claude-code-ide-authorization", &claude[0].auth_token),
+            ("sec-websocket-protocol", "mcp"),
+        ],
     )
     .expect("claude connects");
     assert_eq!(c.subprotocol().as_deref(), Some("mcp"));
@@ -48,13 +54,24 @@ fn on_it_writes_both_lockfiles_and_serves_both_agents_at_once() {
     c.notify("ide_connected", json!({"pid": 4242})).unwrap();
     // Pi at the same time.
     let mut p = nvim.peer();
-    assert!(p.call_tool("getDiagnostics", json!({})).unwrap().get("result").is_some());
-    assert!(c.call_tool("getWorkspaceFolders", json!({})).unwrap().get("result").is_some());
+    assert!(p
+        .call_tool("getDiagnostics", json!({}))
+        .unwrap()
+        .get("result")
+        .is_some());
+    assert!(c
+        .call_tool("getWorkspaceFolders", json!({}))
+        .unwrap()
+        .get("result")
+        .is_some());
     nvim.wait_for("#require('pi-ide').status().clients == 2", 5 * SECOND);
     // Both get notifications.
     edit_file(&nvim, "x.txt", &["a", "b"]);
     type_keys(&nvim, "j");
-    assert_eq!(next_selection(&mut p)["filePath"], next_selection(&mut c)["filePath"]);
+    assert_eq!(
+        next_selection(&mut p)["filePath"],
+        next_selection(&mut c)["filePath"]
+    );
     // Stopping removes both lockfiles.
     nvim.command("PiIde stop").unwrap();
     assert!(lock::read_all(&claude_dir.join("ide")).is_empty());

@@ -317,12 +317,22 @@ fn the_help_file_has_valid_unique_tags() {
     let list = p.request("tools/list", json!({})).unwrap();
     for t in list["result"]["tools"].as_array().unwrap() {
         let name = t["name"].as_str().unwrap();
-        assert!(tags.contains(&format!("pi-ide-tool-{name}\t")), "tool {name} has no help tag");
+        assert!(
+            tags.contains(&format!("pi-ide-tool-{name}\t")),
+            "tool {name} has no help tag"
+        );
     }
     // And every subcommand.
-    for sub in nvim.lua("return vim.tbl_keys(require('pi-ide.commands').subcommands)").as_array().unwrap() {
+    for sub in nvim
+        .lua("return vim.tbl_keys(require('pi-ide.commands').subcommands)")
+        .as_array()
+        .unwrap()
+    {
         let sub = sub.as_str().unwrap();
-        assert!(tags.contains(&format!(":PiIde-{sub}\t")), "subcommand {sub} has no help tag");
+        assert!(
+            tags.contains(&format!(":PiIde-{sub}\t")),
+            "subcommand {sub} has no help tag"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -14,7 +14,11 @@ fn record_events(nvim: &Nvim) {
 }
 
 fn opened(nvim: &Nvim) -> usize {
-    nvim.lua("return #vim.tbl_filter(function(e) return e.event == 'PiIdeDiffOpened' end, _G.__diff)").as_u64().unwrap() as usize
+    nvim.lua(
+        "return #vim.tbl_filter(function(e) return e.event == 'PiIdeDiffOpened' end, _G.__diff)",
+    )
+    .as_u64()
+    .unwrap() as usize
 }
 
 /// Sends openDiff (not waiting for the answer) and waits until the review is on screen.
@@ -28,7 +32,10 @@ fn open_diff(nvim: &Nvim, p: &mut Peer, id: &str, path: &str, contents: &str, ta
 
 fn answer(p: &mut Peer, id: &str) -> Vec<String> {
     let r = p.wait_response(&json!(id)).unwrap();
-    assert!(r.get("error").is_none(), "an error answer lets the agent write unreviewed: {r}");
+    assert!(
+        r.get("error").is_none(),
+        "an error answer lets the agent write unreviewed: {r}"
+    );
     texts(&r)
 }
 
@@ -39,29 +46,45 @@ fn setup(nvim: &Nvim, name: &str, text: &str) -> String {
     path.to_string_lossy().to_string()
 }
 
-fn proposal_buf(nvim: &Nvim) -> Value {
-    nvim.lua("for _, b in ipairs(vim.api.nvim_list_bufs()) do if vim.bo[b].buftype == 'acwrite' then return b end end")
-}
-
 #[test]
 fn accept_with_w_sends_the_users_edits_and_never_writes_the_file() {
     let nvim = Nvim::start();
     let path = setup(&nvim, "a.rs", "fn a() {}\n");
     let mut p = nvim.peer();
-    open_diff(&nvim, &mut p, "d1", &path, "fn a() { 1 }\nfn b() {}\n", "pi-edit:1");
+    open_diff(
+        &nvim,
+        &mut p,
+        "d1",
+        &path,
+        "fn a() { 1 }\nfn b() {}\n",
+        "pi-edit:1",
+    );
     // The proposal is the current window, editable; the user changes a line, then :w.
     assert_eq!(nvim.lua("return vim.bo.buftype"), json!("acwrite"));
     nvim.lua("vim.api.nvim_buf_set_lines(0, 1, 2, false, {'fn b() { 2 }'})");
     nvim.command("write").unwrap();
-    assert_eq!(answer(&mut p, "d1"), vec!["FILE_SAVED".to_string(), "fn a() { 1 }\nfn b() { 2 }\n".to_string()]);
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "fn a() {}\n", "the plugin wrote the file");
+    assert_eq!(
+        answer(&mut p, "d1"),
+        vec![
+            "FILE_SAVED".to_string(),
+            "fn a() { 1 }\nfn b() { 2 }\n".to_string()
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "fn a() {}\n",
+        "the plugin wrote the file"
+    );
     nvim.wait_for("#vim.tbl_filter(function(e) return e.event == 'PiIdeDiffClosed' and e.data.result == 'accepted' end, _G.__diff) == 1", 5 * SECOND);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", 5 * SECOND);
 }
 
 #[test]
 fn accept_by_key_and_by_command() {
-    let nvim = Nvim::start_with(Options { before: Some("vim.g.mapleader = ' '".into()), ..Default::default() });
+    let nvim = Nvim::start_with(Options {
+        before: Some("vim.g.mapleader = ' '".into()),
+        ..Default::default()
+    });
     let path = setup(&nvim, "k.txt", "one\n");
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "k", &path, "two\n", "pi-write:k");
@@ -71,7 +94,10 @@ fn accept_by_key_and_by_command() {
     // From the left pane too.
     nvim.command("wincmd h").unwrap();
     nvim.command("PiIde accept").unwrap();
-    assert_eq!(answer(&mut p, "c"), vec!["FILE_SAVED".to_string(), "three\n".to_string()]);
+    assert_eq!(
+        answer(&mut p, "c"),
+        vec!["FILE_SAVED".to_string(), "three\n".to_string()]
+    );
 }
 
 #[test]
@@ -80,21 +106,48 @@ fn reject_by_q_key_command_tabclose_and_wipe() {
     let path = setup(&nvim, "r.txt", "x\n");
     let mut p = nvim.peer();
     let cases: Vec<(&str, Box<dyn Fn(&Nvim)>)> = vec![
-        ("quit", Box::new(|n: &Nvim| { n.command("quit").unwrap(); })),
+        (
+            "quit",
+            Box::new(|n: &Nvim| {
+                n.command("quit").unwrap();
+            }),
+        ),
         ("key", Box::new(|n: &Nvim| type_keys(n, "\\pr"))),
-        ("command", Box::new(|n: &Nvim| { n.command("PiIde reject").unwrap(); })),
-        ("tabclose", Box::new(|n: &Nvim| { n.command("tabclose").unwrap(); })),
-        ("bwipe", Box::new(|n: &Nvim| { n.command("bwipeout!").unwrap(); })),
-        ("bdelete from elsewhere", Box::new(|n: &Nvim| {
-            n.lua("local b = vim.api.nvim_get_current_buf() vim.cmd('tabfirst') vim.cmd('bdelete! ' .. b)");
-        })),
+        (
+            "command",
+            Box::new(|n: &Nvim| {
+                n.command("PiIde reject").unwrap();
+            }),
+        ),
+        (
+            "tabclose",
+            Box::new(|n: &Nvim| {
+                n.command("tabclose").unwrap();
+            }),
+        ),
+        (
+            "bwipe",
+            Box::new(|n: &Nvim| {
+                n.command("bwipeout!").unwrap();
+            }),
+        ),
+        (
+            "bdelete from elsewhere",
+            Box::new(|n: &Nvim| {
+                n.lua("local b = vim.api.nvim_get_current_buf() vim.cmd('tabfirst') vim.cmd('bdelete! ' .. b)");
+            }),
+        ),
     ];
     for (i, (what, end)) in cases.iter().enumerate() {
         let id = format!("r{i}");
         let tab = format!("pi-write:{i}");
         open_diff(&nvim, &mut p, &id, &path, "y\n", &tab);
         end(&nvim);
-        assert_eq!(answer(&mut p, &id), vec!["DIFF_REJECTED".to_string(), tab.clone()], "{what}");
+        assert_eq!(
+            answer(&mut p, &id),
+            vec!["DIFF_REJECTED".to_string(), tab.clone()],
+            "{what}"
+        );
         nvim.wait_for("#require('pi-ide.diff').list() == 0", 5 * SECOND);
         nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", 5 * SECOND);
     }
@@ -112,7 +165,10 @@ fn a_disconnect_mid_review_closes_it() {
     p.kill();
     nvim.wait_for("#require('pi-ide.diff').list() == 0", 5 * SECOND);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", 5 * SECOND);
-    assert_eq!(nvim.lua("return _G.__diff[#_G.__diff].data.result"), json!("abandoned"));
+    assert_eq!(
+        nvim.lua("return _G.__diff[#_G.__diff].data.result"),
+        json!("abandoned")
+    );
 }
 
 #[test]
@@ -125,7 +181,10 @@ fn stop_mid_review_rejects_before_the_close_frame() {
     let (frames, end) = read_until_close(&mut p);
     let answers: Vec<&Value> = frames.iter().filter(|f| f["id"] == "s").collect();
     assert_eq!(answers.len(), 1, "{frames:?}");
-    assert_eq!(texts(answers[0]), vec!["DIFF_REJECTED".to_string(), "pi-write:st".to_string()]);
+    assert_eq!(
+        texts(answers[0]),
+        vec!["DIFF_REJECTED".to_string(), "pi-write:st".to_string()]
+    );
     assert!(matches!(end, Received::Close { .. }), "{end:?}");
 }
 
@@ -156,7 +215,10 @@ fn the_core_rejects_a_review_lua_never_answered_when_stopping() {
     nvim.wait_for("require('pi-ide').status().parked == 1", 5 * SECOND);
     nvim.command("PiIde stop").unwrap();
     let (frames, _) = read_until_close(&mut p);
-    assert_eq!(texts(&frames[0]), vec!["DIFF_REJECTED".to_string(), "pi-write:core".to_string()]);
+    assert_eq!(
+        texts(&frames[0]),
+        vec!["DIFF_REJECTED".to_string(), "pi-write:core".to_string()]
+    );
 }
 
 #[test]
@@ -166,11 +228,17 @@ fn the_same_tab_name_twice_rejects_the_first() {
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "first", &path, "y\n", "pi-write:same");
     open_diff(&nvim, &mut p, "second", &path, "z\n", "pi-write:same");
-    assert_eq!(answer(&mut p, "first"), vec!["DIFF_REJECTED".to_string(), "pi-write:same".to_string()]);
+    assert_eq!(
+        answer(&mut p, "first"),
+        vec!["DIFF_REJECTED".to_string(), "pi-write:same".to_string()]
+    );
     nvim.wait_for("#require('pi-ide.diff').list() == 1", 5 * SECOND);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", 5 * SECOND);
     nvim.command("write").unwrap();
-    assert_eq!(answer(&mut p, "second"), vec!["FILE_SAVED".to_string(), "z\n".to_string()]);
+    assert_eq!(
+        answer(&mut p, "second"),
+        vec!["FILE_SAVED".to_string(), "z\n".to_string()]
+    );
 }
 
 #[test]
@@ -181,11 +249,18 @@ fn close_tab_closes_an_open_review_and_is_a_no_op_otherwise() {
     open_diff(&nvim, &mut p, "o", &path, "y\n", "pi-write:ct");
     // A second connection (as a second agent would) closes it.
     let mut other = nvim.peer();
-    let r = other.call_tool("close_tab", json!({"tab_name": "pi-write:ct"})).unwrap();
+    let r = other
+        .call_tool("close_tab", json!({"tab_name": "pi-write:ct"}))
+        .unwrap();
     assert_eq!(texts(&r), vec!["TAB_CLOSED".to_string()]);
-    assert_eq!(answer(&mut p, "o"), vec!["DIFF_REJECTED".to_string(), "pi-write:ct".to_string()]);
+    assert_eq!(
+        answer(&mut p, "o"),
+        vec!["DIFF_REJECTED".to_string(), "pi-write:ct".to_string()]
+    );
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", 5 * SECOND);
-    let r = p.call_tool("close_tab", json!({"tab_name": "pi-write:gone"})).unwrap();
+    let r = p
+        .call_tool("close_tab", json!({"tab_name": "pi-write:gone"}))
+        .unwrap();
     assert_eq!(texts(&r), vec!["TAB_CLOSED".to_string()]);
 }
 
@@ -195,7 +270,8 @@ fn close_all_diff_tabs_leaves_the_users_own_diff_alone() {
     let a = setup(&nvim, "u1.txt", "a\nb\n");
     std::fs::write(nvim.cwd.join("u2.txt"), "a\nc\n").unwrap();
     // The user's own diff, in its own tab.
-    nvim.command(&format!("tabedit {a} | vertical diffsplit u2.txt")).unwrap();
+    nvim.command(&format!("tabedit {a} | vertical diffsplit u2.txt"))
+        .unwrap();
     nvim.command("tabfirst").unwrap();
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "1", &a, "x\n", "pi-write:1");
@@ -217,16 +293,34 @@ fn a_new_file_is_reviewed_against_nothing() {
     let path = nvim.cwd.join("brand/new.py").to_string_lossy().to_string();
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "n", &path, "print(1)\n", "pi-write:new");
-    assert_eq!(nvim.lua("return vim.api.nvim_buf_get_lines(vim.fn.winbufnr(vim.fn.winnr('h')), 0, -1, false)"), json!([""]));
-    assert!(nvim.lua("return vim.wo[vim.fn.win_getid(vim.fn.winnr('h'))].winbar").as_str().unwrap().contains("new file"));
+    assert_eq!(
+        nvim.lua(
+            "return vim.api.nvim_buf_get_lines(vim.fn.winbufnr(vim.fn.winnr('h')), 0, -1, false)"
+        ),
+        json!([""])
+    );
+    assert!(nvim
+        .lua("return vim.wo[vim.fn.win_getid(vim.fn.winnr('h'))].winbar")
+        .as_str()
+        .unwrap()
+        .contains("new file"));
     // The numbers come from the core a moment after the review opens.
     nvim.wait_for("vim.wo.winbar:find('+1 −0', 1, true) ~= nil", 5 * SECOND);
     // Highlighting follows on the next turns of the loop, on both panes.
     nvim.wait_for("vim.bo.filetype == 'python' and vim.bo[vim.fn.winbufnr(vim.fn.winnr('h'))].filetype == 'python'", 5 * SECOND);
-    assert_eq!(nvim.lua("return {vim.wo.foldmethod, vim.bo.modified}"), json!(["diff", false]));
+    assert_eq!(
+        nvim.lua("return {vim.wo.foldmethod, vim.bo.modified}"),
+        json!(["diff", false])
+    );
     nvim.command("write").unwrap();
-    assert_eq!(answer(&mut p, "n"), vec!["FILE_SAVED".to_string(), "print(1)\n".to_string()]);
-    assert!(!std::path::Path::new(&path).exists(), "the plugin created the file");
+    assert_eq!(
+        answer(&mut p, "n"),
+        vec!["FILE_SAVED".to_string(), "print(1)\n".to_string()]
+    );
+    assert!(
+        !std::path::Path::new(&path).exists(),
+        "the plugin created the file"
+    );
 }
 
 #[test]
@@ -238,16 +332,35 @@ fn the_users_unsaved_edits_are_kept_and_warned_about() {
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "e", &path, "agent\n", "pi-edit:e");
     // The left pane is the disk, not the user's buffer.
-    assert_eq!(nvim.lua("return vim.api.nvim_buf_get_lines(vim.fn.winbufnr(vim.fn.winnr('h')), 0, -1, false)"), json!(["disk"]));
-    assert!(nvim.lua("return vim.wo.winbar").as_str().unwrap().contains("unsaved edits"));
+    assert_eq!(
+        nvim.lua(
+            "return vim.api.nvim_buf_get_lines(vim.fn.winbufnr(vim.fn.winnr('h')), 0, -1, false)"
+        ),
+        json!(["disk"])
+    );
+    assert!(nvim
+        .lua("return vim.wo.winbar")
+        .as_str()
+        .unwrap()
+        .contains("unsaved edits"));
     nvim.command("write").unwrap();
     assert_eq!(answer(&mut p, "e")[0], "FILE_SAVED");
     // The agent writes the file; the user's modified buffer is left alone, with a warning.
     nvim.record_notify();
     std::fs::write(&path, "agent\n").unwrap();
     nvim.wait_for("#_G.__notes > 0", 5 * SECOND);
-    assert!(nvim.notes().join("").contains("unsaved edits"), "{:?}", nvim.notes());
-    assert_eq!(nvim.lua_with("return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)", vec![path.clone().into()]), json!(["my unsaved work"]));
+    assert!(
+        nvim.notes().join("").contains("unsaved edits"),
+        "{:?}",
+        nvim.notes()
+    );
+    assert_eq!(
+        nvim.lua_with(
+            "return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)",
+            vec![path.clone().into()]
+        ),
+        json!(["my unsaved work"])
+    );
 }
 
 #[test]
@@ -260,14 +373,21 @@ fn an_unmodified_buffer_reloads_when_the_agent_writes() {
     nvim.command("write").unwrap();
     answer(&mut p, "w");
     std::fs::write(&path, "new\n").unwrap();
-    nvim.wait_for(&format!("vim.api.nvim_buf_get_lines(vim.fn.bufnr('{path}'), 0, -1, false)[1] == 'new'"), 5 * SECOND);
+    nvim.wait_for(
+        &format!("vim.api.nvim_buf_get_lines(vim.fn.bufnr('{path}'), 0, -1, false)[1] == 'new'"),
+        5 * SECOND,
+    );
 }
 
 #[test]
 fn the_layout_comes_back_and_splitright_does_not_flip_the_panes() {
-    let nvim = Nvim::start_with(Options { before: Some("vim.o.splitright = false vim.o.splitbelow = true".into()), ..Default::default() });
+    let nvim = Nvim::start_with(Options {
+        before: Some("vim.o.splitright = false vim.o.splitbelow = true".into()),
+        ..Default::default()
+    });
     let path = setup(&nvim, "lay.txt", "a\nb\nc\nd\ne\nf\n");
-    nvim.command(&format!("edit {path} | vsplit | tabnew | tabprevious")).unwrap();
+    nvim.command(&format!("edit {path} | vsplit | tabnew | tabprevious"))
+        .unwrap();
     nvim.lua("vim.api.nvim_win_set_cursor(0, {4, 0})");
     let before = nvim.lua("return {vim.api.nvim_get_current_tabpage(), vim.api.nvim_get_current_win(), vim.api.nvim_win_get_cursor(0), vim.fn.winlayout()}");
     let mut p = nvim.peer();
@@ -277,7 +397,10 @@ fn the_layout_comes_back_and_splitright_does_not_flip_the_panes() {
     assert_eq!(panes, json!(["nofile", "acwrite", 4, true]));
     nvim.command("write").unwrap();
     answer(&mut p, "l");
-    nvim.wait_for("#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 2", 5 * SECOND);
+    nvim.wait_for(
+        "#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 2",
+        5 * SECOND,
+    );
     nvim.wait_for("vim.fn.bufname():find('pi-ide://') == nil", 5 * SECOND);
     let after = nvim.lua("return {vim.api.nvim_get_current_tabpage(), vim.api.nvim_get_current_win(), vim.api.nvim_win_get_cursor(0), vim.fn.winlayout()}");
     assert_eq!(before, after);
@@ -285,14 +408,20 @@ fn the_layout_comes_back_and_splitright_does_not_flip_the_panes() {
 
 #[test]
 fn vsplit_layout_opens_in_the_current_tab() {
-    let nvim = Nvim::start_with(Options { after: Some("require('pi-ide').setup({diff = {layout = 'vsplit'}})".into()), ..Default::default() });
+    let nvim = Nvim::start_with(Options {
+        after: Some("require('pi-ide').setup({diff = {layout = 'vsplit'}})".into()),
+        ..Default::default()
+    });
     let path = setup(&nvim, "vs.txt", "a\n");
     nvim.command(&format!("edit {path}")).unwrap();
     let origin = nvim.lua("return vim.api.nvim_get_current_win()");
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "v", &path, "b\n", "pi-edit:v");
     assert_eq!(nvim.lua("return #vim.api.nvim_list_tabpages()"), json!(1));
-    assert_eq!(nvim.lua("return #vim.api.nvim_tabpage_list_wins(0)"), json!(3));
+    assert_eq!(
+        nvim.lua("return #vim.api.nvim_tabpage_list_wins(0)"),
+        json!(3)
+    );
     nvim.command("PiIde reject").unwrap();
     answer(&mut p, "v");
     nvim.wait_for("#vim.api.nvim_tabpage_list_wins(0) == 1", 5 * SECOND);
@@ -309,16 +438,34 @@ fn two_reviews_at_once_each_answered_once() {
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "A", &a, "A\n", "pi-edit:A");
     open_diff(&nvim, &mut p, "B", &b, "B\n", "pi-edit:B");
-    assert!(nvim.lua("return vim.wo.winbar").as_str().unwrap().contains("2 of 2"));
+    assert!(nvim
+        .lua("return vim.wo.winbar")
+        .as_str()
+        .unwrap()
+        .contains("2 of 2"));
     // Other requests are served while both wait.
-    assert!(p.call_tool("getDiagnostics", json!({})).unwrap().get("result").is_some());
+    assert!(p
+        .call_tool("getDiagnostics", json!({}))
+        .unwrap()
+        .get("result")
+        .is_some());
     nvim.command("write").unwrap(); // B, the current one
-    assert_eq!(answer(&mut p, "B"), vec!["FILE_SAVED".to_string(), "B\n".to_string()]);
+    assert_eq!(
+        answer(&mut p, "B"),
+        vec!["FILE_SAVED".to_string(), "B\n".to_string()]
+    );
     nvim.wait_for("#require('pi-ide.diff').list() == 1", 5 * SECOND);
     nvim.command("tabnext 2").unwrap();
-    assert!(!nvim.lua("return vim.wo.winbar").as_str().unwrap().contains("of 2"));
+    assert!(!nvim
+        .lua("return vim.wo.winbar")
+        .as_str()
+        .unwrap()
+        .contains("of 2"));
     nvim.command("PiIde reject").unwrap();
-    assert_eq!(answer(&mut p, "A"), vec!["DIFF_REJECTED".to_string(), "pi-edit:A".to_string()]);
+    assert_eq!(
+        answer(&mut p, "A"),
+        vec!["DIFF_REJECTED".to_string(), "pi-edit:A".to_string()]
+    );
     p.set_timeout(std::time::Duration::from_millis(300));
     assert!(p.recv().is_err(), "a second answer arrived");
 }
@@ -328,11 +475,26 @@ fn crlf_and_missing_final_newline_round_trip_byte_exact() {
     let nvim = Nvim::start();
     let path = setup(&nvim, "eol.txt", "x\r\n");
     let mut p = nvim.peer();
-    for (i, text) in ["a\r\nb\r\n", "a\r\nb", "no newline at end", "", "\n", "mixed\r\nend\n", "tab\there\n\n\n"].iter().enumerate() {
+    for (i, text) in [
+        "a\r\nb\r\n",
+        "a\r\nb",
+        "no newline at end",
+        "",
+        "\n",
+        "mixed\r\nend\n",
+        "tab\there\n\n\n",
+    ]
+    .iter()
+    .enumerate()
+    {
         let id = format!("e{i}");
         open_diff(&nvim, &mut p, &id, &path, text, &format!("pi-write:{i}"));
         nvim.command("write").unwrap();
-        assert_eq!(answer(&mut p, &id), vec!["FILE_SAVED".to_string(), text.to_string()], "{text:?}");
+        assert_eq!(
+            answer(&mut p, &id),
+            vec!["FILE_SAVED".to_string(), text.to_string()],
+            "{text:?}"
+        );
         nvim.wait_for("#require('pi-ide.diff').list() == 0", 5 * SECOND);
     }
 }
@@ -340,12 +502,19 @@ fn crlf_and_missing_final_newline_round_trip_byte_exact() {
 #[test]
 fn a_large_file_is_reviewed_and_accepted_whole() {
     let nvim = Nvim::start();
-    let old: String = (0..60_000).map(|i| format!("line {i} of a large file\n")).collect();
-    let new = old.replace("line 30000 of", "LINE 30000 OF").replace("line 59999 of", "changed");
+    let old: String = (0..60_000)
+        .map(|i| format!("line {i} of a large file\n"))
+        .collect();
+    let new = old
+        .replace("line 30000 of", "LINE 30000 OF")
+        .replace("line 59999 of", "changed");
     let path = setup(&nvim, "large.txt", &old);
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "big", &path, &new, "pi-edit:big");
-    assert_eq!(nvim.lua("return vim.api.nvim_win_get_cursor(0)[1]"), json!(30001));
+    assert_eq!(
+        nvim.lua("return vim.api.nvim_win_get_cursor(0)[1]"),
+        json!(30001)
+    );
     nvim.wait_for("vim.wo.winbar:find('+2 −2 ', 1, true) ~= nil and vim.wo.winbar:find('2 hunks', 1, true) ~= nil", 5 * SECOND);
     nvim.command("write").unwrap();
     let t = answer(&mut p, "big");

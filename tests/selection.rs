@@ -28,7 +28,10 @@ fn cursor_moves_send_every_field_with_utf16_characters_and_an_encoded_url() {
     let path = edit_file(&nvim, "dir with space/ünï code.rs", &["first", line]);
     let mut p = nvim.peer();
     let x = line.find('x').unwrap();
-    nvim.lua_with("vim.api.nvim_win_set_cursor(0, {2, ...})", vec![(x as u64).into()]);
+    nvim.lua_with(
+        "vim.api.nvim_win_set_cursor(0, {2, ...})",
+        vec![(x as u64).into()],
+    );
     // Moves come through the CursorMoved autocmd as they would for a user.
     nvim.command("doautocmd CursorMoved").unwrap();
     let mut s = next_selection(&mut p);
@@ -39,11 +42,17 @@ fn cursor_moves_send_every_field_with_utf16_characters_and_an_encoded_url() {
     assert_eq!(s["filePath"], path);
     let url = s["fileUrl"].as_str().unwrap();
     assert!(url.starts_with("file:///"), "{url}");
-    assert!(!url.contains(' ') && url.is_ascii(), "not percent-encoded: {url}");
+    assert!(
+        !url.contains(' ') && url.is_ascii(),
+        "not percent-encoded: {url}"
+    );
     assert_eq!(decode_url(url), path);
     assert_eq!(s["text"], "");
     let pos = json!({"line": 1, "character": utf16(line, x)});
-    assert_eq!(s["selection"], json!({"start": pos, "end": pos, "isEmpty": true}));
+    assert_eq!(
+        s["selection"],
+        json!({"start": pos, "end": pos, "isEmpty": true})
+    );
     assert_eq!(utf16(line, x), 15, "é, ö are one unit each, 😀 is two");
 }
 
@@ -63,7 +72,11 @@ fn characterwise_selection_is_inclusive_of_the_last_character() {
     };
     assert_eq!(s["text"], "é😀");
     assert_eq!(s["selection"]["start"], json!({"line": 0, "character": 1}));
-    assert_eq!(s["selection"]["end"], json!({"line": 0, "character": 4}), "end is just past the emoji (2 UTF-16 units)");
+    assert_eq!(
+        s["selection"]["end"],
+        json!({"line": 0, "character": 4}),
+        "end is just past the emoji (2 UTF-16 units)"
+    );
     // Across lines, selecting backwards: start and end are ordered.
     type_keys(&nvim, "<Esc>jj0lvkk");
     let s = loop {
@@ -121,15 +134,24 @@ fn a_quick_v_then_y_is_sent_at_once_and_kept_until_the_cursor_moves() {
     });
     edit_file(&nvim, "q.txt", &["alpha beta", "gamma"]);
     let mut p = nvim.peer();
-    while p.wait_notification("selection_changed", std::time::Duration::from_millis(300)).is_ok() {}
+    while p
+        .wait_notification("selection_changed", std::time::Duration::from_millis(300))
+        .is_ok()
+    {}
     type_keys(&nvim, "wvey");
-    let s = p.wait_notification("selection_changed", 2 * SECOND).expect("sent on leaving visual mode")["params"].clone();
+    let s = p
+        .wait_notification("selection_changed", 2 * SECOND)
+        .expect("sent on leaving visual mode")["params"]
+        .clone();
     assert_eq!(s["text"], "beta");
     assert_eq!(s["selection"]["isEmpty"], false);
     // The yank put the cursor at the start of the selection; the selection stays the state.
     nvim.lua("require('pi-ide.selection').flush()");
     no_selection_within(&mut p, 300);
-    assert_eq!(nvim.lua("return require('pi-ide.selection').compute().text"), json!("beta"));
+    assert_eq!(
+        nvim.lua("return require('pi-ide.selection').compute().text"),
+        json!("beta")
+    );
     // Moving away demotes it to the cursor.
     type_keys(&nvim, "j");
     nvim.lua("require('pi-ide.selection').flush()");
@@ -146,16 +168,24 @@ fn a_visual_delete_does_not_send_the_deleted_selection() {
     });
     edit_file(&nvim, "d.txt", &["alpha beta", "gamma"]);
     let mut p = nvim.peer();
-    while p.wait_notification("selection_changed", std::time::Duration::from_millis(200)).is_ok() {}
+    while p
+        .wait_notification("selection_changed", std::time::Duration::from_millis(200))
+        .is_ok()
+    {}
     type_keys(&nvim, "wved");
     // Whatever arrives must not claim the deleted word is selected.
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(600);
     while std::time::Instant::now() < deadline {
-        if let Ok(n) = p.wait_notification("selection_changed", std::time::Duration::from_millis(100)) {
+        if let Ok(n) =
+            p.wait_notification("selection_changed", std::time::Duration::from_millis(100))
+        {
             assert_eq!(n["params"]["selection"]["isEmpty"], true, "{n}");
         }
     }
-    assert_eq!(nvim.lua("return require('pi-ide.selection').compute().selection.isEmpty"), json!(true));
+    assert_eq!(
+        nvim.lua("return require('pi-ide.selection').compute().selection.isEmpty"),
+        json!(true)
+    );
 }
 
 #[test]
@@ -194,7 +224,10 @@ fn moves_are_debounced_and_unchanged_states_are_not_resent() {
     let nvim = Nvim::start();
     edit_file(&nvim, "m.txt", &["a", "b", "c", "d"]);
     let mut p = nvim.peer();
-    while p.wait_notification("selection_changed", std::time::Duration::from_millis(300)).is_ok() {}
+    while p
+        .wait_notification("selection_changed", std::time::Duration::from_millis(300))
+        .is_ok()
+    {}
     // Ten quick moves: one notification, for where the cursor ended.
     type_keys(&nvim, "jjjkkkjjkj");
     let s = next_selection(&mut p);
@@ -259,5 +292,8 @@ fn a_huge_selection_is_capped() {
         }
     };
     assert_eq!(s["text"].as_str().unwrap().lines().count(), 10);
-    assert_eq!(s["selection"]["end"]["line"], 4999, "the range is the real one");
+    assert_eq!(
+        s["selection"]["end"]["line"], 4999,
+        "the range is the real one"
+    );
 }

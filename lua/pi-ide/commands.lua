@@ -46,6 +46,17 @@ function M.status_lines()
   return lines
 end
 
+-- :PiIde accept / reject act on the review the user is in.
+local function in_review(action)
+  local diff = require("pi-ide.diff")
+  local r = diff.current()
+  if r then
+    diff[action](r)
+  else
+    vim.notify(("pi-ide.nvim: not in a review (open reviews: %d)"):format(#diff.list()), vim.log.levels.WARN)
+  end
+end
+
 M.subcommands = {
   start = function()
     local server = require("pi-ide.server")
@@ -68,22 +79,10 @@ M.subcommands = {
     M.subcommands.start()
   end,
   accept = function()
-    local diff = require("pi-ide.diff")
-    local r = diff.current()
-    if r then
-      diff.accept(r)
-    else
-      vim.notify("pi-ide.nvim: not in a review (open reviews: " .. #diff.list() .. ")", vim.log.levels.WARN)
-    end
+    in_review("accept")
   end,
   reject = function()
-    local diff = require("pi-ide.diff")
-    local r = diff.current()
-    if r then
-      diff.reject(r)
-    else
-      vim.notify("pi-ide.nvim: not in a review (open reviews: " .. #diff.list() .. ")", vim.log.levels.WARN)
-    end
+    in_review("reject")
   end,
   send = function(opts)
     require("pi-ide.mention").send_command(opts)

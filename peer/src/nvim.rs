@@ -48,6 +48,7 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
+#[derive(Default)]
 pub struct Options {
     /// Lua run with `--cmd` before plugins load (e.g. `vim.g.x = 1`).
     pub before: Option<String>,
@@ -56,18 +57,6 @@ pub struct Options {
     pub lock_dir: Option<PathBuf>,
     pub cwd: Option<PathBuf>,
     pub env: Vec<(String, String)>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            before: None,
-            after: None,
-            lock_dir: None,
-            cwd: None,
-            env: Vec::new(),
-        }
-    }
 }
 
 pub struct Nvim {

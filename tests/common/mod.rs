@@ -1,11 +1,11 @@
 //! Helpers shared by the integration tests: a real Neovim (pi_ide_peer::Nvim) and a real
 //! WebSocket peer (pi_ide_peer::Peer).
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::time::Duration;
 
 pub use pi_ide_peer::peer::{texts, Received};
-pub use pi_ide_peer::{lock, LockFile, Nvim, Peer};
+pub use pi_ide_peer::{lock, Nvim, Peer};
 pub use serde_json::{json, Value};
 
 pub const SECOND: Duration = Duration::from_secs(1);
@@ -42,18 +42,24 @@ pub fn edit_file(nvim: &Nvim, name: &str, lines: &[&str]) -> String {
         std::fs::create_dir_all(dir).unwrap();
     }
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-    nvim.lua_with("vim.cmd.edit(vim.fn.fnameescape(...))", vec![path.to_string_lossy().to_string().into()]);
+    nvim.lua_with(
+        "vim.cmd.edit(vim.fn.fnameescape(...))",
+        vec![path.to_string_lossy().to_string().into()],
+    );
     path.to_string_lossy().to_string()
 }
 
 /// Waits for the next selection_changed and returns its params.
 pub fn next_selection(peer: &mut Peer) -> Value {
-    peer.wait_notification("selection_changed", 5 * SECOND).expect("selection_changed")["params"].clone()
+    peer.wait_notification("selection_changed", 5 * SECOND)
+        .expect("selection_changed")["params"]
+        .clone()
 }
 
 /// Asserts that no selection_changed arrives within `ms`.
 pub fn no_selection_within(peer: &mut Peer, ms: u64) {
-    if let Ok(v) = peer.wait_notification("selection_changed", std::time::Duration::from_millis(ms)) {
+    if let Ok(v) = peer.wait_notification("selection_changed", std::time::Duration::from_millis(ms))
+    {
         panic!("unexpected selection_changed: {v}");
     }
 }

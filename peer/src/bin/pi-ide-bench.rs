@@ -142,11 +142,19 @@ fn startup(runs: usize) -> (f64, f64, f64) {
 /// Also the cost of the one state computation that follows a burst of moves.
 fn cursor_moved_cost(nvim: &Nvim, n: usize) -> (f64, f64, f64) {
     let _p = nvim.peer();
-    nvim.wait_for("#require('pi-ide').status().clients == 1", Duration::from_secs(5));
-    let lines: Vec<String> = (0..200).map(|i| format!("    let value_{i} = compute(\"héllo\", {i}); // wörld")).collect();
+    nvim.wait_for(
+        "#require('pi-ide').status().clients == 1",
+        Duration::from_secs(5),
+    );
+    let lines: Vec<String> = (0..200)
+        .map(|i| format!("    let value_{i} = compute(\"héllo\", {i}); // wörld"))
+        .collect();
     let path = nvim.cwd.join("bench.rs");
     std::fs::write(&path, lines.join("\n")).unwrap();
-    nvim.lua_with("vim.cmd.edit(...)", vec![path.to_string_lossy().to_string().into()]);
+    nvim.lua_with(
+        "vim.cmd.edit(...)",
+        vec![path.to_string_lossy().to_string().into()],
+    );
     let v = nvim.lua_with(
         r#"
         local n = ...
@@ -172,12 +180,19 @@ fn cursor_moved_cost(nvim: &Nvim, n: usize) -> (f64, f64, f64) {
         "#,
         vec![(n as u64).into()],
     );
-    (v[0].as_f64().unwrap(), v[1].as_f64().unwrap(), v[2].as_f64().unwrap())
+    (
+        v[0].as_f64().unwrap(),
+        v[1].as_f64().unwrap(),
+        v[2].as_f64().unwrap(),
+    )
 }
 
 /// CLOCK_MONOTONIC in ns: the clock of Neovim's vim.uv.hrtime(), so both sides can be compared.
 fn monotonic_ns() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes the timespec we pass.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
@@ -186,7 +201,10 @@ fn monotonic_ns() -> f64 {
 /// Cursor move (timed inside Neovim) -> selection_changed read by a client, minus the debounce.
 fn selection_latency(nvim: &Nvim, n: usize) -> (f64, f64) {
     let mut p = nvim.peer();
-    while p.wait_notification("selection_changed", Duration::from_millis(300)).is_ok() {}
+    while p
+        .wait_notification("selection_changed", Duration::from_millis(300))
+        .is_ok()
+    {}
     let debounce = 100.0;
     let mut ms = Vec::new();
     for i in 0..n {
@@ -194,7 +212,8 @@ fn selection_latency(nvim: &Nvim, n: usize) -> (f64, f64) {
             "vim.api.nvim_win_set_cursor(0, {...}) local t = vim.uv.hrtime() vim.api.nvim_exec_autocmds('CursorMoved', {}) return t",
             vec![((i % 150 + 20) as u64).into(), ((i % 7) as u64).into()],
         );
-        p.wait_notification("selection_changed", Duration::from_secs(5)).unwrap();
+        p.wait_notification("selection_changed", Duration::from_secs(5))
+            .unwrap();
         let got = monotonic_ns();
         ms.push((got - moved_at.as_f64().unwrap()) / 1e6 - debounce);
     }
@@ -204,7 +223,9 @@ fn selection_latency(nvim: &Nvim, n: usize) -> (f64, f64) {
 
 /// Files for the review benchmark: `lines` lines, and a proposal with `hunks` lines changed.
 fn diff_files(dir: &Path, name: &str, lines: usize, hunks: usize) -> (String, String) {
-    let old: Vec<String> = (0..lines).map(|i| format!("    let value_{i:06} = compute_something(input, {i}); // a comment")).collect();
+    let old: Vec<String> = (0..lines)
+        .map(|i| format!("    let value_{i:06} = compute_something(input, {i}); // a comment"))
+        .collect();
     let mut new = old.clone();
     let step = (lines / hunks.max(1)).max(1);
     for h in 0..hunks {
@@ -249,7 +270,10 @@ fn review(nvim: &Nvim, path: &str, contents: &str, runs: usize) -> (f64, f64, f6
         stall = stall.max(v[1].as_f64().unwrap() / 1e6 - 2.0);
         nvim.command("PiIde reject").unwrap();
         p.wait_response(&json!(i)).unwrap();
-        nvim.wait_for("#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 1", Duration::from_secs(10));
+        nvim.wait_for(
+            "#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 1",
+            Duration::from_secs(10),
+        );
     }
     let proposal = Path::new(path).with_extension("proposal");
     std::fs::write(&proposal, contents).unwrap();
@@ -303,11 +327,20 @@ fn main() {
     let (small_path, small_new) = diff_files(&nvim.cwd, "small.rs", 16, 2);
     let (big_path, big_new) = diff_files(&nvim.cwd, "big.rs", 5 * 1024 * 1024 / 66, 50);
     let big_mib = std::fs::metadata(&big_path).unwrap().len() as f64 / 1048576.0;
-    let (small_shown, small_floor, _, small_stall) = review(&nvim, &small_path, &small_new, if quick { 5 } else { 20 });
-    let (big_shown, big_floor, big_floor_str, big_stall) = review(&nvim, &big_path, &big_new, if quick { 1 } else { 5 });
+    let (small_shown, small_floor, _, small_stall) =
+        review(&nvim, &small_path, &small_new, if quick { 5 } else { 20 });
+    let (big_shown, big_floor, big_floor_str, big_stall) =
+        review(&nvim, &big_path, &big_new, if quick { 1 } else { 5 });
     drop(nvim);
     let nvim = Nvim::start();
-    nvim.lua_with("vim.cmd.edit(...)", vec![plugin_root().join("src/bridge.rs").to_string_lossy().to_string().into()]);
+    nvim.lua_with(
+        "vim.cmd.edit(...)",
+        vec![plugin_root()
+            .join("src/bridge.rs")
+            .to_string_lossy()
+            .to_string()
+            .into()],
+    );
     let sel_n = if quick { 20 } else { 100 };
     let (sel50, sel99) = selection_latency(&nvim, sel_n);
     drop(nvim);
