@@ -49,6 +49,9 @@ pub enum Event {
     },
     /// The cursor has been still for the debounce time: Lua should send the current state.
     SelectionDue,
+    /// The answer to a request Lua sent to an agent (see requests.rs): a result, an error
+    /// from the agent, or ours (timed out, agent gone).
+    Response { req: u64, outcome: Result<Value, RpcError> },
     /// The numbers of an openDiff (parked as `req`), computed after it was handed to Lua.
     DiffStats {
         req: u64,
@@ -67,6 +70,8 @@ pub struct Client {
     pub outbound: mpsc::UnboundedSender<Outbound>,
     /// Sent `initialize`: it gets notifications from now on.
     pub initialized: bool,
+    /// Order of initialization: requests go to the client that initialized last.
+    pub initialized_seq: u64,
     pub name: Option<String>,
     pub version: Option<String>,
     pub connected_at: SystemTime,
@@ -97,6 +102,10 @@ pub struct Shared {
     pub selection: Selection,
     /// How many clients are initialized (read on every cursor move, so an atomic).
     initialized: AtomicUsize,
+    /// Requests Lua sent to agents, waiting for their answers (see requests.rs).
+    pub outgoing: Mutex<HashMap<u64, crate::requests::Outgoing>>,
+    /// The server's runtime, for timers started from the main thread.
+    pub runtime: std::sync::OnceLock<tokio::runtime::Handle>,
 }
 
 /// What the user configured that the shared state needs.
@@ -135,6 +144,8 @@ impl Shared {
             fallback_after: settings.fallback_after,
             selection: Selection::new(settings.selection_debounce),
             initialized: AtomicUsize::new(0),
+            outgoing: Mutex::new(HashMap::new()),
+            runtime: std::sync::OnceLock::new(),
         }
     }
 
@@ -145,6 +156,7 @@ impl Shared {
                 c.initialized = true;
                 self.initialized.fetch_add(1, Ordering::AcqRel);
             }
+            c.initialized_seq = self.next_id.fetch_add(1, Ordering::Relaxed);
             c.name = name;
             c.version = version;
         }
@@ -191,6 +203,15 @@ impl Shared {
     /// Queues an event for Lua, waiting for room. Returns false once the editor has stopped.
     pub async fn push(&self, event: Event) -> bool {
         if self.events.send(event).await.is_err() {
+            return false;
+        }
+        self.waker.wake();
+        true
+    }
+
+    /// Queues an event if there is room, without waiting. False when full or stopped.
+    pub fn try_push(&self, event: Event) -> bool {
+        if self.events.try_send(event).is_err() {
             return false;
         }
         self.waker.wake();
@@ -366,6 +387,7 @@ impl Shared {
         let entry = Client {
             outbound: tx,
             initialized: false,
+            initialized_seq: 0,
             name: None,
             version: None,
             connected_at: SystemTime::now(),

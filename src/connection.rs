@@ -107,11 +107,15 @@ pub async fn serve(
         error!("client {client}: connection task panicked; dropping the connection");
     }
     let abandoned = shared.forget_client(client);
+    let lost = shared.fail_requests_of(client);
     info!(
         "client {client} disconnected ({} parked calls abandoned)",
         abandoned.len()
     );
     if !shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+        for event in lost {
+            shared.push(event).await;
+        }
         shared
             .push(Event::ClientDisconnected { client, abandoned })
             .await;
@@ -262,8 +266,10 @@ async fn handle_text(
             }
             vec![]
         }
-        Incoming::Response { id, .. } => {
-            debug!("client {client}: response to unknown request {}", id.raw());
+        Incoming::Response { id, outcome } => {
+            if let Some(event) = shared.answer(client, &id, outcome) {
+                shared.push(event).await;
+            }
             vec![]
         }
         Incoming::Invalid { id, error } => {

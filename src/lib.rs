@@ -11,6 +11,7 @@ pub mod jsonrpc;
 pub mod lockfile;
 pub mod log;
 pub mod mcp;
+pub mod requests;
 pub mod selection;
 pub mod server;
 pub mod tools;

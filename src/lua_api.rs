@@ -130,6 +130,19 @@ fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
         Event::SelectionDue => {
             t.set("kind", "selection_due")?;
         }
+        Event::Response { req, outcome } => {
+            t.set("kind", "response")?;
+            t.set("req", req)?;
+            match outcome {
+                Ok(v) => t.set("result", lua.to_value(&v)?)?,
+                Err(e) => {
+                    let et = lua.create_table()?;
+                    et.set("code", e.code)?;
+                    et.set("message", e.message)?;
+                    t.set("error", et)?;
+                }
+            }
+        }
         Event::DiffStats { req, stats } => {
             t.set("kind", "diff_stats")?;
             t.set("req", req)?;
@@ -188,6 +201,21 @@ fn selection_last(lua: &Lua, (): ()) -> LuaResult<Value> {
     }
 }
 
+/// Sends a request to the agent that initialized last. Returns its number, or nil and why not.
+fn request(lua: &Lua, (method, params, timeout_ms): (String, Value, Option<u64>)) -> LuaResult<(Option<u64>, Option<String>)> {
+    let params: serde_json::Value = lua.from_value(params).map_err(|e| err(format!("pi-ide: bad params: {e}")))?;
+    let shared = with_server(|s| s.shared.clone());
+    let Some(shared) = shared else { return Ok((None, Some("the server is not running".into()))) };
+    match shared.request(&method, &params, timeout_ms.map(Duration::from_millis)) {
+        Ok(req) => Ok((Some(req), None)),
+        Err(e) => Ok((None, Some(e))),
+    }
+}
+
+fn cancel(_: &Lua, req: u64) -> LuaResult<bool> {
+    Ok(with_server(|s| s.shared.cancel(req)).unwrap_or(false))
+}
+
 /// Sends a notification to every initialized client; returns how many got it.
 fn notify_clients(lua: &Lua, (method, params): (String, Value)) -> LuaResult<usize> {
     let params: serde_json::Value = lua
@@ -215,6 +243,8 @@ fn status(lua: &Lua, (): ()) -> LuaResult<Table> {
     t.set("workspace_folders", info.workspace_folders)?;
     t.set("parked", s.shared.parked_count())?;
     t.set("wakes", s.shared.waker.wakes_sent())?;
+    t.set("requests_in_flight", s.shared.outgoing_count())?;
+    t.set("request_target", s.shared.request_target())?;
     let clients = lua.create_table()?;
     let parked = s.shared.parked.lock();
     let mut list: Vec<_> = s
@@ -306,6 +336,8 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         selection_set => selection_set,
         selection_last => selection_last,
         notify_clients => notify_clients,
+        request => request,
+        cancel => cancel,
         log_configure => log_configure,
         log => log_write,
     );

@@ -229,6 +229,7 @@ async fn accept_loop(
         }
     };
     let config = Arc::new(config);
+    let _ = shared.runtime.set(tokio::runtime::Handle::current());
     let mut tasks = JoinSet::new();
     loop {
         tokio::select! {

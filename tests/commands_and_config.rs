@@ -43,7 +43,7 @@ fn status_shows_port_lockfile_clients_and_parked() {
 fn subcommands_complete_and_unknown_ones_are_named() {
     let nvim = Nvim::start();
     let c = nvim.lua("return vim.fn.getcompletion('PiIde st', 'cmdline')");
-    assert_eq!(c, json!(["start", "status", "stop"]));
+    assert_eq!(c, json!(["start", "stats", "status", "stop"]));
     let c = nvim.lua("return vim.fn.getcompletion('PiIde ', 'cmdline')");
     assert!(c.as_array().unwrap().len() >= 4);
     nvim.record_notify();

@@ -37,6 +37,16 @@ function M.status_lines()
     )
   end
   table.insert(lines, ("  parked requests: %d"):format(st.parked))
+  local target
+  for _, c in ipairs(st.clients) do
+    if c.id == st.request_target then
+      target = ("#%d %s"):format(c.id, c.name or "")
+    end
+  end
+  table.insert(
+    lines,
+    ("  suggestions from: %s (the client that initialized last), %d in flight"):format(target or "no client", st.requests_in_flight)
+  )
   local open = require("pi-ide.diff").list()
   table.insert(lines, ("  open reviews: %d"):format(#open))
   for _, r in ipairs(open) do
@@ -84,6 +94,38 @@ M.subcommands = {
   reject = function()
     in_review("reject")
   end,
+  suggest = function()
+    require("pi-ide.suggest").trigger(true)
+  end,
+  toggle = function(opts)
+    require("pi-ide.suggest").toggle(opts.fargs[2])
+  end,
+  model = function()
+    require("pi-ide.models").pick()
+  end,
+  stats = function()
+    local s = require("pi-ide.suggest").stats()
+    local function ms(part)
+      local v = s[part]
+      return v.n > 0 and ("p50 %.0f ms, p95 %.0f ms"):format(v.p50, v.p95) or "no samples yet"
+    end
+    local lines = {
+      ("pi-ide.nvim suggestions: %d requested, %d cancelled, %d shown, %d accepted%s, %d errors"):format(
+        s.requests,
+        s.cancelled,
+        s.shown,
+        s.accepted,
+        s.accept_rate and (" (%.0f%%)"):format(s.accept_rate * 100) or "",
+        s.errors
+      ),
+      "  keystroke -> ghost text: " .. ms("total"),
+      "    debounce: " .. ms("debounce"),
+      "    agent:    " .. ms("agent"),
+      "    render:   " .. ms("render"),
+      "  model: " .. (require("pi-ide.suggest").model() or "the agent's default"),
+    }
+    vim.api.nvim_echo({ { table.concat(lines, "\n") } }, false, {})
+  end,
   send = function(opts)
     require("pi-ide.mention").send_command(opts)
   end,
@@ -115,10 +157,15 @@ function M.run(opts)
 end
 
 function M.complete(arglead, cmdline)
-  -- After "add", complete file names; other subcommands take no arguments.
+  -- After "add", complete file names; after "toggle", "buffer"; others take no arguments.
   local sub = cmdline:match("^%A*%a+%s+(%S+)%s")
-  if sub == "add" and not cmdline:match("^%A*%a+%s+%S+%s+%S+%s") then
+  local second = cmdline:match("^%A*%a+%s+%S+%s+%S+%s")
+  if sub == "add" and not second then
     return vim.fn.getcompletion(arglead, "file")
+  elseif sub == "toggle" and not second then
+    return vim.tbl_filter(function(w)
+      return w:sub(1, #arglead) == arglead
+    end, { "buffer" })
   elseif sub then
     return {}
   end

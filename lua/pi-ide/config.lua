@@ -33,6 +33,34 @@ M.defaults = {
     -- Buffer-local keys in both panes of a review; false turns one off.
     keys = { accept = "<leader>pa", reject = "<leader>pr" },
   },
+  -- Inline completions from the agent, shown as ghost text in Insert mode.
+  suggestion = {
+    -- Ask while typing (after debounce_ms without a keystroke); :PiIde toggle flips it.
+    auto_trigger = true,
+    debounce_ms = 75,
+    -- An unanswered request ends quietly after this long.
+    timeout_ms = 10000,
+    -- How many alternatives to ask for (1 to 3).
+    count = 3,
+    -- "provider/id" to ask the agent to use; :PiIde model picks one.
+    model = nil,
+    -- Per filetype on/off; "*" for the rest.
+    filetypes = { ["*"] = true, gitcommit = false, gitrebase = false, help = false },
+    -- Larger buffers get no suggestions.
+    max_file_bytes = 2 * 1024 * 1024,
+    context = { before_lines = 20, after_lines = 10, outline_max_bytes = 4000, scope_max_bytes = 4000 },
+    -- Insert-mode keys; false turns one off. Accept, word, line and dismiss act only while a
+    -- suggestion is shown; otherwise the key does what it did before.
+    keys = {
+      accept = "<Tab>",
+      accept_word = "<M-Right>",
+      accept_line = "<M-C-Right>",
+      next = "<M-]>",
+      prev = "<M-[>",
+      dismiss = "<C-]>",
+      trigger = "<M-\\>",
+    },
+  },
 }
 
 local log_levels = { "off", "error", "warn", "info", "debug", "trace" }
@@ -60,8 +88,63 @@ local function key_or_false(v)
   end
 end
 
+local function ms(min)
+  return whole_number(min, "milliseconds")
+end
+
+local key = { { "string", "boolean" }, key_or_false }
+
 -- key -> { types accepted, optional extra check returning an error text, fields = nested schema }
 local schema = {
+  suggestion = {
+    { "table" },
+    fields = {
+      auto_trigger = { { "boolean" } },
+      debounce_ms = { { "number" }, ms(0) },
+      timeout_ms = { { "number" }, ms(1) },
+      count = {
+        { "number" },
+        function(v)
+          if v < 1 or v > 3 or v ~= math.floor(v) then
+            return "must be 1, 2 or 3"
+          end
+        end,
+      },
+      model = { { "nil", "string" } },
+      filetypes = {
+        { "table" },
+        function(v)
+          for ft, on in pairs(v) do
+            if type(ft) ~= "string" or type(on) ~= "boolean" then
+              return "must map filetype names (or \"*\") to true or false"
+            end
+          end
+        end,
+      },
+      max_file_bytes = { { "number" }, whole_number(0, "bytes") },
+      context = {
+        { "table" },
+        fields = {
+          before_lines = { { "number" }, whole_number(0, "lines") },
+          after_lines = { { "number" }, whole_number(0, "lines") },
+          outline_max_bytes = { { "number" }, whole_number(0, "bytes") },
+          scope_max_bytes = { { "number" }, whole_number(0, "bytes") },
+        },
+      },
+      keys = {
+        { "table" },
+        fields = {
+          accept = key,
+          accept_word = key,
+          accept_line = key,
+          next = key,
+          prev = key,
+          dismiss = key,
+          trigger = key,
+        },
+      },
+    },
+  },
   diff = {
     { "table" },
     fields = {
@@ -139,6 +222,9 @@ local function check_fields(prefix, opts, fields, merged, errors)
         table.insert(errors, ("option '%s' %s"):format(name, msg))
       elseif rule.fields then
         check_fields(name .. ".", value, rule.fields, merged[key], errors)
+      elseif type(value) == "table" then
+        -- A table option without fields (filetypes) is merged key by key.
+        merged[key] = vim.tbl_extend("force", merged[key] or {}, value)
       else
         merged[key] = value
       end

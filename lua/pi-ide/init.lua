@@ -10,6 +10,7 @@ function M.setup(opts)
   local server = require("pi-ide.server")
   if server.running() then
     require("pi-ide.log").set_level(config.values.log_level)
+    require("pi-ide.suggest.keys").apply()
   end
 end
 

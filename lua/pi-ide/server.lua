@@ -63,6 +63,8 @@ local function process()
         require("pi-ide.tools").dispatch(native, ev)
       elseif ev.kind == "selection_due" then
         require("pi-ide.selection").flush()
+      elseif ev.kind == "response" then
+        require("pi-ide.requests").resolve(ev)
       elseif ev.kind == "diff_stats" then
         require("pi-ide.diff").set_stats(ev.req, ev.stats)
       else
@@ -150,6 +152,7 @@ function M.start()
     callback = schedule_folders,
   })
   require("pi-ide.selection").attach(native)
+  require("pi-ide.suggest").attach()
   user_event("PiIdeStarted", { port = info.port, lockfile = info.lockfile })
   return true
 end
@@ -169,6 +172,7 @@ function M.stop()
     log.error("rejecting open reviews failed: %s", tostring(reject_err))
   end
   require("pi-ide.selection").detach()
+  require("pi-ide.suggest").detach()
   local ok, err = pcall(native.stop)
   if not ok then
     log.error("stop failed: %s", tostring(err))
@@ -177,6 +181,7 @@ function M.stop()
   if state.async and not state.async:is_closing() then
     state.async:close()
   end
+  require("pi-ide.requests").reset()
   local info = state.info
   state.async, state.info, state.clients = nil, nil, {}
   pcall(vim.api.nvim_del_augroup_by_id, state.augroup)

@@ -320,3 +320,38 @@ impl Peer {
         }
     }
 }
+
+impl Peer {
+    /// Waits for a request from the editor (a frame with both `method` and `id`), e.g.
+    /// getSuggestions; other frames go to the inbox.
+    pub fn wait_request(&mut self, method: &str, timeout: Duration) -> Result<Value, String> {
+        let is_it = |v: &Value| v["method"] == method && v.get("id").is_some();
+        if let Some(pos) = self.inbox.iter().position(is_it) {
+            return Ok(self.inbox.remove(pos).unwrap());
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!("no {method} request within {timeout:?}"));
+            }
+            self.set_timeout(left);
+            let got = self.recv();
+            self.set_timeout(Duration::from_secs(10));
+            match got? {
+                Received::Json(v) if is_it(&v) => return Ok(v),
+                Received::Json(v) => self.inbox.push_back(v),
+                other => return Err(format!("connection ended while waiting for {method}: {other:?}")),
+            }
+        }
+    }
+
+    /// Answers a request from the editor.
+    pub fn respond(&mut self, id: &Value, result: Value) -> Result<(), String> {
+        self.send_json(&json!({"jsonrpc": "2.0", "id": id, "result": result}))
+    }
+
+    pub fn respond_error(&mut self, id: &Value, code: i64, message: &str) -> Result<(), String> {
+        self.send_json(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+    }
+}

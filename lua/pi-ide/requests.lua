@@ -1,0 +1,53 @@
+-- Requests to the agent (getSuggestions, listSuggestionModels) and their answers. The core
+-- sends them to the client that initialized last, matches answers by id and drops late ones.
+local log = require("pi-ide.log")
+
+local M = {}
+
+local waiting = {} -- req -> callback(result, err)
+
+--- Sends a request; `callback(result, err)` runs once with the answer, or with an error
+--- ({ code, message }) for an agent error, a timeout or a disconnect. Returns the request's
+--- number, or nil and why it could not be sent (e.g. no agent connected).
+function M.send(method, params, timeout_ms, callback)
+  local native = require("pi-ide.native").get()
+  if not native or not require("pi-ide.server").running() then
+    return nil, "the server is not running"
+  end
+  local req, err = native.request(method, params, timeout_ms)
+  if not req then
+    return nil, err
+  end
+  waiting[req] = callback
+  return req
+end
+
+--- Cancels: the agent is told (request_cancelled) and the callback never runs.
+function M.cancel(req)
+  if req and waiting[req] then
+    waiting[req] = nil
+    local native = require("pi-ide.native").get()
+    if native then
+      native.cancel(req)
+    end
+  end
+end
+
+--- A `response` event from the core.
+function M.resolve(ev)
+  local callback = waiting[ev.req]
+  waiting[ev.req] = nil
+  if callback then
+    local ok, err = xpcall(callback, debug.traceback, ev.result, ev.error)
+    if not ok then
+      log.error("answer handler failed: %s", tostring(err))
+    end
+  end
+end
+
+--- The server stopped: nothing will be answered any more.
+function M.reset()
+  waiting = {}
+end
+
+return M

@@ -1,0 +1,64 @@
+-- Insert-mode keys for suggestions. Every action is a <Plug> map; the defaults map keys to them
+-- only while a suggestion is shown. Otherwise a key does exactly what it did before: the
+-- mapping it had when pi-ide.nvim mapped it, or its own built-in meaning.
+local M = {}
+
+-- <Plug> name for each configurable action.
+M.plugs = {
+  accept = "<Plug>(PiIdeAccept)",
+  accept_word = "<Plug>(PiIdeAcceptWord)",
+  accept_line = "<Plug>(PiIdeAcceptLine)",
+  next = "<Plug>(PiIdeNext)",
+  prev = "<Plug>(PiIdePrev)",
+  dismiss = "<Plug>(PiIdeDismiss)",
+  trigger = "<Plug>(PiIdeSuggest)",
+}
+
+-- Actions that only mean something while a suggestion is shown; the rest always act.
+local only_when_shown = { accept = true, accept_word = true, accept_line = true, dismiss = true }
+
+local mapped = {} -- lhs -> true, what we mapped (to undo on re-apply)
+local fallbacks = {} -- lhs -> <Plug> doing what lhs did before we first mapped it
+
+-- A <Plug> that does what `lhs` did before we mapped it (captured once, the first time).
+local function fallback_plug(lhs)
+  if fallbacks[lhs] then
+    return fallbacks[lhs]
+  end
+  local plug = ("<Plug>(PiIdeFallback%d)"):format(vim.tbl_count(fallbacks) + 1)
+  fallbacks[lhs] = plug
+  local old = vim.fn.maparg(lhs, "i", false, true)
+  if old and old.lhs and old.buffer == 0 and not (old.desc or ""):find("^pi%-ide") then
+    local rhs = old.callback or old.rhs
+    vim.keymap.set("i", plug, rhs, { expr = old.expr == 1, remap = old.noremap == 0, silent = old.silent == 1, replace_keycodes = old.expr == 1 and old.replace_keycodes == 1 or nil })
+  else
+    -- No mapping before: the key itself, not remapped (so it cannot loop back to us).
+    vim.keymap.set("i", plug, lhs, { noremap = true })
+  end
+  return plug
+end
+
+--- (Re)maps the configured keys.
+function M.apply()
+  for lhs in pairs(mapped) do
+    pcall(vim.keymap.del, "i", lhs)
+  end
+  mapped = {}
+  local keys = require("pi-ide.config").values.suggestion.keys
+  for action, plug in pairs(M.plugs) do
+    local lhs = keys[action]
+    if lhs then
+      if only_when_shown[action] then
+        local fallback = fallback_plug(lhs)
+        vim.keymap.set("i", lhs, function()
+          return require("pi-ide.suggest").visible() and plug or fallback
+        end, { expr = true, remap = true, desc = "pi-ide: " .. action:gsub("_", " ") .. " (when a suggestion is shown)" })
+      else
+        vim.keymap.set("i", lhs, plug, { remap = true, desc = "pi-ide: " .. action:gsub("_", " ") })
+      end
+      mapped[lhs] = true
+    end
+  end
+end
+
+return M
