@@ -51,7 +51,10 @@ pub enum Event {
     SelectionDue,
     /// The answer to a request Lua sent to an agent (see requests.rs): a result, an error
     /// from the agent, or ours (timed out, agent gone).
-    Response { req: u64, outcome: Result<Value, RpcError> },
+    Response {
+        req: u64,
+        outcome: Result<Value, RpcError>,
+    },
     /// The numbers of an openDiff (parked as `req`), computed after it was handed to Lua.
     DiffStats {
         req: u64,

@@ -202,10 +202,17 @@ fn selection_last(lua: &Lua, (): ()) -> LuaResult<Value> {
 }
 
 /// Sends a request to the agent that initialized last. Returns its number, or nil and why not.
-fn request(lua: &Lua, (method, params, timeout_ms): (String, Value, Option<u64>)) -> LuaResult<(Option<u64>, Option<String>)> {
-    let params: serde_json::Value = lua.from_value(params).map_err(|e| err(format!("pi-ide: bad params: {e}")))?;
+fn request(
+    lua: &Lua,
+    (method, params, timeout_ms): (String, Value, Option<u64>),
+) -> LuaResult<(Option<u64>, Option<String>)> {
+    let params: serde_json::Value = lua
+        .from_value(params)
+        .map_err(|e| err(format!("pi-ide: bad params: {e}")))?;
     let shared = with_server(|s| s.shared.clone());
-    let Some(shared) = shared else { return Ok((None, Some("the server is not running".into()))) };
+    let Some(shared) = shared else {
+        return Ok((None, Some("the server is not running".into())));
+    };
     match shared.request(&method, &params, timeout_ms.map(Duration::from_millis)) {
         Ok(req) => Ok((Some(req), None)),
         Err(e) => Ok((None, Some(e))),

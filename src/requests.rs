@@ -31,10 +31,21 @@ impl Shared {
     }
 
     /// Sends a request; its answer comes back as [`Event::Response`] with the returned number.
-    pub fn request(self: &Arc<Self>, method: &str, params: &Value, timeout: Option<Duration>) -> Result<u64, String> {
+    pub fn request(
+        self: &Arc<Self>,
+        method: &str,
+        params: &Value,
+        timeout: Option<Duration>,
+    ) -> Result<u64, String> {
         let client = self.request_target().ok_or("no agent is connected")?;
         let req = self.next_id();
-        self.outgoing.lock().insert(req, Outgoing { client, method: method.to_owned() });
+        self.outgoing.lock().insert(
+            req,
+            Outgoing {
+                client,
+                method: method.to_owned(),
+            },
+        );
         let frame = jsonrpc::request_frame(&Id::from_u64(req), method, params);
         if !self.send_to(client, frame) {
             self.outgoing.lock().remove(&req);
@@ -53,7 +64,9 @@ impl Shared {
     /// Cancels a request: the agent is told (`request_cancelled`), and its answer, if one still
     /// comes, is dropped. False when it was already answered.
     pub fn cancel(&self, req: u64) -> bool {
-        let Some(o) = self.outgoing.lock().remove(&req) else { return false };
+        let Some(o) = self.outgoing.lock().remove(&req) else {
+            return false;
+        };
         let frame = jsonrpc::notification_frame("request_cancelled", &json!({ "id": req }));
         self.send_to(o.client, frame);
         true
@@ -62,7 +75,10 @@ impl Shared {
     fn time_out(&self, req: u64, after: Duration) {
         if self.cancel(req) {
             debug!("request {req} timed out after {after:?}");
-            let outcome = Err(RpcError::new(TIMED_OUT, format!("no answer within {} ms", after.as_millis())));
+            let outcome = Err(RpcError::new(
+                TIMED_OUT,
+                format!("no answer within {} ms", after.as_millis()),
+            ));
             self.push_blocking_or_drop(Event::Response { req, outcome });
         }
     }
@@ -87,12 +103,19 @@ impl Shared {
     /// The client left: every request it had is answered with an error for Lua.
     pub fn fail_requests_of(&self, client: u64) -> Vec<Event> {
         let mut outgoing = self.outgoing.lock();
-        let gone: Vec<u64> = outgoing.iter().filter(|(_, o)| o.client == client).map(|(r, _)| *r).collect();
+        let gone: Vec<u64> = outgoing
+            .iter()
+            .filter(|(_, o)| o.client == client)
+            .map(|(r, _)| *r)
+            .collect();
         gone.into_iter()
             .map(|req| {
                 let method = outgoing.remove(&req).map(|o| o.method).unwrap_or_default();
                 warn!("request {req} ({method}) lost: the agent disconnected");
-                Event::Response { req, outcome: Err(RpcError::new(INTERNAL_ERROR, "IDE connection closed")) }
+                Event::Response {
+                    req,
+                    outcome: Err(RpcError::new(INTERNAL_ERROR, "IDE connection closed")),
+                }
             })
             .collect()
     }
@@ -127,26 +150,44 @@ mod tests {
     #[tokio::test]
     async fn requests_go_to_the_latest_client_and_answers_match_by_id() {
         let shared = Arc::new(Shared::default());
-        assert!(shared.request("getSuggestions", &json!({}), None).is_err(), "no client: an error");
+        assert!(
+            shared.request("getSuggestions", &json!({}), None).is_err(),
+            "no client: an error"
+        );
         let mut a = shared.add_client(1);
         let mut b = shared.add_client(2);
         shared.mark_initialized(2, None, None);
         shared.mark_initialized(1, None, None);
-        let req = shared.request("getSuggestions", &json!({"cursorBefore": "x"}), None).unwrap();
+        let req = shared
+            .request("getSuggestions", &json!({"cursorBefore": "x"}), None)
+            .unwrap();
         let f = frame(&mut a);
-        assert!(b.try_recv().is_err(), "went to the client that initialized first");
+        assert!(
+            b.try_recv().is_err(),
+            "went to the client that initialized first"
+        );
         assert_eq!(f["method"], "getSuggestions");
         assert_eq!(f["id"], req);
         // An answer from the wrong client is not taken.
-        assert!(shared.answer(2, &Id::from_u64(req), Ok(json!({}))).is_none());
+        assert!(shared
+            .answer(2, &Id::from_u64(req), Ok(json!({})))
+            .is_none());
         match shared.answer(1, &Id::from_u64(req), Ok(json!({"suggestions": ["a"]}))) {
-            Some(Event::Response { req: r, outcome: Ok(v) }) => {
+            Some(Event::Response {
+                req: r,
+                outcome: Ok(v),
+            }) => {
                 assert_eq!(r, req);
                 assert_eq!(v["suggestions"][0], "a");
             }
             other => panic!("{other:?}"),
         }
-        assert!(shared.answer(1, &Id::from_u64(req), Ok(json!({}))).is_none(), "answered once");
+        assert!(
+            shared
+                .answer(1, &Id::from_u64(req), Ok(json!({})))
+                .is_none(),
+            "answered once"
+        );
     }
 
     #[tokio::test]
@@ -162,21 +203,39 @@ mod tests {
         assert_eq!(n["params"]["id"], req);
         assert!(n.get("id").is_none());
         assert!(!shared.cancel(req), "twice is nothing");
-        assert!(shared.answer(1, &Id::from_u64(req), Err(RpcError::new(-32800, "cancelled"))).is_none());
+        assert!(shared
+            .answer(
+                1,
+                &Id::from_u64(req),
+                Err(RpcError::new(-32800, "cancelled"))
+            )
+            .is_none());
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_request_times_out_quietly() {
         let shared = Arc::new(Shared::default());
-        shared.runtime.set(tokio::runtime::Handle::current()).unwrap();
+        shared
+            .runtime
+            .set(tokio::runtime::Handle::current())
+            .unwrap();
         let mut a = shared.add_client(1);
         shared.mark_initialized(1, None, None);
-        let req = shared.request("getSuggestions", &json!({}), Some(Duration::from_millis(500))).unwrap();
+        let req = shared
+            .request(
+                "getSuggestions",
+                &json!({}),
+                Some(Duration::from_millis(500)),
+            )
+            .unwrap();
         frame(&mut a);
         tokio::time::sleep(Duration::from_millis(600)).await;
         assert_eq!(frame(&mut a)["method"], "request_cancelled");
         match &shared.drain()[..] {
-            [Event::Response { req: r, outcome: Err(e) }] => {
+            [Event::Response {
+                req: r,
+                outcome: Err(e),
+            }] => {
                 assert_eq!(*r, req);
                 assert_eq!(e.code, TIMED_OUT);
             }
@@ -189,9 +248,14 @@ mod tests {
         let shared = Arc::new(Shared::default());
         let _a = shared.add_client(1);
         shared.mark_initialized(1, None, None);
-        let req = shared.request("listSuggestionModels", &json!({}), None).unwrap();
+        let req = shared
+            .request("listSuggestionModels", &json!({}), None)
+            .unwrap();
         match &shared.fail_requests_of(1)[..] {
-            [Event::Response { req: r, outcome: Err(e) }] => {
+            [Event::Response {
+                req: r,
+                outcome: Err(e),
+            }] => {
                 assert_eq!(*r, req);
                 assert!(e.message.contains("closed"));
             }

@@ -96,6 +96,34 @@ fn setup_names_unknown_and_ill_typed_options_and_keeps_the_rest() {
         nvim.lua("return require('pi-ide.config').values.log_level"),
         json!("info")
     );
+    // Nested options are named with their path.
+    nvim.record_notify();
+    nvim.lua("require('pi-ide').setup({ suggestion = { count = 5, keys = { accept = true }, filetypes = { lua = 'yes' } }, diff = { layout = 'float', keyz = {} } })");
+    let notes = nvim.notes().join("\n");
+    assert!(
+        notes.contains("option 'suggestion.count' must be 1, 2 or 3"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("option 'suggestion.keys.accept' must be a key"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("option 'suggestion.filetypes' must map filetype names"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("option 'diff.layout' must be one of tab, vsplit"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("unknown option 'diff.keyz' (did you mean 'keys'?)"),
+        "{notes}"
+    );
+    assert_eq!(
+        nvim.lua("return require('pi-ide.config').values.suggestion.count"),
+        json!(3)
+    );
     nvim.record_notify();
     nvim.lua("require('pi-ide').setup('nope')");
     assert!(nvim.notes().join("").contains("takes a table"));

@@ -35,7 +35,10 @@ fn counter(nvim: &Nvim) -> Option<String> {
 }
 
 fn line(nvim: &Nvim) -> String {
-    nvim.lua("return vim.api.nvim_get_current_line()").as_str().unwrap().to_owned()
+    nvim.lua("return vim.api.nvim_get_current_line()")
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 /// A Neovim with a file open and a connected peer, everything quiet.
@@ -48,11 +51,13 @@ fn setup(opts: Options, name: &str, lines: &[&str]) -> (Nvim, Peer) {
 }
 
 fn suggestions_request(p: &mut Peer) -> Value {
-    p.wait_request("getSuggestions", 5 * SECOND).expect("a getSuggestions request")
+    p.wait_request("getSuggestions", 5 * SECOND)
+        .expect("a getSuggestions request")
 }
 
 fn answer(p: &mut Peer, req: &Value, items: &[&str]) {
-    p.respond(&req["id"], json!({ "suggestions": items })).unwrap();
+    p.respond(&req["id"], json!({ "suggestions": items }))
+        .unwrap();
 }
 
 fn wait_ghost(nvim: &Nvim, want: &str) {
@@ -61,7 +66,11 @@ fn wait_ghost(nvim: &Nvim, want: &str) {
         if ghost(nvim).as_deref() == Some(want) {
             return;
         }
-        assert!(std::time::Instant::now() < deadline, "ghost text is {:?}, wanted {want:?}", ghost(nvim));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ghost text is {:?}, wanted {want:?}",
+            ghost(nvim)
+        );
         std::thread::sleep(MS(10));
     }
 }
@@ -74,15 +83,34 @@ fn no_request_within(p: &mut Peer, ms: u64) {
 
 #[test]
 fn typing_asks_once_after_the_debounce_with_the_context_and_shows_the_answer() {
-    let (nvim, mut p) = setup(Options::default(), "main.rs", &["// top", "fn helper() {}", "", "fn after() {}"]);
+    let (nvim, mut p) = setup(
+        Options::default(),
+        "main.rs",
+        &["// top", "fn helper() {}", "", "fn after() {}"],
+    );
     type_keys(&nvim, "3Ggi");
     type_keys(&nvim, "fn ma");
     let r = suggestions_request(&mut p);
     no_request_within(&mut p, 300); // five keystrokes, one request
     let params = &r["params"];
-    assert!(params["cursorBefore"].as_str().unwrap().ends_with("fn helper() {}\nfn ma"), "{params}");
-    assert!(params["cursorAfter"].as_str().unwrap().starts_with("\nfn after() {}"), "{params}");
-    assert_eq!(params["filePath"], nvim.cwd.join("main.rs").to_string_lossy().as_ref());
+    assert!(
+        params["cursorBefore"]
+            .as_str()
+            .unwrap()
+            .ends_with("fn helper() {}\nfn ma"),
+        "{params}"
+    );
+    assert!(
+        params["cursorAfter"]
+            .as_str()
+            .unwrap()
+            .starts_with("\nfn after() {}"),
+        "{params}"
+    );
+    assert_eq!(
+        params["filePath"],
+        nvim.cwd.join("main.rs").to_string_lossy().as_ref()
+    );
     assert_eq!(params["language"], "rust");
     assert_eq!(params["suggestionCount"], 3);
     answer(&mut p, &r, &["in() {\n    println!(\"hi\");\n}"]);
@@ -93,7 +121,12 @@ fn typing_asks_once_after_the_debounce_with_the_context_and_shows_the_answer() {
 #[test]
 fn manual_trigger_and_toggle() {
     let (nvim, mut p) = setup(
-        Options { after: Some("require('pi-ide').setup({ suggestion = { auto_trigger = false } })".into()), ..Default::default() },
+        Options {
+            after: Some(
+                "require('pi-ide').setup({ suggestion = { auto_trigger = false } })".into(),
+            ),
+            ..Default::default()
+        },
         "m.lua",
         &[""],
     );
@@ -121,7 +154,9 @@ fn a_newer_request_cancels_the_older_whose_late_answer_is_dropped() {
     type_keys(&nvim, "ipri");
     let first = suggestions_request(&mut p);
     type_keys(&nvim, "<BS><BS><BS>ret");
-    let cancel = p.wait_notification("request_cancelled", 5 * SECOND).unwrap();
+    let cancel = p
+        .wait_notification("request_cancelled", 5 * SECOND)
+        .unwrap();
     assert_eq!(cancel["params"]["id"], first["id"]);
     let second = suggestions_request(&mut p);
     answer(&mut p, &first, &["nt('stale')"]);
@@ -139,7 +174,9 @@ fn leaving_insert_mode_or_the_window_cancels() {
         type_keys(&nvim, "x");
         let r = suggestions_request(&mut p);
         type_keys(&nvim, leave);
-        let cancel = p.wait_notification("request_cancelled", 5 * SECOND).unwrap_or_else(|e| panic!("{leave}: {e}"));
+        let cancel = p
+            .wait_notification("request_cancelled", 5 * SECOND)
+            .unwrap_or_else(|e| panic!("{leave}: {e}"));
         assert_eq!(cancel["params"]["id"], r["id"], "{leave}");
         answer(&mut p, &r, &["late"]);
         std::thread::sleep(MS(100));
@@ -161,7 +198,12 @@ fn typeahead_consumes_the_ghost_text_without_new_requests() {
     for (i, ch) in typed.chars().enumerate() {
         type_keys(&nvim, &ch.to_string());
         // Visible after every keystroke, always the rest of the suggestion.
-        assert_eq!(ghost(&nvim).as_deref(), Some(&text[i + 1..]), "after {} keystrokes", i + 1);
+        assert_eq!(
+            ghost(&nvim).as_deref(),
+            Some(&text[i + 1..]),
+            "after {} keystrokes",
+            i + 1
+        );
     }
     no_request_within(&mut p, 400);
     // A keystroke that does not match drops it and asks again.
@@ -178,16 +220,39 @@ fn tab_accepts_everything_as_one_undo_step() {
     answer(&mut p, &r, &[" = compute();\n    println!(\"{x}\");"]);
     wait_ghost(&nvim, " = compute();\n    println!(\"{x}\");");
     type_keys(&nvim, "<Tab>");
-    assert_eq!(nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"), json!(["fn main() {", "    let x = compute();", "    println!(\"{x}\");", "}"]));
-    assert_eq!(nvim.lua("return vim.api.nvim_win_get_cursor(0)"), json!([3, 20]), "cursor after the inserted text");
+    assert_eq!(
+        nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"),
+        json!([
+            "fn main() {",
+            "    let x = compute();",
+            "    println!(\"{x}\");",
+            "}"
+        ])
+    );
+    assert_eq!(
+        nvim.lua("return vim.api.nvim_win_get_cursor(0)"),
+        json!([3, 20]),
+        "cursor after the inserted text"
+    );
     assert_eq!(ghost(&nvim), None);
     type_keys(&nvim, "<Esc>u");
-    assert_eq!(nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"), json!(["fn main() {", "    let x", "}"]), "one undo removes exactly the accepted text");
+    assert_eq!(
+        nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"),
+        json!(["fn main() {", "    let x", "}"]),
+        "one undo removes exactly the accepted text"
+    );
 }
 
 #[test]
 fn accept_word_and_line_are_multibyte_and_tab_safe_and_keep_the_rest() {
-    let (nvim, mut p) = setup(Options { before: Some("vim.o.expandtab = false".into()), ..Default::default() }, "w.txt", &[""]);
+    let (nvim, mut p) = setup(
+        Options {
+            before: Some("vim.o.expandtab = false".into()),
+            ..Default::default()
+        },
+        "w.txt",
+        &[""],
+    );
     type_keys(&nvim, "i");
     type_keys(&nvim, "s");
     let r = suggestions_request(&mut p);
@@ -204,10 +269,16 @@ fn accept_word_and_line_are_multibyte_and_tab_safe_and_keep_the_rest() {
     assert_eq!(line(&nvim), "séance über\tdes ÄÖÜ");
     wait_ghost(&nvim, "\nnext line\nthird");
     type_keys(&nvim, "<M-C-Right>");
-    assert_eq!(nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"), json!(["séance über\tdes ÄÖÜ", "next line"]));
+    assert_eq!(
+        nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"),
+        json!(["séance über\tdes ÄÖÜ", "next line"])
+    );
     // Each accept was its own undo step.
     type_keys(&nvim, "<Esc>u");
-    assert_eq!(nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"), json!(["séance über\tdes ÄÖÜ"]));
+    assert_eq!(
+        nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"),
+        json!(["séance über\tdes ÄÖÜ"])
+    );
     type_keys(&nvim, "u");
     assert_eq!(line(&nvim), "séance über");
 }
@@ -248,7 +319,11 @@ fn tab_without_a_suggestion_does_what_it_did_before() {
 
 #[test]
 fn the_ghost_hides_while_the_completion_menu_is_open() {
-    let (nvim, mut p) = setup(Options::default(), "pum.txt", &["alphabet alphanumeric", ""]);
+    let (nvim, mut p) = setup(
+        Options::default(),
+        "pum.txt",
+        &["alphabet alphanumeric", ""],
+    );
     type_keys(&nvim, "Gial");
     let r = suggestions_request(&mut p);
     answer(&mut p, &r, &["pha"]);
@@ -257,7 +332,10 @@ fn the_ghost_hides_while_the_completion_menu_is_open() {
     nvim.wait_for("vim.fn.pumvisible() == 1", 5 * SECOND);
     let deadline = std::time::Instant::now() + 5 * SECOND;
     while ghost(&nvim).is_some() {
-        assert!(std::time::Instant::now() < deadline, "ghost text shown over the menu");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ghost text shown over the menu"
+        );
         std::thread::sleep(MS(10));
     }
     // <C-e> closes the menu and restores the original text: the suggestion comes back.
@@ -274,9 +352,15 @@ fn alternatives_cycle_with_a_counter() {
     wait_ghost(&nvim, "1");
     assert_eq!(counter(&nvim).as_deref(), Some(" [1/3]"));
     type_keys(&nvim, "<M-]>");
-    assert_eq!((ghost(&nvim).as_deref(), counter(&nvim).as_deref()), (Some("2"), Some(" [2/3]")));
+    assert_eq!(
+        (ghost(&nvim).as_deref(), counter(&nvim).as_deref()),
+        (Some("2"), Some(" [2/3]"))
+    );
     type_keys(&nvim, "<M-[><M-[>");
-    assert_eq!((ghost(&nvim).as_deref(), counter(&nvim).as_deref()), (Some("3"), Some(" [3/3]")));
+    assert_eq!(
+        (ghost(&nvim).as_deref(), counter(&nvim).as_deref()),
+        (Some("3"), Some(" [3/3]"))
+    );
     type_keys(&nvim, "<C-]>");
     assert_eq!((ghost(&nvim), counter(&nvim)), (None, None));
 }
@@ -292,14 +376,31 @@ fn the_model_picker_marks_the_current_model_and_says_when_the_cli_wins() {
         {"provider": "anthropic", "id": "small", "name": "Small", "model": "anthropic/small"},
         {"provider": "deepseek", "id": "v4-flash", "name": "Flash", "model": "deepseek/v4-flash"}]})).unwrap();
     nvim.wait_for("_G.__items ~= nil", 5 * SECOND);
-    assert_eq!(nvim.lua("return _G.__items"), json!(["anthropic/small · Small  (current)", "deepseek/v4-flash · Flash", "the agent's default"]));
-    assert!(nvim.lua("return _G.__prompt").as_str().unwrap().contains("openai/gpt-x"));
+    assert_eq!(
+        nvim.lua("return _G.__items"),
+        json!([
+            "anthropic/small · Small  (current)",
+            "deepseek/v4-flash · Flash",
+            "the agent's default"
+        ])
+    );
+    assert!(nvim
+        .lua("return _G.__prompt")
+        .as_str()
+        .unwrap()
+        .contains("openai/gpt-x"));
     nvim.wait_for("#_G.__notes > 0", 5 * SECOND);
     let notes = nvim.notes().join("\n");
-    assert!(notes.contains("deepseek/v4-flash") && notes.contains("wins"), "{notes}");
+    assert!(
+        notes.contains("deepseek/v4-flash") && notes.contains("wins"),
+        "{notes}"
+    );
     // The choice is sent from now on.
     type_keys(&nvim, "ia");
-    assert_eq!(suggestions_request(&mut p)["params"]["model"], "deepseek/v4-flash");
+    assert_eq!(
+        suggestions_request(&mut p)["params"]["model"],
+        "deepseek/v4-flash"
+    );
 }
 
 #[test]
@@ -308,12 +409,18 @@ fn errors_show_once_for_manual_triggers_and_never_for_typing() {
     nvim.record_notify();
     type_keys(&nvim, "ia");
     let r = suggestions_request(&mut p);
-    p.respond_error(&r["id"], -32603, "model not found: x/y").unwrap();
+    p.respond_error(&r["id"], -32603, "model not found: x/y")
+        .unwrap();
     std::thread::sleep(MS(200));
-    assert!(!nvim.notes().iter().any(|n| n.contains("model not found")), "{:?}", nvim.notes());
+    assert!(
+        !nvim.notes().iter().any(|n| n.contains("model not found")),
+        "{:?}",
+        nvim.notes()
+    );
     type_keys(&nvim, "<M-\\>");
     let r = suggestions_request(&mut p);
-    p.respond_error(&r["id"], -32603, "model not found: x/y").unwrap();
+    p.respond_error(&r["id"], -32603, "model not found: x/y")
+        .unwrap();
     nvim.wait_for("#vim.tbl_filter(function(n) return n.msg:find('model not found', 1, true) end, _G.__notes) == 1", 5 * SECOND);
 }
 
@@ -324,7 +431,11 @@ fn without_an_agent_a_manual_trigger_says_so() {
     nvim.record_notify();
     type_keys(&nvim, "ia<M-\\>");
     nvim.wait_for("#_G.__notes > 0", 5 * SECOND);
-    assert!(nvim.notes().join("").contains("no agent is connected"), "{:?}", nvim.notes());
+    assert!(
+        nvim.notes().join("").contains("no agent is connected"),
+        "{:?}",
+        nvim.notes()
+    );
 }
 
 #[test]
@@ -348,9 +459,23 @@ fn stats_and_events() {
     answer(&mut p, &r, &["bc"]);
     wait_ghost(&nvim, "bc");
     type_keys(&nvim, "<Tab>");
-    assert_eq!(nvim.lua("return _G.__ev"), json!(["PiIdeSuggestionRequested", "PiIdeSuggestionShown", "PiIdeSuggestionAccepted"]));
+    assert_eq!(
+        nvim.lua("return _G.__ev"),
+        json!([
+            "PiIdeSuggestionRequested",
+            "PiIdeSuggestionShown",
+            "PiIdeSuggestionAccepted"
+        ])
+    );
     let s = nvim.lua("return require('pi-ide.suggest').stats()");
-    assert_eq!((s["requests"].clone(), s["shown"].clone(), s["accepted"].clone()), (json!(1), json!(1), json!(1)));
+    assert_eq!(
+        (
+            s["requests"].clone(),
+            s["shown"].clone(),
+            s["accepted"].clone()
+        ),
+        (json!(1), json!(1), json!(1))
+    );
     assert_eq!(s["total"]["n"], 1);
     assert!(s["debounce"]["p50"].as_f64().unwrap() >= 0.0);
     nvim.command("PiIde stats").unwrap();

@@ -4,6 +4,8 @@
 //!   pi-ide-peer tools [PORT]              initialize, then tools/list
 //!   pi-ide-peer call TOOL [JSON] [PORT]   initialize, then tools/call, print the answer
 //!   pi-ide-peer watch [PORT]              initialize, then print every frame the editor sends
+//!   pi-ide-peer serve TEXT... [--port P]  stay connected like the Pi extension: print what the
+//!                                         editor sends, answer getSuggestions with TEXTs
 //!
 //! Without PORT it picks the editor whose workspace contains the current directory, as Pi does.
 
@@ -98,10 +100,44 @@ fn run(args: &[String]) -> Result<(), String> {
                 }
             }
         }
-        _ => Err(
-            "usage: pi-ide-peer list | tools [PORT] | call TOOL [JSON] [PORT] | watch [PORT]"
-                .into(),
-        ),
+        Some("serve") => serve(&args[1..]),
+        _ => Err("usage: pi-ide-peer list | tools [PORT] | call TOOL [JSON] [PORT] | watch [PORT] | serve TEXT... [--port P]".into()),
+    }
+}
+
+/// Plays the Pi extension for a demo: prints what the editor sends and answers its requests.
+fn serve(args: &[String]) -> Result<(), String> {
+    let mut texts: Vec<String> = Vec::new();
+    let mut port = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--port" {
+            port = it.next().cloned();
+        } else {
+            texts.push(a.replace("\\n", "\n"));
+        }
+    }
+    let mut p = connect(port.as_ref())?;
+    p.set_timeout(Duration::from_secs(24 * 3600));
+    loop {
+        match p.recv()? {
+            Received::Json(v) if v["method"] == "getSuggestions" && v.get("id").is_some() => {
+                p.respond(&v["id"], json!({ "suggestions": texts }))?;
+            }
+            Received::Json(v) if v["method"] == "listSuggestionModels" && v.get("id").is_some() => {
+                p.respond(
+                    &v["id"],
+                    json!({ "currentModel": "demo/fast", "models": [
+                        {"provider": "demo", "id": "fast", "name": "Demo fast", "model": "demo/fast"},
+                        {"provider": "demo", "id": "slow", "name": "Demo slow", "model": "demo/slow"}] }),
+                )?;
+            }
+            Received::Json(v) => print(&v),
+            other => {
+                println!("{other:?}");
+                return Ok(());
+            }
+        }
     }
 }
 

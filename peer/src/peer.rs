@@ -341,7 +341,11 @@ impl Peer {
             match got? {
                 Received::Json(v) if is_it(&v) => return Ok(v),
                 Received::Json(v) => self.inbox.push_back(v),
-                other => return Err(format!("connection ended while waiting for {method}: {other:?}")),
+                other => {
+                    return Err(format!(
+                        "connection ended while waiting for {method}: {other:?}"
+                    ))
+                }
             }
         }
     }
@@ -352,6 +356,8 @@ impl Peer {
     }
 
     pub fn respond_error(&mut self, id: &Value, code: i64, message: &str) -> Result<(), String> {
-        self.send_json(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}))
+        self.send_json(
+            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        )
     }
 }

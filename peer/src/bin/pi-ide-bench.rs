@@ -308,6 +308,73 @@ fn review(nvim: &Nvim, path: &str, contents: &str, runs: usize) -> (f64, f64, f6
     (median(shown), median(floor), median(floor_str), stall)
 }
 
+/// Answer frame sent -> ghost text drawn (wall, ms), the main-thread part of it (ms), and
+/// typing 20 matching characters: new requests, and keystrokes after which the ghost showed.
+fn ghost_text(n: usize) -> (f64, f64, f64, usize, usize) {
+    let nvim = Nvim::start();
+    let path = nvim.cwd.join("g.txt");
+    std::fs::write(&path, "\n").unwrap();
+    nvim.lua_with(
+        "vim.cmd.edit(...)",
+        vec![path.to_string_lossy().to_string().into()],
+    );
+    nvim.lua("_G.__shown = 0 vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeSuggestionShown', callback = function() _G.__shown = vim.uv.hrtime() end })");
+    let mut p = nvim.peer();
+    let (mut wall, mut main) = (Vec::new(), Vec::new());
+    let text = "abcdefghijklmnopqrstuvwxyz0123456789";
+    for i in 0..n {
+        nvim.lua("_G.__shown = 0");
+        nvim.request(
+            "nvim_input",
+            vec![if i == 0 { "ix" } else { "<Esc>ccx" }.into()],
+        )
+        .unwrap();
+        let r = p
+            .wait_request("getSuggestions", Duration::from_secs(5))
+            .unwrap();
+        let sent = monotonic_ns();
+        p.respond(&r["id"], json!({ "suggestions": [text] }))
+            .unwrap();
+        nvim.wait_for("_G.__shown > 0", Duration::from_secs(5));
+        let shown = nvim.lua("return _G.__shown").as_f64().unwrap();
+        wall.push((shown - sent) / 1e6);
+        let st = nvim.lua("local s = require('pi-ide.suggest').stats() return s.render.p50");
+        main.push(st.as_f64().unwrap());
+    }
+    // Typeahead: 20 matching characters.
+    let before = nvim
+        .lua("return require('pi-ide.suggest').stats().requests")
+        .as_u64()
+        .unwrap();
+    let mut visible = 0;
+    for ch in text.chars().take(20) {
+        nvim.request("nvim_input", vec![ch.to_string().into()])
+            .unwrap();
+        if nvim.lua("return require('pi-ide.suggest').visible()") == json!(true) {
+            visible += 1;
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let new_requests = nvim
+        .lua("return require('pi-ide.suggest').stats().requests")
+        .as_u64()
+        .unwrap()
+        - before;
+    let main_p = main.last().copied().unwrap_or(0.0);
+    (
+        median(wall.clone()),
+        percentile_of(wall, 0.95),
+        main_p,
+        new_requests as usize,
+        visible,
+    )
+}
+
+fn percentile_of(mut v: Vec<f64>, p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    percentile(&v, p)
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
     let n = if quick { 200 } else { 1000 };
@@ -319,6 +386,8 @@ fn main() {
     let py = roundtrip_python(&nvim, n);
     let (wakes, cpu) = idle(&nvim, idle_secs);
     drop(nvim);
+    let (gh_wall, gh_wall95, gh_main, gh_requests, gh_visible) =
+        ghost_text(if quick { 10 } else { 50 });
     let moves = if quick { 2000 } else { 10_000 };
     let nvim = Nvim::start();
     let (mv50, mv99, flush) = cursor_moved_cost(&nvim, moves);
@@ -383,6 +452,8 @@ fn main() {
     println!("| floor B: the same, filling the second buffer from the proposal string (vim.split) | {big_floor_str:.0} ms | (the issue's floor: ~220 ms) |");
     println!("| longest main-thread stall while it arrives and opens | {big_stall:.0} ms | < 100 ms (pure-Lua plugins: ~400 ms) |");
     println!("| openDiff 1 KiB: frame sent -> both panes in diff mode (median) | {small_shown:.1} ms (floor {small_floor:.1} ms, longest stall {small_stall:.1} ms) | ≤ 15 ms (pure-Lua plugins: 36–40 ms) |");
+    println!("| getSuggestions answer sent -> ghost text drawn | p50 {gh_wall:.2} ms, p95 {gh_wall95:.2} ms wall; main thread (answer handled -> drawn) p50 {gh_main:.3} ms | ≤ 1 ms main-thread |");
+    println!("| typing 20 characters that match the ghost text | {gh_requests} new requests; ghost text visible after {gh_visible} of 20 keystrokes | 0 requests, 20 of 20 |");
     println!("| time added to `nvim --headless --clean +qa` by the plugin on the runtimepath (median of {runs}) | {plugin_added:.2} ms (baseline {base:.1} ms) | < 3 ms |");
     println!("| time added when the server is also started and stopped in that run | {start_added:.2} ms | < 3 ms |");
 }
