@@ -201,6 +201,20 @@ fn selection_last(lua: &Lua, (): ()) -> LuaResult<Value> {
     }
 }
 
+/// For :checkhealth: each lockfile and what is wrong with it (nil when nothing).
+fn check_lockfiles(lua: &Lua, (): ()) -> LuaResult<Table> {
+    let out = lua.create_table()?;
+    if let Some(results) = with_server(|s| s.check_lockfiles()) {
+        for (path, result) in results {
+            let t = lua.create_table()?;
+            t.set("path", path.to_string_lossy().into_owned())?;
+            t.set("problem", result.err())?;
+            out.push(t)?;
+        }
+    }
+    Ok(out)
+}
+
 /// Sends a request to the agent that initialized last. Returns its number, or nil and why not.
 fn request(
     lua: &Lua,
@@ -344,6 +358,7 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         selection_last => selection_last,
         notify_clients => notify_clients,
         request => request,
+        check_lockfiles => check_lockfiles,
         cancel => cancel,
         log_configure => log_configure,
         log => log_write,

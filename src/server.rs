@@ -170,6 +170,36 @@ impl Server {
         self.lock.lock().clone()
     }
 
+    /// Checks that our lockfiles are there, private, and still ours (for :checkhealth).
+    pub fn check_lockfiles(&self) -> Vec<(PathBuf, Result<(), String>)> {
+        use std::os::unix::fs::PermissionsExt;
+        let lock = self.lock.lock().clone();
+        let mut paths = vec![self.lock_path.clone()];
+        paths.extend(self.claude_lock_path.clone());
+        paths
+            .into_iter()
+            .map(|p| {
+                let check = (|| {
+                    let meta = std::fs::metadata(&p).map_err(|e| format!("missing: {e}"))?;
+                    let mode = meta.permissions().mode() & 0o777;
+                    if mode != 0o600 {
+                        return Err(format!("mode is {mode:o}, not 600"));
+                    }
+                    let text = std::fs::read(&p).map_err(|e| format!("unreadable: {e}"))?;
+                    let on_disk: LockInfo = serde_json::from_slice(&text)
+                        .map_err(|e| format!("not a lockfile: {e}"))?;
+                    if on_disk != lock {
+                        return Err(
+                            "it does not match this server (token, pid or folders differ)".into(),
+                        );
+                    }
+                    Ok(())
+                })();
+                (p, check)
+            })
+            .collect()
+    }
+
     /// Rewrites the lockfile when the folders changed. Returns whether it wrote.
     pub fn set_workspace_folders(&self, folders: Vec<String>) -> Result<bool, String> {
         let mut lock = self.lock.lock();

@@ -12,7 +12,7 @@ fn status_shows_port_lockfile_clients_and_parked() {
     let l = nvim.lockfile();
     let _p = nvim.peer();
     nvim.wait_for(
-        "(require('pi-ide').status().clients[1] or {}).name ~= nil",
+        "(require('pi-ide').info().clients[1] or {}).name ~= nil",
         5 * SECOND,
     );
     let lines = nvim.lua("return require('pi-ide.commands').status_lines()");
@@ -153,7 +153,7 @@ fn auto_start_false_does_not_start_and_start_works_later() {
     });
     // setup ran before the plugin's own VimEnter handler? Either way, check the outcome.
     nvim.wait_for("vim.v.vim_did_enter == 1", 5 * SECOND);
-    let running = nvim.lua("return require('pi-ide').status().running");
+    let running = nvim.lua("return require('pi-ide').info().running");
     assert_eq!(running, json!(false), "auto_start = false still started");
     assert!(lock::read_all(&nvim.lock_dir).is_empty());
     nvim.command("PiIde start").unwrap();
@@ -248,7 +248,7 @@ fn a_missing_native_library_gives_one_message_naming_the_build_command() {
     assert!(notes[0].contains(":Lazy build pi-ide.nvim"), "{notes:?}");
     assert!(!notes[0].contains("stack traceback"), "{notes:?}");
     assert_eq!(
-        nvim.lua("return require('pi-ide').status().running"),
+        nvim.lua("return require('pi-ide').info().running"),
         json!(false)
     );
     // Commands still answer sensibly.

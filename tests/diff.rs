@@ -212,7 +212,7 @@ fn the_core_rejects_a_review_lua_never_answered_when_stopping() {
     let mut p = nvim.peer();
     p.send_json(&json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "y\n", "tab_name": "pi-write:core"}}})).unwrap();
-    nvim.wait_for("require('pi-ide').status().parked == 1", 5 * SECOND);
+    nvim.wait_for("require('pi-ide').info().parked == 1", 5 * SECOND);
     nvim.command("PiIde stop").unwrap();
     let (frames, _) = read_until_close(&mut p);
     assert_eq!(

@@ -19,16 +19,16 @@ fn disconnect_and_reconnect() {
     let nvim = Nvim::start();
     let l = nvim.lockfile();
     let p = nvim.peer();
-    nvim.wait_for("#require('pi-ide').status().clients == 1", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide').info().clients == 1", 5 * SECOND);
     p.close();
-    nvim.wait_for("#require('pi-ide').status().clients == 0", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide').info().clients == 0", 5 * SECOND);
     let mut p = nvim.peer();
     assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
     // A client killed without a Close frame is noticed too.
     let q = nvim.peer();
-    nvim.wait_for("#require('pi-ide').status().clients == 2", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide').info().clients == 2", 5 * SECOND);
     q.kill();
-    nvim.wait_for("#require('pi-ide').status().clients == 1", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide').info().clients == 1", 5 * SECOND);
     assert_eq!(
         nvim.lockfile().port,
         l.port,
@@ -44,10 +44,7 @@ fn a_parked_call_does_not_block_other_requests_and_is_answered_later() {
     p.send_json(&json!({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"getDiagnostics","arguments":{}}}))
         .unwrap();
     nvim.wait_for("#_G.__replies == 1", 5 * SECOND);
-    assert_eq!(
-        nvim.lua("return require('pi-ide').status().parked"),
-        json!(1)
-    );
+    assert_eq!(nvim.lua("return require('pi-ide').info().parked"), json!(1));
     // Other requests are served meanwhile, on the same connection.
     assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
     // Answering later reaches the client, once.
@@ -55,10 +52,7 @@ fn a_parked_call_does_not_block_other_requests_and_is_answered_later() {
     assert_eq!(nvim.lua("return _G.__replies[1]({})"), json!(false));
     let r = p.wait_response(&json!("slow")).unwrap();
     assert_eq!(texts(&r), vec!["{}".to_string()]);
-    assert_eq!(
-        nvim.lua("return require('pi-ide').status().parked"),
-        json!(0)
-    );
+    assert_eq!(nvim.lua("return require('pi-ide').info().parked"), json!(0));
 }
 
 #[test]
@@ -75,10 +69,7 @@ fn a_disconnect_abandons_that_clients_parked_calls_and_tells_lua() {
     p.kill();
     nvim.wait_for("_G.__gone ~= nil", 5 * SECOND);
     assert_eq!(nvim.lua("return #_G.__gone.abandoned"), json!(1));
-    assert_eq!(
-        nvim.lua("return require('pi-ide').status().parked"),
-        json!(0)
-    );
+    assert_eq!(nvim.lua("return require('pi-ide').info().parked"), json!(0));
     // A late answer is refused quietly.
     assert_eq!(nvim.lua("return _G.__replies[1]({})"), json!(false));
 }
@@ -123,20 +114,20 @@ fn quitting_with_a_parked_call_answers_it_then_closes_then_exits() {
 fn pings_and_pongs_never_wake_the_main_loop() {
     let nvim = Nvim::start();
     let mut p = nvim.peer();
-    nvim.wait_for("#require('pi-ide').status().clients == 1", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide').info().clients == 1", 5 * SECOND);
     std::thread::sleep(Duration::from_millis(100));
-    let before = nvim.lua("return require('pi-ide').status().wakes");
+    let before = nvim.lua("return require('pi-ide').info().wakes");
     for _ in 0..50 {
         p.ping(b"keepalive").unwrap();
     }
     // A request that Rust answers itself does not wake Neovim either.
     assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(nvim.lua("return require('pi-ide').status().wakes"), before);
+    assert_eq!(nvim.lua("return require('pi-ide').info().wakes"), before);
     // ...while a tool call does (proving the counter counts).
     p.call_tool("getDiagnostics", json!({})).unwrap();
     let after = nvim
-        .lua("return require('pi-ide').status().wakes")
+        .lua("return require('pi-ide').info().wakes")
         .as_u64()
         .unwrap();
     assert!(after > before.as_u64().unwrap());

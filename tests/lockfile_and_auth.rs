@@ -193,7 +193,7 @@ fn upgrades_without_the_exact_token_get_401_and_nothing_else() {
     }
     // Nothing reached Lua, and the right token still works.
     assert_eq!(
-        nvim.lua("return #require('pi-ide').status().clients"),
+        nvim.lua("return #require('pi-ide').info().clients"),
         json!(0)
     );
     let mut p = Peer::connect(l.port, t).unwrap();

@@ -28,10 +28,10 @@ fn initialize_answers_with_string_and_number_ids_echoed() {
     assert_eq!(r["id"], 7);
     // The editor saw who connected.
     nvim.wait_for(
-        "(require('pi-ide').status().clients[1] or {}).name == 'pi-ide'",
+        "(require('pi-ide').info().clients[1] or {}).name == 'pi-ide'",
         5 * SECOND,
     );
-    let st = nvim.lua("return require('pi-ide').status().clients[1]");
+    let st = nvim.lua("return require('pi-ide').info().clients[1]");
     assert_eq!(st["version"], "0.1.0");
     assert!(st["connected_at"].as_u64().unwrap() > 1_700_000_000);
 }
@@ -219,7 +219,7 @@ fn a_probe_that_connects_and_closes_at_once_is_shrugged_off() {
     let mut p = nvim.peer();
     assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
     assert_eq!(
-        nvim.lua("return #require('pi-ide').status().clients"),
+        nvim.lua("return #require('pi-ide').info().clients"),
         json!(1)
     );
 }

@@ -94,6 +94,21 @@ M.subcommands = {
   reject = function()
     in_review("reject")
   end,
+  build = function()
+    require("pi-ide.build").async(function(ok)
+      -- A library that was missing can be loaded now; a loaded one is kept until restart.
+      if ok and not require("pi-ide.native").get() then
+        require("pi-ide.native").retry()
+        require("pi-ide").autostart()
+      end
+    end)
+  end,
+  log = function()
+    local path = require("pi-ide.log").path()
+    vim.cmd("botright split " .. vim.fn.fnameescape(path))
+    vim.bo.autoread = true
+    vim.cmd("normal! G")
+  end,
   suggest = function()
     require("pi-ide.suggest").trigger(true)
   end,

@@ -530,6 +530,11 @@ function M.current()
   end
 end
 
+--- How many reviews are open (for the statusline).
+function M.count()
+  return #order
+end
+
 --- Open reviews, oldest first: { tab_name, path }.
 function M.list()
   local out = {}

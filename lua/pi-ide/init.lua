@@ -22,9 +22,30 @@ function M.stop()
   return require("pi-ide.server").stop()
 end
 
---- A table describing the server (running, port, lockfile, clients, parked).
-function M.status()
+--- A table describing the server (running, port, lockfile, clients, parked, ...).
+function M.info()
   return require("pi-ide.server").status()
+end
+
+--- A short text for the statusline: "" when the server is off, else the agent connected (or
+--- "no agent"), reviews waiting, and "…" while a suggestion is being asked for. Reads only
+--- Lua-side state: cheap enough for every redraw.
+function M.status()
+  local server = package.loaded["pi-ide.server"]
+  if not server or not server.running() then
+    return ""
+  end
+  local parts = { "π " .. (server.agent_name() or "no agent") }
+  local diff = package.loaded["pi-ide.diff"]
+  local reviews = diff and diff.count() or 0
+  if reviews > 0 then
+    table.insert(parts, ("%d to review"):format(reviews))
+  end
+  local suggest = package.loaded["pi-ide.suggest"]
+  if suggest and suggest.busy() then
+    table.insert(parts, "…")
+  end
+  return table.concat(parts, " · ")
 end
 
 --- Called by plugin/pi-ide.lua once Neovim has started.

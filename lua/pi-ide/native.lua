@@ -68,6 +68,11 @@ function M.load()
   return mod
 end
 
+--- Forgets why loading failed, so that the next load() tries again (after a build).
+function M.retry()
+  load_error = nil
+end
+
 --- The loaded module, or nil; never loads.
 function M.get()
   return loaded

@@ -27,6 +27,8 @@ local function on_client_event(ev)
   elseif ev.kind == "client_initialized" then
     local c = state.clients[ev.client] or { id = ev.client, connected_at = os.time() }
     c.name, c.version = ev.name, ev.version
+    state.seq = (state.seq or 0) + 1
+    c.seq = state.seq
     state.clients[ev.client] = c
     log.info("client %d is %s %s", ev.client, tostring(ev.name), tostring(ev.version))
     -- Its first selection_changed went out with the handshake (the last known state); make sure
@@ -104,6 +106,17 @@ end
 
 function M.running()
   return state.info ~= nil
+end
+
+--- The name of the agent that initialized last (the one suggestions go to), if any.
+function M.agent_name()
+  local best
+  for _, c in pairs(state.clients) do
+    if c.name and (not best or (c.seq or 0) > (best.seq or 0)) then
+      best = c
+    end
+  end
+  return best and best.name
 end
 
 --- Starts the server. Returns true, or false after telling the user why not.

@@ -402,6 +402,11 @@ function M.cycle(step)
   render()
 end
 
+--- A request is in flight (for the statusline).
+function M.busy()
+  return state.inflight ~= nil
+end
+
 function M.dismiss()
   local had = state.shown ~= nil or state.inflight ~= nil
   M.clear()

@@ -69,7 +69,7 @@ fn idle(nvim: &Nvim, secs: u64) -> (u64, f64) {
     let mut p = nvim.peer();
     std::thread::sleep(Duration::from_millis(200));
     let before = nvim
-        .lua("return require('pi-ide').status().wakes")
+        .lua("return require('pi-ide').info().wakes")
         .as_u64()
         .unwrap();
     let cpu0 = cpu_ticks(nvim.pid());
@@ -80,7 +80,7 @@ fn idle(nvim: &Nvim, secs: u64) -> (u64, f64) {
     }
     let cpu1 = cpu_ticks(nvim.pid());
     let after = nvim
-        .lua("return require('pi-ide').status().wakes")
+        .lua("return require('pi-ide').info().wakes")
         .as_u64()
         .unwrap();
     // Clock ticks are 1/100 s on Linux.
@@ -143,7 +143,7 @@ fn startup(runs: usize) -> (f64, f64, f64) {
 fn cursor_moved_cost(nvim: &Nvim, n: usize) -> (f64, f64, f64) {
     let _p = nvim.peer();
     nvim.wait_for(
-        "#require('pi-ide').status().clients == 1",
+        "#require('pi-ide').info().clients == 1",
         Duration::from_secs(5),
     );
     let lines: Vec<String> = (0..200)

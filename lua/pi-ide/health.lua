@@ -1,0 +1,123 @@
+-- :checkhealth pi-ide
+local M = {}
+
+local h = vim.health
+
+local function check_neovim()
+  if vim.fn.has("nvim-0.10") == 1 then
+    h.ok("Neovim " .. tostring(vim.version()))
+  else
+    h.error("Neovim 0.10 or newer is needed, this is " .. tostring(vim.version()))
+  end
+end
+
+local function check_library()
+  local native = require("pi-ide.native")
+  local mod, err = native.load()
+  if mod then
+    h.ok(("native library %s (version %s, ABI %d)"):format(native.path(), mod.version, mod.abi))
+  else
+    h.error(err)
+  end
+  if vim.fn.executable("cargo") == 1 then
+    local r = vim.system({ "cargo", "--version" }, { text = true }):wait()
+    h.ok("cargo: " .. vim.trim(r.stdout or ""))
+  else
+    h.warn("cargo not found on PATH: needed to build the library (https://rustup.rs)")
+  end
+  return mod
+end
+
+local function check_server()
+  local info = require("pi-ide").info()
+  if not info.running then
+    h.warn("the server is not running (:PiIde start)")
+    return
+  end
+  h.ok(("server on 127.0.0.1:%d as %q"):format(info.port, info.ide_name))
+  for _, l in ipairs(require("pi-ide.native").get().check_lockfiles()) do
+    if l.problem then
+      h.error(("lockfile %s: %s"):format(l.path, l.problem), { "run :PiIde restart" })
+    else
+      h.ok(("lockfile %s (mode 600, token matches)"):format(l.path))
+    end
+  end
+  local dir = vim.fs.dirname(info.lockfile)
+  if vim.uv.fs_access(dir, "W") then
+    h.ok("lock folder writable: " .. dir)
+  else
+    h.error("lock folder not writable: " .. dir)
+  end
+  if #info.clients == 0 then
+    h.info("no agent connected (in Pi, run /ide)")
+  end
+  for _, c in ipairs(info.clients) do
+    h.ok(
+      ("client #%d %s %s%s"):format(
+        c.id,
+        c.name or "(not initialized)",
+        c.version or "",
+        c.id == info.request_target and " (suggestions go here)" or ""
+      )
+    )
+  end
+end
+
+local function check_suggestions()
+  local buf = vim.fn.bufnr("#")
+  if buf > 0 and vim.api.nvim_buf_is_valid(buf) and vim.bo[buf].filetype ~= "" then
+    local ft = vim.bo[buf].filetype
+    local ok, parser = pcall(vim.treesitter.get_parser, buf, nil, { error = false })
+    if ok and parser then
+      h.ok(("treesitter parser for %s: suggestions include an outline and the enclosing scope"):format(ft))
+    else
+      h.info(("no treesitter parser for %s: suggestions are asked for without an outline"):format(ft))
+    end
+  end
+  local keys = require("pi-ide.config").values.suggestion.keys
+  -- Mappings as the buffer the user came from sees them (buffer-local ones included).
+  local in_buf = buf > 0 and vim.api.nvim_buf_is_valid(buf) and buf or vim.api.nvim_get_current_buf()
+  for action, lhs in pairs(keys) do
+    if lhs then
+      local m = vim.api.nvim_buf_call(in_buf, function()
+        return vim.fn.maparg(lhs, "i", false, true)
+      end)
+      if m.lhs and not (m.desc or ""):find("^pi%-ide") then
+        h.warn(
+          ("%s (%s) in Insert mode is mapped by something else%s: pi-ide's mapping is not used"):format(
+            lhs,
+            action,
+            m.buffer == 1 and " (buffer-local)" or ""
+          ),
+          { ("set suggestion.keys.%s to another key, or map <Plug>(PiIde...) yourself"):format(action) }
+        )
+      end
+    end
+  end
+end
+
+local function check_claude()
+  local on = require("pi-ide.config").values.claude_code
+  local info = require("pi-ide").info()
+  if on then
+    h.ok("Claude Code compatibility on" .. (info.claude_lockfile and (": " .. info.claude_lockfile) or ""))
+  else
+    h.info("Claude Code compatibility off (option claude_code)")
+  end
+end
+
+function M.check()
+  h.start("pi-ide.nvim")
+  check_neovim()
+  if not check_library() then
+    return
+  end
+  h.start("server")
+  check_server()
+  h.start("suggestions")
+  check_suggestions()
+  h.start("Claude Code")
+  check_claude()
+end
+
+return M

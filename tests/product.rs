@@ -1,0 +1,268 @@
+//! The first five minutes: installing as lazy.nvim does, building, lazy-loading,
+//! :checkhealth, the statusline, events, :PiIde log.
+
+mod common;
+use common::*;
+use pi_ide_peer::nvim::{plugin_root, temp_dir, Options};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository's tracked files copied to a fresh folder, as a plugin manager's clone.
+fn fresh_copy() -> PathBuf {
+    let root = plugin_root();
+    let dest = temp_dir("install").join("pi-ide.nvim");
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(&root)
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git ls-files failed");
+    for rel in out.stdout.split(|b| *b == 0).filter(|s| !s.is_empty()) {
+        let rel = std::str::from_utf8(rel).unwrap();
+        let (from, to) = (root.join(rel), dest.join(rel));
+        if from.is_file() {
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&from, &to).unwrap();
+        }
+    }
+    dest
+}
+
+fn nvim_with_only(dir: &Path) -> Nvim {
+    Nvim::start_with(Options {
+        before: Some(format!(
+            "vim.opt.rtp:remove('{}') vim.opt.rtp:prepend('{}') _G.__notes = {{}} vim.notify = function(m) table.insert(_G.__notes, {{msg = m}}) end",
+            plugin_root().display(),
+            dir.display()
+        )),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn installs_builds_and_rebuilds_like_lazy_nvim() {
+    let dir = fresh_copy();
+    assert!(!dir.join("target").exists());
+    // Exactly the documented build step, in the fresh copy.
+    let out = Command::new("cargo")
+        .args(["build", "--release"])
+        .current_dir(&dir)
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo build --release failed in a fresh copy:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let nvim = nvim_with_only(&dir);
+    assert_eq!(
+        nvim.lua("return require('pi-ide.native').path()"),
+        json!(dir.join("target/release/libpi_ide.so").to_string_lossy()),
+        "the library came from elsewhere"
+    );
+    let mut p = nvim.peer();
+    assert!(p
+        .call_tool("getDiagnostics", json!({}))
+        .unwrap()
+        .get("result")
+        .is_some());
+
+    // build.lua (what lazy.nvim runs without a `build` key) succeeds quietly when built...
+    let ok = nvim.lua_with(
+        "local ok, e = pcall(dofile, ...) return ok and 'ok' or e",
+        vec![dir.join("build.lua").to_string_lossy().to_string().into()],
+    );
+    assert_eq!(ok, json!("ok"));
+    // ...names the missing toolchain without one...
+    let err = nvim.lua_with(
+        "local path = vim.env.PATH vim.env.PATH = '/nonexistent' local ok, e = pcall(dofile, ...) vim.env.PATH = path return e",
+        vec![dir.join("build.lua").to_string_lossy().to_string().into()],
+    );
+    assert!(
+        err.as_str().unwrap().contains("cargo was not found"),
+        "{err}"
+    );
+    assert!(!err.as_str().unwrap().contains("stack traceback"), "{err}");
+
+    // :PiIde build while the library is loaded: it is rebuilt beside it, never over it in place
+    // (that would crash Neovim), and the user is told to restart.
+    let lib = dir.join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(&lib, format!("{text}\n// touched by a test\n")).unwrap();
+    nvim.command("PiIde build").unwrap();
+    nvim.wait_for("#vim.tbl_filter(function(n) return n.msg:find('built', 1, true) or n.msg:find('failed', 1, true) end, _G.__notes) > 0", 300 * SECOND);
+    let notes = nvim.notes().join("\n");
+    assert!(notes.contains("Restart Neovim"), "{notes}");
+    assert_eq!(nvim.lua("return 1 + 1"), json!(2), "Neovim died");
+    assert!(
+        p.call_tool("getDiagnostics", json!({}))
+            .unwrap()
+            .get("result")
+            .is_some(),
+        "the loaded library stopped working"
+    );
+
+    // A broken build reports the compiler's words.
+    std::fs::write(&lib, format!("{text}\nthis is not rust\n")).unwrap();
+    let err = nvim.lua_with(
+        "local ok, e = pcall(dofile, ...) return e",
+        vec![dir.join("build.lua").to_string_lossy().to_string().into()],
+    );
+    let err = err.as_str().unwrap();
+    assert!(
+        err.contains("cargo build --release` failed") && err.contains("error"),
+        "{err}"
+    );
+    drop(nvim);
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+}
+
+#[test]
+fn loaded_after_startup_as_lazy_loading_does() {
+    // Not on the runtimepath at startup; added later, as lazy.nvim does on an event or command.
+    let nvim = Nvim::start_with(Options {
+        before: Some(format!("vim.opt.rtp:remove('{}')", plugin_root().display())),
+        ..Default::default()
+    });
+    assert_eq!(nvim.lua("return vim.fn.exists(':PiIde')"), json!(0));
+    assert!(lock::read_all(&nvim.lock_dir).is_empty());
+    nvim.lua_with("vim.opt.rtp:prepend(...) vim.cmd('runtime! plugin/pi-ide.lua') require('pi-ide').setup({})", vec![plugin_root().to_string_lossy().to_string().into()]);
+    nvim.wait_for("require('pi-ide').info().running", 5 * SECOND);
+    assert_eq!(nvim.lua("return vim.fn.exists(':PiIde')"), json!(2));
+    let mut p = nvim.peer();
+    assert!(p
+        .request("ping", json!({}))
+        .unwrap()
+        .get("result")
+        .is_some());
+}
+
+fn health(nvim: &Nvim) -> String {
+    nvim.command("checkhealth pi-ide").unwrap();
+    let text = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    nvim.command("bwipeout").unwrap();
+    text.as_str().unwrap().to_owned()
+}
+
+#[test]
+fn checkhealth_reports_what_matters() {
+    let nvim = Nvim::start();
+    edit_file(&nvim, "h.lua", &["local x = 1"]);
+    nvim.lua("vim.keymap.set('i', '<Tab>', 'TAB', { buffer = true })");
+    let _p = nvim.peer();
+    nvim.wait_for("#require('pi-ide').info().clients == 1", 5 * SECOND);
+    let text = health(&nvim);
+    for want in [
+        "OK Neovim",
+        "OK native library",
+        "OK server on 127.0.0.1",
+        "token matches",
+        "lock folder writable",
+        "client #",
+        "pi-ide 0.1.0",
+        "treesitter parser for lua",
+        "<Tab> (accept) in Insert mode is mapped by something else (buffer-local)",
+        "Claude Code compatibility off",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    // A lockfile that went wrong is an error with the fix.
+    let l = nvim.lockfile();
+    std::fs::set_permissions(&l.path, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let text = health(&nvim);
+    assert!(text.contains("mode is 644, not 600"), "{text}");
+    nvim.command("PiIde stop").unwrap();
+    assert!(health(&nvim).contains("the server is not running"));
+}
+
+#[test]
+fn statusline_text_follows_the_state() {
+    let nvim = Nvim::start();
+    let status = || {
+        nvim.lua("return require('pi-ide').status()")
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(status(), "π no agent");
+    let mut p = nvim.peer();
+    nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", 5 * SECOND);
+    let path = nvim.cwd.join("s.txt");
+    std::fs::write(&path, "a\n").unwrap();
+    let path = path.to_string_lossy().to_string();
+    p.send_json(&json!({"jsonrpc": "2.0", "id": "d", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
+        "old_file_path": path, "new_file_path": path, "new_file_contents": "b\n", "tab_name": "t"}}})).unwrap();
+    nvim.wait_for(
+        "require('pi-ide').status() == 'π pi-ide · 1 to review'",
+        5 * SECOND,
+    );
+    nvim.command("PiIde reject").unwrap();
+    nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", 5 * SECOND);
+    edit_file(&nvim, "t.txt", &[""]);
+    type_keys(&nvim, "ix");
+    p.wait_request("getSuggestions", 5 * SECOND).unwrap();
+    assert_eq!(status(), "π pi-ide · …");
+    type_keys(&nvim, "<Esc>");
+    nvim.command("PiIde stop").unwrap();
+    assert_eq!(status(), "");
+    // Cheap enough for every redraw.
+    let us = nvim.lua("require('pi-ide').start() local t = vim.uv.hrtime() for _ = 1, 1000 do require('pi-ide').status() end return (vim.uv.hrtime() - t) / 1000 / 1000");
+    eprintln!("status(): {us} µs per call");
+}
+
+#[test]
+fn every_event_fires() {
+    let nvim = Nvim::start_with(Options {
+        before: Some(
+            "_G.__ev = {} for _, e in ipairs({'PiIdeStarted', 'PiIdeStopped', 'PiIdeClientConnected', 'PiIdeClientDisconnected'}) do \
+               vim.api.nvim_create_autocmd('User', { pattern = e, callback = function(a) table.insert(_G.__ev, { e, a.data }) end }) end"
+                .into(),
+        ),
+        ..Default::default()
+    });
+    let p = nvim.peer();
+    nvim.wait_for("#_G.__ev >= 2", 5 * SECOND);
+    p.close();
+    nvim.wait_for("#_G.__ev >= 3", 5 * SECOND);
+    nvim.command("PiIde stop").unwrap();
+    let ev = nvim.lua("return _G.__ev");
+    let names: Vec<&str> = ev
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[0].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "PiIdeStarted",
+            "PiIdeClientConnected",
+            "PiIdeClientDisconnected",
+            "PiIdeStopped"
+        ]
+    );
+    assert!(ev[0][1]["port"].as_u64().is_some() && ev[0][1]["lockfile"].as_str().is_some());
+    assert_eq!(ev[1][1]["name"], "pi-ide");
+    assert_eq!(ev[2][1]["name"], "pi-ide");
+}
+
+#[test]
+fn log_opens_the_log_file() {
+    let nvim = Nvim::start();
+    nvim.command("PiIde log").unwrap();
+    let name = nvim.lua("return vim.api.nvim_buf_get_name(0)");
+    assert!(name.as_str().unwrap().ends_with("pi-ide.log"), "{name}");
+    assert!(nvim
+        .lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')")
+        .as_str()
+        .unwrap()
+        .contains("listening on 127.0.0.1"));
+}
