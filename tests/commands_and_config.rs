@@ -350,6 +350,43 @@ fn the_help_file_has_valid_unique_tags() {
             "tool {name} has no help tag"
         );
     }
+    // Every Lua function, <Plug> map, User event, highlight group and the health check.
+    for f in nvim.lua("local t = {} for k, v in pairs(require('pi-ide')) do if type(v) == 'function' then table.insert(t, k) end end return t").as_array().unwrap() {
+        let f = f.as_str().unwrap();
+        assert!(tags.contains(&format!("pi-ide.{f}()\t")), "Lua function {f} has no help tag");
+    }
+    let plugs = nvim.lua("local t = {} for _, mode in ipairs({'n', 'x', 'i'}) do for _, m in ipairs(vim.api.nvim_get_keymap(mode)) do if m.lhs:find('^<Plug>%(PiIde') and not m.lhs:find('Fallback') then t[m.lhs] = true end end end return vim.tbl_keys(t)");
+    assert!(plugs.as_array().unwrap().len() >= 8, "{plugs}");
+    for p in plugs.as_array().unwrap() {
+        let p = p.as_str().unwrap();
+        assert!(tags.contains(&format!("{p}\t")), "{p} has no help tag");
+    }
+    for e in [
+        "PiIdeStarted",
+        "PiIdeStopped",
+        "PiIdeClientConnected",
+        "PiIdeClientDisconnected",
+        "PiIdeDiffOpened",
+        "PiIdeDiffClosed",
+        "PiIdeSuggestionRequested",
+        "PiIdeSuggestionShown",
+        "PiIdeSuggestionAccepted",
+    ] {
+        assert!(
+            tags.contains(&format!("User_{e}\t")),
+            "event {e} has no help tag"
+        );
+    }
+    for t in [
+        "hl-PiIdeSuggestion",
+        "hl-PiIdeSuggestionCounter",
+        "pi-ide-health",
+        "pi-ide-keys",
+        "pi-ide-statusline",
+        "pi-ide-lazy",
+    ] {
+        assert!(tags.contains(&format!("{t}\t")), "missing tag {t}");
+    }
     // And every subcommand.
     for sub in nvim
         .lua("return vim.tbl_keys(require('pi-ide.commands').subcommands)")
