@@ -7,6 +7,7 @@ pub mod auth;
 pub mod bridge;
 pub mod connection;
 pub mod diff;
+mod fuzz;
 pub mod jsonrpc;
 pub mod lockfile;
 pub mod log;
