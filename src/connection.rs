@@ -42,26 +42,43 @@ async fn open_diff(
     let file = config
         .stage_dir
         .join(format!("{}.proposal", shared.next_id()));
-    let (args, contents) =
-        match tokio::task::spawn_blocking(move || crate::diff::stage(args, file)).await {
-            Ok(staged) => staged,
-            Err(_) => {
-                error!("client {client}: staging a proposal failed");
-                shared.send_to(client, jsonrpc::outcome_frame(&id, &tool.abandoned(None)));
-                return;
-            }
-        };
+    // Small proposals are staged and diffed right here (well under a millisecond); large ones on
+    // a worker, so that other clients are not kept waiting.
+    let small = args["new_file_contents"]
+        .as_str()
+        .is_some_and(|c| c.len() < SMALL_PROPOSAL);
+    let staged = if small {
+        Ok(crate::diff::stage(args, file))
+    } else {
+        tokio::task::spawn_blocking(move || crate::diff::stage(args, file)).await
+    };
+    let (args, contents) = match staged {
+        Ok(staged) => staged,
+        Err(_) => {
+            error!("client {client}: staging a proposal failed");
+            shared.send_to(client, jsonrpc::outcome_frame(&id, &tool.abandoned(None)));
+            return;
+        }
+    };
     let old_path = args["old_file_path"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
     let req = shared.park(client, id, tool, args).await;
+    if small {
+        let stats = crate::diff::stats_for(&old_path, &contents);
+        shared.push(Event::DiffStats { req, stats }).await;
+        return;
+    }
     let shared = shared.clone();
     tokio::task::spawn_blocking(move || {
         let stats = crate::diff::stats_for(&old_path, &contents);
         shared.push_blocking(Event::DiffStats { req, stats });
     });
 }
+
+/// Proposals below this size are staged and diffed on the server thread itself.
+const SMALL_PROPOSAL: usize = 256 * 1024;
 
 type Ws = WebSocketStream<TcpStream>;
 

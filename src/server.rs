@@ -81,8 +81,11 @@ impl Server {
             auth_token: auth::new_token(),
         };
 
+        // Blocking work (staging and diffing large proposals) gets at most two threads: every
+        // extra thread would keep a malloc arena of its own alive in Neovim's process.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
+            .max_blocking_threads(2)
             .build()
             .map_err(|e| format!("cannot start the server runtime: {e}"))?;
         let (shutdown, shutdown_rx) = watch::channel(false);

@@ -189,7 +189,7 @@ fn a_fragmented_message_is_reassembled() {
     let mut raw = Vec::new();
     raw.extend(masked_frame(0x1, false, a));
     raw.extend(masked_frame(0x0, true, b));
-    p.write_raw(&raw);
+    p.write_raw(&raw).unwrap();
     assert_eq!(p.recv_json().unwrap()["id"], "frag");
 }
 

@@ -301,9 +301,12 @@ pub fn texts(response: &Value) -> Vec<String> {
 
 impl Peer {
     /// Writes raw bytes to the socket (for hand-made frames).
-    pub fn write_raw(&mut self, bytes: &[u8]) {
+    pub fn write_raw(&mut self, bytes: &[u8]) -> Result<(), String> {
         use std::io::Write;
-        self.ws.get_mut().write_all(bytes).unwrap();
+        self.ws
+            .get_mut()
+            .write_all(bytes)
+            .map_err(|e| e.to_string())
     }
 }
 
