@@ -385,19 +385,28 @@ local function show(r, args)
       vim.cmd("rightbelow vertical sbuffer " .. ui.right_buf)
       ui.right_win = vim.api.nvim_get_current_win()
       r.ui = ui
-      for _, win in ipairs({ ui.left_win, ui.right_win }) do
-        vim.api.nvim_win_call(win, function()
+      -- Diff mode on the left is cheap; on the right Neovim computes the diff (the longest
+      -- single piece of work): for a large file it gets a turn of its own; a small one is
+      -- finished in this turn, so no frame ever shows the panes without the diff.
+      vim.api.nvim_win_call(ui.left_win, function()
+        vim.cmd("diffthis")
+      end)
+      attach(r, ui.left_buf, ui.right_buf)
+      local large = (args.new.bytes or 0) > 256 * 1024
+      ;(large and step or function(f)
+        f()
+      end)(function()
+        vim.api.nvim_win_call(ui.right_win, function()
           vim.cmd("diffthis")
         end)
-      end
-      attach(r, ui.left_buf, ui.right_buf)
-      to_first_hunk(ui.right_win)
-      refresh_winbars()
-      user_event("PiIdeDiffOpened", { tab_name = r.tab_name, path = r.path })
-      step(function()
-        set_filetype(ui.right_buf, ui.right_win, ft)
+        to_first_hunk(ui.right_win)
+        refresh_winbars()
+        user_event("PiIdeDiffOpened", { tab_name = r.tab_name, path = r.path })
         step(function()
-          set_filetype(ui.left_buf, ui.left_win, ft)
+          set_filetype(ui.right_buf, ui.right_win, ft)
+          step(function()
+            set_filetype(ui.left_buf, ui.left_win, ft)
+          end)
         end)
       end)
     end)
