@@ -224,22 +224,10 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-fn start_with_plugin_at(dir: &Path) -> Nvim {
-    // Put the copy first and record notifications before VimEnter starts the server.
-    Nvim::start_with(Options {
-        before: Some(format!(
-            "vim.opt.rtp:remove('{}') vim.opt.rtp:prepend('{}') _G.__notes = {{}} vim.notify = function(m) table.insert(_G.__notes, {{msg = m}}) end",
-            plugin_root().display(),
-            dir.display()
-        )),
-        ..Default::default()
-    })
-}
-
 #[test]
 fn a_missing_native_library_gives_one_message_naming_the_build_command() {
     let dir = plugin_copy("nolib", false, None);
-    let nvim = start_with_plugin_at(&dir);
+    let nvim = nvim_with_plugin_at(&dir);
     nvim.wait_for("#_G.__notes > 0", 5 * SECOND);
     let notes = nvim.notes();
     assert_eq!(notes.len(), 1, "{notes:?}");
@@ -260,7 +248,7 @@ fn a_missing_native_library_gives_one_message_naming_the_build_command() {
 #[test]
 fn a_stale_native_library_is_refused_with_the_command_to_run() {
     let dir = plugin_copy("stale", true, Some("9.9.9"));
-    let nvim = start_with_plugin_at(&dir);
+    let nvim = nvim_with_plugin_at(&dir);
     nvim.wait_for("#_G.__notes > 0", 5 * SECOND);
     let notes = nvim.notes();
     assert_eq!(notes.len(), 1, "{notes:?}");

@@ -35,17 +35,6 @@ fn fresh_copy() -> PathBuf {
     dest
 }
 
-fn nvim_with_only(dir: &Path) -> Nvim {
-    Nvim::start_with(Options {
-        before: Some(format!(
-            "vim.opt.rtp:remove('{}') vim.opt.rtp:prepend('{}') _G.__notes = {{}} vim.notify = function(m) table.insert(_G.__notes, {{msg = m}}) end",
-            plugin_root().display(),
-            dir.display()
-        )),
-        ..Default::default()
-    })
-}
-
 #[test]
 fn installs_builds_and_rebuilds_like_lazy_nvim() {
     let dir = fresh_copy();
@@ -62,7 +51,7 @@ fn installs_builds_and_rebuilds_like_lazy_nvim() {
         "cargo build --release failed in a fresh copy:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let nvim = nvim_with_only(&dir);
+    let nvim = nvim_with_plugin_at(&dir);
     assert_eq!(
         nvim.lua("return require('pi-ide.native').path()"),
         json!(dir.join("target/release/libpi_ide.so").to_string_lossy()),

@@ -206,30 +206,36 @@ impl Peer {
 
     /// Waits for a notification with this method; other frames go to the inbox.
     pub fn wait_notification(&mut self, method: &str, timeout: Duration) -> Result<Value, String> {
-        if let Some(pos) = self
-            .inbox
-            .iter()
-            .position(|v| v["method"] == method && v.get("id").is_none())
-        {
+        self.wait_frame(&format!("{method} notification"), timeout, |v| {
+            v["method"] == method && v.get("id").is_none()
+        })
+    }
+
+    /// Waits for the first frame (inbox first) that `wanted` accepts; the others go to the inbox.
+    fn wait_frame(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        wanted: impl Fn(&Value) -> bool,
+    ) -> Result<Value, String> {
+        if let Some(pos) = self.inbox.iter().position(&wanted) {
             return Ok(self.inbox.remove(pos).unwrap());
         }
         let deadline = Instant::now() + timeout;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(format!("no {method} notification within {timeout:?}"));
+                return Err(format!("no {what} within {timeout:?}"));
             }
             self.set_timeout(left);
             let got = self.recv();
             self.set_timeout(Duration::from_secs(10));
             match got? {
-                Received::Json(v) if v["method"] == method && v.get("id").is_none() => {
-                    return Ok(v)
-                }
+                Received::Json(v) if wanted(&v) => return Ok(v),
                 Received::Json(v) => self.inbox.push_back(v),
                 other => {
                     return Err(format!(
-                        "connection ended while waiting for {method}: {other:?}"
+                        "connection ended while waiting for {what}: {other:?}"
                     ))
                 }
             }
@@ -328,29 +334,9 @@ impl Peer {
     /// Waits for a request from the editor (a frame with both `method` and `id`), e.g.
     /// getSuggestions; other frames go to the inbox.
     pub fn wait_request(&mut self, method: &str, timeout: Duration) -> Result<Value, String> {
-        let is_it = |v: &Value| v["method"] == method && v.get("id").is_some();
-        if let Some(pos) = self.inbox.iter().position(is_it) {
-            return Ok(self.inbox.remove(pos).unwrap());
-        }
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(format!("no {method} request within {timeout:?}"));
-            }
-            self.set_timeout(left);
-            let got = self.recv();
-            self.set_timeout(Duration::from_secs(10));
-            match got? {
-                Received::Json(v) if is_it(&v) => return Ok(v),
-                Received::Json(v) => self.inbox.push_back(v),
-                other => {
-                    return Err(format!(
-                        "connection ended while waiting for {method}: {other:?}"
-                    ))
-                }
-            }
-        }
+        self.wait_frame(&format!("{method} request"), timeout, |v| {
+            v["method"] == method && v.get("id").is_some()
+        })
     }
 
     /// Answers a request from the editor.

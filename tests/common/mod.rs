@@ -68,3 +68,17 @@ pub fn no_selection_within(peer: &mut Peer, ms: u64) {
 pub fn utf16(s: &str, byte: usize) -> usize {
     s[..byte].encode_utf16().count()
 }
+
+/// A Neovim with the plugin loaded from `dir` instead of this checkout (a copy, an install),
+/// recording vim.notify from before VimEnter.
+pub fn nvim_with_plugin_at(dir: &std::path::Path) -> Nvim {
+    use pi_ide_peer::nvim::{plugin_root, Options};
+    Nvim::start_with(Options {
+        before: Some(format!(
+            "vim.opt.rtp:remove('{}') vim.opt.rtp:prepend('{}') _G.__notes = {{}} vim.notify = function(m) table.insert(_G.__notes, {{msg = m}}) end",
+            plugin_root().display(),
+            dir.display()
+        )),
+        ..Default::default()
+    })
+}
