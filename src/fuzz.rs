@@ -7,7 +7,6 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 
 use crate::jsonrpc::{self, Incoming};
 use crate::mcp::{self, Dispatch, Session};

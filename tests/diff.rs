@@ -105,7 +105,8 @@ fn reject_by_q_key_command_tabclose_and_wipe() {
     let nvim = Nvim::start();
     let path = setup(&nvim, "r.txt", "x\n");
     let mut p = nvim.peer();
-    let cases: Vec<(&str, Box<dyn Fn(&Nvim)>)> = vec![
+    type Ending = Box<dyn Fn(&Nvim)>;
+    let cases: Vec<(&str, Ending)> = vec![
         (
             "quit",
             Box::new(|n: &Nvim| {

@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use pi_ide_peer::nvim::{plugin_root, temp_dir, Options};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// The repository's tracked files copied to a fresh folder, as a plugin manager's clone.
