@@ -34,13 +34,19 @@ function M.find(path)
   end
 end
 
+--- Whether a buffer is a real file: a normal buffer with a name that is not a URL (terminal,
+--- help, quickfix, scratch, oil:// and pi-ide:// buffers are not).
+function M.is_file(buf)
+  if vim.api.nvim_get_option_value("buftype", { buf = buf }) ~= "" then
+    return false
+  end
+  local name = vim.api.nvim_buf_get_name(buf)
+  return name ~= "" and not name:match("^%a[%w+.-]*://")
+end
+
 --- The file URI of a buffer, or nil for buffers that are not files.
 function M.uri(buf)
-  local name = vim.api.nvim_buf_get_name(buf)
-  if name == "" or vim.bo[buf].buftype ~= "" or name:match("^%a[%w+.-]*://") then
-    return nil
-  end
-  return vim.uri_from_fname(name)
+  return M.is_file(buf) and vim.uri_from_fname(vim.api.nvim_buf_get_name(buf)) or nil
 end
 
 --- A byte column on a line as a UTF-16 code-unit offset (what LSP and the protocol count).

@@ -28,7 +28,7 @@ end
 --- :[range]PiIde send — the current file, or the given lines of it.
 function M.send_command(opts)
   local buf = vim.api.nvim_get_current_buf()
-  if not require("pi-ide.selection").is_file(buf) then
+  if not require("pi-ide.buffers").is_file(buf) then
     log.notify("the current buffer is not a file: nothing to send", vim.log.levels.WARN)
     return
   end

@@ -19,15 +19,7 @@ local cached = { key = nil, text = nil } -- last extracted text, reused while no
 
 local VISUAL = { v = true, V = true, ["\22"] = true }
 
-local get_option = vim.api.nvim_get_option_value
-
-local function is_file(buf)
-  if get_option("buftype", { buf = buf }) ~= "" then
-    return false
-  end
-  local name = vim.api.nvim_buf_get_name(buf)
-  return name ~= "" and not name:match("^%a[%w+.-]*://")
-end
+local is_file = buffers.is_file
 
 local function line_at(buf, row0)
   return vim.api.nvim_buf_get_lines(buf, row0, row0 + 1, false)[1] or ""
@@ -207,11 +199,6 @@ function M.detach()
   end
   augroup, native, sticky = nil, nil, nil
   cached = { key = nil, text = nil }
-end
-
---- The file and line range to mention for `:PiIde send` / `:PiIde add` (zero-based lines).
-function M.is_file(buf)
-  return is_file(buf)
 end
 
 return M

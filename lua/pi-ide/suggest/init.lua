@@ -46,7 +46,7 @@ end
 
 --- Whether suggestions may be asked for in this buffer at all (manual triggers too).
 function M.allowed(buf)
-  if vim.bo[buf].buftype ~= "" or vim.api.nvim_buf_get_name(buf) == "" then
+  if not require("pi-ide.buffers").is_file(buf) then
     return false, "not a file buffer"
   end
   local ft = vim.bo[buf].filetype
