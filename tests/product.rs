@@ -191,10 +191,28 @@ fn statusline_text_follows_the_state() {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "b\n", "tab_name": "t"}}})).unwrap();
     nvim.wait_for(
         "require('pi-ide').status() == 'π pi-ide · 1 to review'",
-        5 * SECOND,
+        10 * SECOND,
+    );
+    // What the status promises can be acted on at once: the review is there to reject.
+    nvim.command("PiIde reject").unwrap();
+    assert_eq!(
+        texts(&p.wait_response(&json!("d")).unwrap()),
+        vec!["DIFF_REJECTED".to_string(), "t".to_string()]
+    );
+    nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", 10 * SECOND);
+    // A review that arrives while the user types waits, and says so, until they leave Insert.
+    type_keys(&nvim, "i");
+    p.send_json(&json!({"jsonrpc": "2.0", "id": "w", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
+        "old_file_path": path, "new_file_path": path, "new_file_contents": "c\n", "tab_name": "w"}}})).unwrap();
+    nvim.wait_for("require('pi-ide').status() == 'π pi-ide · 1 waiting'", 10 * SECOND);
+    type_keys(&nvim, "<Esc>");
+    nvim.wait_for(
+        "require('pi-ide').status() == 'π pi-ide · 1 to review'",
+        10 * SECOND,
     );
     nvim.command("PiIde reject").unwrap();
-    nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", 5 * SECOND);
+    assert_eq!(texts(&p.wait_response(&json!("w")).unwrap())[0], "DIFF_REJECTED");
+    nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", 10 * SECOND);
     edit_file(&nvim, "t.txt", &[""]);
     type_keys(&nvim, "ix");
     p.wait_request("getSuggestions", 5 * SECOND).unwrap();

@@ -400,6 +400,7 @@ local function show(r, args)
           vim.cmd("diffthis")
         end)
         to_first_hunk(ui.right_win)
+        r.shown = true
         refresh_winbars()
         user_event("PiIdeDiffOpened", { tab_name = r.tab_name, path = r.path })
         step(function()
@@ -471,6 +472,7 @@ function M.open(args, reply, ev)
     new_file = not args.old.exists,
     old_error = args.old.error,
     user_edits = user_buf ~= nil and vim.api.nvim_buf_is_loaded(user_buf) and vim.bo[user_buf].modified,
+    shown = false, -- both panes are up and in diff mode: the user can decide it now
     done = false,
   }
   reviews[r.tab_name] = r
@@ -547,9 +549,16 @@ function M.current()
   end
 end
 
---- How many reviews are open (for the statusline).
+--- For the statusline: how many reviews are on screen (the user can decide them now), and how
+--- many are still waiting to be shown (being built, or held while the user is in Insert mode).
 function M.count()
-  return #order
+  local shown = 0
+  for _, name in ipairs(order) do
+    if reviews[name].shown then
+      shown = shown + 1
+    end
+  end
+  return shown, #order - shown
 end
 
 --- Open reviews, oldest first: { tab_name, path }.

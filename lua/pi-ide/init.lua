@@ -37,9 +37,17 @@ function M.status()
   end
   local parts = { "π " .. (server.agent_name() or "no agent") }
   local diff = package.loaded["pi-ide.diff"]
-  local reviews = diff and diff.count() or 0
-  if reviews > 0 then
-    table.insert(parts, ("%d to review"):format(reviews))
+  -- Only reviews on screen count as "to review": `:PiIde reject` must find what the status
+  -- promises. One that is not shown yet (held while you type) is "waiting".
+  local shown, waiting = 0, 0
+  if diff then
+    shown, waiting = diff.count()
+  end
+  if shown > 0 then
+    table.insert(parts, ("%d to review"):format(shown))
+  end
+  if waiting > 0 then
+    table.insert(parts, ("%d waiting"):format(waiting))
   end
   local suggest = package.loaded["pi-ide.suggest"]
   if suggest and suggest.busy() then
