@@ -64,7 +64,7 @@ fn on_it_writes_both_lockfiles_and_serves_both_agents_at_once() {
         .unwrap()
         .get("result")
         .is_some());
-    nvim.wait_for("#require('pi-ide').info().clients == 2", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide').info().clients == 2", PATIENCE);
     // Both get notifications.
     edit_file(&nvim, "x.txt", &["a", "b"]);
     type_keys(&nvim, "j");

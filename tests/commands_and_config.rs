@@ -13,7 +13,7 @@ fn status_shows_port_lockfile_clients_and_parked() {
     let _p = nvim.peer();
     nvim.wait_for(
         "(require('pi-ide').info().clients[1] or {}).name ~= nil",
-        5 * SECOND,
+        PATIENCE,
     );
     let lines = nvim.lua("return require('pi-ide.commands').status_lines()");
     let text = lines
@@ -152,7 +152,7 @@ fn auto_start_false_does_not_start_and_start_works_later() {
         ..Default::default()
     });
     // setup ran before the plugin's own VimEnter handler? Either way, check the outcome.
-    nvim.wait_for("vim.v.vim_did_enter == 1", 5 * SECOND);
+    nvim.wait_for("vim.v.vim_did_enter == 1", PATIENCE);
     let running = nvim.lua("return require('pi-ide').info().running");
     assert_eq!(running, json!(false), "auto_start = false still started");
     assert!(lock::read_all(&nvim.lock_dir).is_empty());
@@ -171,7 +171,7 @@ fn workspace_folders_follow_the_current_directory() {
     ))
     .unwrap();
     let want = other.to_string_lossy().to_string();
-    let deadline = std::time::Instant::now() + 5 * SECOND;
+    let deadline = std::time::Instant::now() + PATIENCE;
     loop {
         if nvim.lockfile().workspace_folders == vec![want.clone()] {
             break;
@@ -228,7 +228,7 @@ fn copy_tree(from: &Path, to: &Path) {
 fn a_missing_native_library_gives_one_message_naming_the_build_command() {
     let dir = plugin_copy("nolib", false, None);
     let nvim = nvim_with_plugin_at(&dir);
-    nvim.wait_for("#_G.__notes > 0", 5 * SECOND);
+    nvim.wait_for("#_G.__notes > 0", PATIENCE);
     let notes = nvim.notes();
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("not built"), "{notes:?}");
@@ -249,7 +249,7 @@ fn a_missing_native_library_gives_one_message_naming_the_build_command() {
 fn a_stale_native_library_is_refused_with_the_command_to_run() {
     let dir = plugin_copy("stale", true, Some("9.9.9"));
     let nvim = nvim_with_plugin_at(&dir);
-    nvim.wait_for("#_G.__notes > 0", 5 * SECOND);
+    nvim.wait_for("#_G.__notes > 0", PATIENCE);
     let notes = nvim.notes();
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("stale"), "{notes:?}");

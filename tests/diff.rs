@@ -27,7 +27,7 @@ fn open_diff(nvim: &Nvim, p: &mut Peer, id: &str, path: &str, contents: &str, ta
     p.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": contents, "tab_name": tab}}}))
         .unwrap();
-    nvim.wait_for(&format!("#vim.tbl_filter(function(e) return e.event == 'PiIdeDiffOpened' end, _G.__diff) > {before}"), 10 * SECOND);
+    nvim.wait_for(&format!("#vim.tbl_filter(function(e) return e.event == 'PiIdeDiffOpened' end, _G.__diff) > {before}"), PATIENCE);
 }
 
 fn answer(p: &mut Peer, id: &str) -> Vec<String> {
@@ -75,8 +75,8 @@ fn accept_with_w_sends_the_users_edits_and_never_writes_the_file() {
         "fn a() {}\n",
         "the plugin wrote the file"
     );
-    nvim.wait_for("#vim.tbl_filter(function(e) return e.event == 'PiIdeDiffClosed' and e.data.result == 'accepted' end, _G.__diff) == 1", 5 * SECOND);
-    nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", 5 * SECOND);
+    nvim.wait_for("#vim.tbl_filter(function(e) return e.event == 'PiIdeDiffClosed' and e.data.result == 'accepted' end, _G.__diff) == 1", PATIENCE);
+    nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
 }
 
 #[test]
@@ -149,8 +149,8 @@ fn reject_by_q_key_command_tabclose_and_wipe() {
             vec!["DIFF_REJECTED".to_string(), tab.clone()],
             "{what}"
         );
-        nvim.wait_for("#require('pi-ide.diff').list() == 0", 5 * SECOND);
-        nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", 5 * SECOND);
+        nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+        nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
     }
     // Exactly one answer each: nothing else arrives.
     p.set_timeout(std::time::Duration::from_millis(300));
@@ -164,8 +164,8 @@ fn a_disconnect_mid_review_closes_it() {
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "d", &path, "y\n", "pi-write:dc");
     p.kill();
-    nvim.wait_for("#require('pi-ide.diff').list() == 0", 5 * SECOND);
-    nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
     assert_eq!(
         nvim.lua("return _G.__diff[#_G.__diff].data.result"),
         json!("abandoned")
@@ -195,7 +195,7 @@ fn quitting_mid_review_rejects_before_the_close_frame() {
     let path = setup(&nvim, "q.txt", "x\n");
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "q", &path, "y\n", "pi-write:q");
-    assert!(nvim.quit(5 * SECOND));
+    assert!(nvim.quit(PATIENCE));
     let (frames, end) = read_until_close(&mut p);
     let answers: Vec<&Value> = frames.iter().filter(|f| f["id"] == "q").collect();
     assert_eq!(answers.len(), 1, "{frames:?}");
@@ -213,7 +213,7 @@ fn the_core_rejects_a_review_lua_never_answered_when_stopping() {
     let mut p = nvim.peer();
     p.send_json(&json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "y\n", "tab_name": "pi-write:core"}}})).unwrap();
-    nvim.wait_for("require('pi-ide').info().parked == 1", 5 * SECOND);
+    nvim.wait_for("require('pi-ide').info().parked == 1", PATIENCE);
     nvim.command("PiIde stop").unwrap();
     let (frames, _) = read_until_close(&mut p);
     assert_eq!(
@@ -233,8 +233,8 @@ fn the_same_tab_name_twice_rejects_the_first() {
         answer(&mut p, "first"),
         vec!["DIFF_REJECTED".to_string(), "pi-write:same".to_string()]
     );
-    nvim.wait_for("#require('pi-ide.diff').list() == 1", 5 * SECOND);
-    nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
+    nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
     nvim.command("write").unwrap();
     assert_eq!(
         answer(&mut p, "second"),
@@ -258,7 +258,7 @@ fn close_tab_closes_an_open_review_and_is_a_no_op_otherwise() {
         answer(&mut p, "o"),
         vec!["DIFF_REJECTED".to_string(), "pi-write:ct".to_string()]
     );
-    nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", 5 * SECOND);
+    nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
     let r = p
         .call_tool("close_tab", json!({"tab_name": "pi-write:gone"}))
         .unwrap();
@@ -282,7 +282,7 @@ fn close_all_diff_tabs_leaves_the_users_own_diff_alone() {
     assert_eq!(texts(&r), vec!["CLOSED_2_DIFF_TABS".to_string()]);
     assert_eq!(answer(&mut p, "1")[0], "DIFF_REJECTED");
     assert_eq!(answer(&mut p, "2")[0], "DIFF_REJECTED");
-    nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", 5 * SECOND);
+    nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
     let user_diff = nvim.lua("local n = 0 for _, w in ipairs(vim.api.nvim_list_wins()) do if vim.wo[w].diff then n = n + 1 end end return n");
     assert_eq!(user_diff, json!(2), "the user's diff windows were touched");
 }
@@ -306,9 +306,9 @@ fn a_new_file_is_reviewed_against_nothing() {
         .unwrap()
         .contains("new file"));
     // The numbers come from the core a moment after the review opens.
-    nvim.wait_for("vim.wo.winbar:find('+1 −0', 1, true) ~= nil", 5 * SECOND);
+    nvim.wait_for("vim.wo.winbar:find('+1 −0', 1, true) ~= nil", PATIENCE);
     // Highlighting follows on the next turns of the loop, on both panes.
-    nvim.wait_for("vim.bo.filetype == 'python' and vim.bo[vim.fn.winbufnr(vim.fn.winnr('h'))].filetype == 'python'", 5 * SECOND);
+    nvim.wait_for("vim.bo.filetype == 'python' and vim.bo[vim.fn.winbufnr(vim.fn.winnr('h'))].filetype == 'python'", PATIENCE);
     assert_eq!(
         nvim.lua("return {vim.wo.foldmethod, vim.bo.modified}"),
         json!(["diff", false])
@@ -349,7 +349,7 @@ fn the_users_unsaved_edits_are_kept_and_warned_about() {
     // The agent writes the file; the user's modified buffer is left alone, with a warning.
     nvim.record_notify();
     std::fs::write(&path, "agent\n").unwrap();
-    nvim.wait_for("#_G.__notes > 0", 5 * SECOND);
+    nvim.wait_for("#_G.__notes > 0", PATIENCE);
     assert!(
         nvim.notes().join("").contains("unsaved edits"),
         "{:?}",
@@ -376,7 +376,7 @@ fn an_unmodified_buffer_reloads_when_the_agent_writes() {
     std::fs::write(&path, "new\n").unwrap();
     nvim.wait_for(
         &format!("vim.api.nvim_buf_get_lines(vim.fn.bufnr('{path}'), 0, -1, false)[1] == 'new'"),
-        5 * SECOND,
+        PATIENCE,
     );
 }
 
@@ -400,9 +400,9 @@ fn the_layout_comes_back_and_splitright_does_not_flip_the_panes() {
     answer(&mut p, "l");
     nvim.wait_for(
         "#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 2",
-        5 * SECOND,
+        PATIENCE,
     );
-    nvim.wait_for("vim.fn.bufname():find('pi-ide://') == nil", 5 * SECOND);
+    nvim.wait_for("vim.fn.bufname():find('pi-ide://') == nil", PATIENCE);
     let after = nvim.lua("return {vim.api.nvim_get_current_tabpage(), vim.api.nvim_get_current_win(), vim.api.nvim_win_get_cursor(0), vim.fn.winlayout()}");
     assert_eq!(before, after);
 }
@@ -425,7 +425,7 @@ fn vsplit_layout_opens_in_the_current_tab() {
     );
     nvim.command("PiIde reject").unwrap();
     answer(&mut p, "v");
-    nvim.wait_for("#vim.api.nvim_tabpage_list_wins(0) == 1", 5 * SECOND);
+    nvim.wait_for("#vim.api.nvim_tabpage_list_wins(0) == 1", PATIENCE);
     assert_eq!(nvim.lua("return vim.api.nvim_get_current_win()"), origin);
 }
 
@@ -455,7 +455,7 @@ fn two_reviews_at_once_each_answered_once() {
         answer(&mut p, "B"),
         vec!["FILE_SAVED".to_string(), "B\n".to_string()]
     );
-    nvim.wait_for("#require('pi-ide.diff').list() == 1", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
     nvim.command("tabnext 2").unwrap();
     assert!(!nvim
         .lua("return vim.wo.winbar")
@@ -496,7 +496,7 @@ fn crlf_and_missing_final_newline_round_trip_byte_exact() {
             vec!["FILE_SAVED".to_string(), text.to_string()],
             "{text:?}"
         );
-        nvim.wait_for("#require('pi-ide.diff').list() == 0", 5 * SECOND);
+        nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
     }
 }
 
@@ -516,7 +516,7 @@ fn a_large_file_is_reviewed_and_accepted_whole() {
         nvim.lua("return vim.api.nvim_win_get_cursor(0)[1]"),
         json!(30001)
     );
-    nvim.wait_for("vim.wo.winbar:find('+2 −2 ', 1, true) ~= nil and vim.wo.winbar:find('2 hunks', 1, true) ~= nil", 5 * SECOND);
+    nvim.wait_for("vim.wo.winbar:find('+2 −2 ', 1, true) ~= nil and vim.wo.winbar:find('2 hunks', 1, true) ~= nil", PATIENCE);
     nvim.command("write").unwrap();
     let t = answer(&mut p, "big");
     assert_eq!(t[1].len(), new.len());
@@ -545,13 +545,13 @@ fn a_review_waits_while_the_user_types_in_insert_mode() {
     let mut p = nvim.peer();
     p.send_json(&json!({"jsonrpc": "2.0", "id": "i", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "y\n", "tab_name": "pi-write:i"}}})).unwrap();
-    nvim.wait_for("#require('pi-ide.diff').list() == 1", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
     // Still typing in the same buffer: no keystroke went to the review.
     type_keys(&nvim, " world");
     assert_eq!(nvim.lua("return {vim.api.nvim_get_mode().mode, vim.api.nvim_get_current_line(), #vim.api.nvim_list_tabpages()}"), json!(["i", "hello worldx", 1]));
     type_keys(&nvim, "<Esc>");
-    nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", 5 * SECOND);
-    nvim.wait_for("vim.bo.buftype == 'acwrite'", 5 * SECOND);
+    nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
+    nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     nvim.command("write").unwrap();
     assert_eq!(answer(&mut p, "i")[0], "FILE_SAVED");
 }

@@ -327,38 +327,38 @@ fn send_and_add_mention_files_and_lines() {
     );
     let mut p = nvim.peer();
     nvim.command("2,4PiIde send").unwrap();
-    let m = p.wait_notification("at_mentioned", 5 * SECOND).unwrap();
+    let m = p.wait_notification("at_mentioned", PATIENCE).unwrap();
     assert_eq!(
         m["params"],
         json!({"filePath": path, "lineStart": 1, "lineEnd": 3})
     );
     nvim.command("PiIde send").unwrap();
-    let m = p.wait_notification("at_mentioned", 5 * SECOND).unwrap();
+    let m = p.wait_notification("at_mentioned", PATIENCE).unwrap();
     assert_eq!(m["params"], json!({"filePath": path}));
     // From visual mode through the <Plug> map.
     nvim.command("xmap gs <Plug>(PiIdeSend)").unwrap();
     type_keys(&nvim, "ggjVjgs");
-    let m = p.wait_notification("at_mentioned", 5 * SECOND).unwrap();
+    let m = p.wait_notification("at_mentioned", PATIENCE).unwrap();
     assert_eq!(
         m["params"],
         json!({"filePath": path, "lineStart": 1, "lineEnd": 2})
     );
     // :PiIde add with one-based lines, relative paths, folders.
     nvim.command("PiIde add m.rs 5 3").unwrap();
-    let m = p.wait_notification("at_mentioned", 5 * SECOND).unwrap();
+    let m = p.wait_notification("at_mentioned", PATIENCE).unwrap();
     assert_eq!(
         m["params"],
         json!({"filePath": path, "lineStart": 2, "lineEnd": 4})
     );
     nvim.command("PiIde add m.rs 2").unwrap();
-    let m = p.wait_notification("at_mentioned", 5 * SECOND).unwrap();
+    let m = p.wait_notification("at_mentioned", PATIENCE).unwrap();
     assert_eq!(
         m["params"],
         json!({"filePath": path, "lineStart": 1, "lineEnd": 1})
     );
     std::fs::create_dir_all(nvim.cwd.join("sub")).unwrap();
     nvim.command("PiIde add sub").unwrap();
-    let m = p.wait_notification("at_mentioned", 5 * SECOND).unwrap();
+    let m = p.wait_notification("at_mentioned", PATIENCE).unwrap();
     assert_eq!(
         m["params"],
         json!({"filePath": format!("{}/sub/", nvim.cwd.display())})

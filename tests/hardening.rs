@@ -49,9 +49,10 @@ fn garbage_from_several_clients_at_once_harms_no_one() {
     });
     let l = nvim.lockfile();
     let stop = Arc::new(AtomicBool::new(false));
+    let total = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut flooders = Vec::new();
     for seed in 0..4u64 {
-        let (port, token, stop) = (l.port, l.auth_token.clone(), stop.clone());
+        let (port, token, stop, total) = (l.port, l.auth_token.clone(), stop.clone(), total.clone());
         flooders.push(std::thread::spawn(move || {
             let mut rng = seed * 7919 + 1;
             let mut next = move || {
@@ -76,6 +77,7 @@ fn garbage_from_several_clients_at_once_harms_no_one() {
                         _ => p.ping(&junk[..junk.len().min(100)]),
                     };
                     sent += 1;
+                    total.fetch_add(1, Ordering::Relaxed);
                     if res.is_err() {
                         break;
                     }
@@ -87,18 +89,20 @@ fn garbage_from_several_clients_at_once_harms_no_one() {
     }
     // Meanwhile an honest client keeps being served and Neovim keeps answering.
     let mut good = nvim.peer();
-    let end = Instant::now() + Duration::from_secs(4);
+    // Until both sides have done enough (no rate is asserted: the machine may be loaded).
+    let deadline = Instant::now() + Duration::from_secs(300);
     let mut calls = 0;
-    while Instant::now() < end {
+    while calls < 20 || total.load(Ordering::Relaxed) < 600 {
+        assert!(Instant::now() < deadline, "the flood never got going");
         let r = good.call_tool("getDiagnostics", json!({})).unwrap();
         assert!(r.get("result").is_some(), "{r}");
-        responsive(&nvim, 5 * SECOND);
+        responsive(&nvim, PATIENCE);
         calls += 1;
     }
     stop.store(true, Ordering::Relaxed);
     let sent: u64 = flooders.into_iter().map(|f| f.join().unwrap()).sum();
     eprintln!("{sent} garbage frames from 4 clients; {calls} good calls served meanwhile");
-    assert!(sent > 500 && calls > 10);
+    assert!(sent >= 600 && calls >= 20);
     assert_eq!(nvim.lua("return require('pi-ide').info().parked"), json!(0));
     assert!(!log_text(&nvim).contains("panic"), "a panic was logged");
     assert_eq!(
@@ -149,11 +153,12 @@ fn fifty_clients_times_a_thousand_calls_with_selection_traffic() {
     let mut moves = 0;
     while !clients.iter().all(|c| c.is_finished()) {
         nvim.lua_with("vim.api.nvim_win_set_cursor(0, {(...), 0}) vim.api.nvim_exec_autocmds('CursorMoved', {})", vec![((moves % 100 + 1) as u64).into()]);
-        responsive(&nvim, 5 * SECOND);
+        responsive(&nvim, PATIENCE);
         moves += 1;
+        // A liveness bound, not a speed target.
         assert!(
-            start.elapsed() < Duration::from_secs(300),
-            "the load did not finish in 300 s"
+            start.elapsed() < Duration::from_secs(900),
+            "the load did not finish in 900 s"
         );
     }
     let total: usize = clients.into_iter().map(|c| c.join().unwrap()).sum();
@@ -206,7 +211,7 @@ fn mixed_round(nvim: &Nvim, p: &mut Peer, i: u64, path: &str) {
         "old_file_path": path, "new_file_path": path, "new_file_contents": format!("round {i}\n"), "tab_name": format!("pi-edit:{i}")}}})).unwrap();
         nvim.wait_for(
             "#require('pi-ide.diff').list() == 1 and vim.bo.buftype == 'acwrite'",
-            10 * SECOND,
+            PATIENCE,
         );
         nvim.command(if i % 2 == 0 { "write" } else { "PiIde reject" })
             .unwrap();
@@ -216,15 +221,15 @@ fn mixed_round(nvim: &Nvim, p: &mut Peer, i: u64, path: &str) {
         }
         p.call_tool("close_tab", json!({"tab_name": format!("pi-edit:{i}")}))
             .unwrap();
-        nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", 10 * SECOND);
+        nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
     }
     if parts.contains('s') {
         // A suggestion while typing.
         nvim.request("nvim_input", vec!["Ox".into()]).unwrap();
-        let req = p.wait_request("getSuggestions", 10 * SECOND).unwrap();
+        let req = p.wait_request("getSuggestions", PATIENCE).unwrap();
         p.respond(&req["id"], json!({"suggestions": ["yz"]}))
             .unwrap();
-        nvim.wait_for("require('pi-ide.suggest').visible()", 10 * SECOND);
+        nvim.wait_for("require('pi-ide.suggest').visible()", PATIENCE);
         nvim.request("nvim_input", vec!["<Esc>u".into()]).unwrap();
         nvim.lua("return 1");
     }

@@ -19,16 +19,16 @@ fn disconnect_and_reconnect() {
     let nvim = Nvim::start();
     let l = nvim.lockfile();
     let p = nvim.peer();
-    nvim.wait_for("#require('pi-ide').info().clients == 1", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide').info().clients == 1", PATIENCE);
     p.close();
-    nvim.wait_for("#require('pi-ide').info().clients == 0", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide').info().clients == 0", PATIENCE);
     let mut p = nvim.peer();
     assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
     // A client killed without a Close frame is noticed too.
     let q = nvim.peer();
-    nvim.wait_for("#require('pi-ide').info().clients == 2", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide').info().clients == 2", PATIENCE);
     q.kill();
-    nvim.wait_for("#require('pi-ide').info().clients == 1", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide').info().clients == 1", PATIENCE);
     assert_eq!(
         nvim.lockfile().port,
         l.port,
@@ -43,7 +43,7 @@ fn a_parked_call_does_not_block_other_requests_and_is_answered_later() {
     let mut p = nvim.peer();
     p.send_json(&json!({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"getDiagnostics","arguments":{}}}))
         .unwrap();
-    nvim.wait_for("#_G.__replies == 1", 5 * SECOND);
+    nvim.wait_for("#_G.__replies == 1", PATIENCE);
     assert_eq!(nvim.lua("return require('pi-ide').info().parked"), json!(1));
     // Other requests are served meanwhile, on the same connection.
     assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
@@ -65,9 +65,9 @@ fn a_disconnect_abandons_that_clients_parked_calls_and_tells_lua() {
         &json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"getDiagnostics"}}),
     )
     .unwrap();
-    nvim.wait_for("#_G.__replies == 1", 5 * SECOND);
+    nvim.wait_for("#_G.__replies == 1", PATIENCE);
     p.kill();
-    nvim.wait_for("_G.__gone ~= nil", 5 * SECOND);
+    nvim.wait_for("_G.__gone ~= nil", PATIENCE);
     assert_eq!(nvim.lua("return #_G.__gone.abandoned"), json!(1));
     assert_eq!(nvim.lua("return require('pi-ide').info().parked"), json!(0));
     // A late answer is refused quietly.
@@ -81,7 +81,7 @@ fn stop_answers_parked_calls_before_the_close_frame() {
     let mut p = nvim.peer();
     p.send_json(&json!({"jsonrpc":"2.0","id":"parked","method":"tools/call","params":{"name":"getDiagnostics"}}))
         .unwrap();
-    nvim.wait_for("#_G.__replies == 1", 5 * SECOND);
+    nvim.wait_for("#_G.__replies == 1", PATIENCE);
     nvim.command("PiIde stop").unwrap();
     let (frames, end) = read_until_close(&mut p);
     assert_eq!(frames.len(), 1, "{frames:?}");
@@ -100,8 +100,8 @@ fn quitting_with_a_parked_call_answers_it_then_closes_then_exits() {
         &json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"getDiagnostics"}}),
     )
     .unwrap();
-    nvim.wait_for("#_G.__replies == 1", 5 * SECOND);
-    assert!(nvim.quit(5 * SECOND), "nvim did not exit");
+    nvim.wait_for("#_G.__replies == 1", PATIENCE);
+    assert!(nvim.quit(PATIENCE), "nvim did not exit");
     let (frames, end) = read_until_close(&mut p);
     assert_eq!(frames.len(), 1, "{frames:?}");
     assert_eq!(frames[0]["id"], 9);
@@ -114,8 +114,8 @@ fn quitting_with_a_parked_call_answers_it_then_closes_then_exits() {
 fn pings_and_pongs_never_wake_the_main_loop() {
     let nvim = Nvim::start();
     let mut p = nvim.peer();
-    nvim.wait_for("#require('pi-ide').info().clients == 1", 5 * SECOND);
-    std::thread::sleep(Duration::from_millis(100));
+    // Lua has handled the client's arrival (its events were the last wake-ups).
+    nvim.wait_for("require('pi-ide.server').agent_name() ~= nil", PATIENCE);
     let before = nvim.lua("return require('pi-ide').info().wakes");
     for _ in 0..50 {
         p.ping(b"keepalive").unwrap();

@@ -124,7 +124,7 @@ fn loaded_after_startup_as_lazy_loading_does() {
     assert_eq!(nvim.lua("return vim.fn.exists(':PiIde')"), json!(0));
     assert!(lock::read_all(&nvim.lock_dir).is_empty());
     nvim.lua_with("vim.opt.rtp:prepend(...) vim.cmd('runtime! plugin/pi-ide.lua') require('pi-ide').setup({})", vec![plugin_root().to_string_lossy().to_string().into()]);
-    nvim.wait_for("require('pi-ide').info().running", 5 * SECOND);
+    nvim.wait_for("require('pi-ide').info().running", PATIENCE);
     assert_eq!(nvim.lua("return vim.fn.exists(':PiIde')"), json!(2));
     let mut p = nvim.peer();
     assert!(p
@@ -147,7 +147,7 @@ fn checkhealth_reports_what_matters() {
     edit_file(&nvim, "h.lua", &["local x = 1"]);
     nvim.lua("vim.keymap.set('i', '<Tab>', 'TAB', { buffer = true })");
     let _p = nvim.peer();
-    nvim.wait_for("#require('pi-ide').info().clients == 1", 5 * SECOND);
+    nvim.wait_for("#require('pi-ide').info().clients == 1", PATIENCE);
     let text = health(&nvim);
     for want in [
         "OK Neovim",
@@ -183,7 +183,7 @@ fn statusline_text_follows_the_state() {
     };
     assert_eq!(status(), "π no agent");
     let mut p = nvim.peer();
-    nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", 5 * SECOND);
+    nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", PATIENCE);
     let path = nvim.cwd.join("s.txt");
     std::fs::write(&path, "a\n").unwrap();
     let path = path.to_string_lossy().to_string();
@@ -191,7 +191,7 @@ fn statusline_text_follows_the_state() {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "b\n", "tab_name": "t"}}})).unwrap();
     nvim.wait_for(
         "require('pi-ide').status() == 'π pi-ide · 1 to review'",
-        10 * SECOND,
+        PATIENCE,
     );
     // What the status promises can be acted on at once: the review is there to reject.
     nvim.command("PiIde reject").unwrap();
@@ -199,23 +199,23 @@ fn statusline_text_follows_the_state() {
         texts(&p.wait_response(&json!("d")).unwrap()),
         vec!["DIFF_REJECTED".to_string(), "t".to_string()]
     );
-    nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", 10 * SECOND);
+    nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", PATIENCE);
     // A review that arrives while the user types waits, and says so, until they leave Insert.
     type_keys(&nvim, "i");
     p.send_json(&json!({"jsonrpc": "2.0", "id": "w", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "c\n", "tab_name": "w"}}})).unwrap();
-    nvim.wait_for("require('pi-ide').status() == 'π pi-ide · 1 waiting'", 10 * SECOND);
+    nvim.wait_for("require('pi-ide').status() == 'π pi-ide · 1 waiting'", PATIENCE);
     type_keys(&nvim, "<Esc>");
     nvim.wait_for(
         "require('pi-ide').status() == 'π pi-ide · 1 to review'",
-        10 * SECOND,
+        PATIENCE,
     );
     nvim.command("PiIde reject").unwrap();
     assert_eq!(texts(&p.wait_response(&json!("w")).unwrap())[0], "DIFF_REJECTED");
-    nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", 10 * SECOND);
+    nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", PATIENCE);
     edit_file(&nvim, "t.txt", &[""]);
     type_keys(&nvim, "ix");
-    p.wait_request("getSuggestions", 5 * SECOND).unwrap();
+    p.wait_request("getSuggestions", PATIENCE).unwrap();
     assert_eq!(status(), "π pi-ide · …");
     type_keys(&nvim, "<Esc>");
     nvim.command("PiIde stop").unwrap();
@@ -236,9 +236,9 @@ fn every_event_fires() {
         ..Default::default()
     });
     let p = nvim.peer();
-    nvim.wait_for("#_G.__ev >= 2", 5 * SECOND);
+    nvim.wait_for("#_G.__ev >= 2", PATIENCE);
     p.close();
-    nvim.wait_for("#_G.__ev >= 3", 5 * SECOND);
+    nvim.wait_for("#_G.__ev >= 3", PATIENCE);
     nvim.command("PiIde stop").unwrap();
     let ev = nvim.lua("return _G.__ev");
     let names: Vec<&str> = ev

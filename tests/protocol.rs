@@ -29,7 +29,7 @@ fn initialize_answers_with_string_and_number_ids_echoed() {
     // The editor saw who connected.
     nvim.wait_for(
         "(require('pi-ide').info().clients[1] or {}).name == 'pi-ide'",
-        5 * SECOND,
+        PATIENCE,
     );
     let st = nvim.lua("return require('pi-ide').info().clients[1]");
     assert_eq!(st["version"], "0.1.0");
@@ -75,6 +75,11 @@ fn tools_list_describes_every_tool_with_a_schema() {
         r["result"],
         json!({}),
         "the next frame is the ping's answer, not one for the notification"
+    );
+    assert!(
+        p.inbox.iter().all(|f| f.get("id").is_none()),
+        "a frame answered the notification: {:?}",
+        p.inbox
     );
 }
 

@@ -122,35 +122,40 @@ local function close_ui(r)
 end
 
 -- After an accept the agent writes the file: reload buffers showing it (unmodified ones only).
+-- A write comes as a burst of events (truncate, write, close) that a loaded machine may spread
+-- out: each event restarts a short quiet timer, and watching goes on a little after the first
+-- reload, so a buffer never keeps a half-written file.
 local function reload_when_written(path)
   local dir, base = vim.fs.dirname(path), vim.fs.basename(path)
   local watcher = vim.uv.new_fs_event()
   if not watcher then
     return
   end
-  local timer = vim.uv.new_timer()
+  local quiet = vim.uv.new_timer()
+  local deadline = vim.uv.new_timer()
   local function stop()
-    if not watcher:is_closing() then
-      watcher:stop()
-      watcher:close()
-    end
-    if timer and not timer:is_closing() then
-      timer:stop()
-      timer:close()
+    for _, h in ipairs({ watcher, quiet, deadline }) do
+      if not h:is_closing() then
+        h:close()
+      end
     end
   end
+  local warned = false
   local function reload()
     local buf = buffers.find(path)
     if not buf or not vim.api.nvim_buf_is_loaded(buf) then
       return
     end
     if vim.bo[buf].modified then
-      log.notify(
-        ("the agent wrote %s, but your buffer has unsaved edits: it is left as it is (:e! loads the new file)"):format(
-          display_name(path)
-        ),
-        vim.log.levels.WARN
-      )
+      if not warned then
+        warned = true
+        log.notify(
+          ("the agent wrote %s, but your buffer has unsaved edits: it is left as it is (:e! loads the new file)"):format(
+            display_name(path)
+          ),
+          vim.log.levels.WARN
+        )
+      end
       return
     end
     -- 'autoread' for this one check, so that no prompt appears whatever the user's setting.
@@ -158,19 +163,20 @@ local function reload_when_written(path)
       vim.cmd("setlocal autoread | silent! checktime " .. buf .. " | setlocal autoread<")
     end)
   end
-  local pending = false
   watcher:start(dir, {}, function(err, fname)
-    if err or (fname and fname ~= base) or pending then
+    if err or (fname and fname ~= base) or quiet:is_closing() then
       return
     end
-    pending = true
-    -- Writes come in bursts (truncate, write, close): reload once they have settled.
-    vim.defer_fn(function()
-      stop()
-      reload()
-    end, 50)
+    quiet:stop()
+    quiet:start(50, 0, function()
+      vim.schedule(reload)
+      -- Later events of the same write still reload; then watching ends.
+      deadline:stop()
+      deadline:start(2000, 0, vim.schedule_wrap(stop))
+    end)
   end)
-  timer:start(30000, 0, vim.schedule_wrap(stop))
+  -- An agent that never writes (it may fail): stop watching after a while.
+  deadline:start(30000, 0, vim.schedule_wrap(stop))
 end
 
 --- Ends a review: answers the agent (once), fires PiIdeDiffClosed, then removes the UI on the

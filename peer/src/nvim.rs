@@ -83,6 +83,11 @@ impl Nvim {
             std::fs::create_dir_all(&w).unwrap();
             w
         });
+        // stdpath("run") too: staged proposals live there, and a killed Neovim leaves them.
+        let run_dir = home.join("run");
+        std::fs::create_dir_all(&run_dir).unwrap();
+        std::fs::set_permissions(&run_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .unwrap();
         let root = plugin_root();
         let mut cmd = Command::new(nvim_binary());
         cmd.arg("--embed").arg("--headless").arg("--clean");
@@ -96,6 +101,7 @@ impl Nvim {
             .env("XDG_STATE_HOME", home.join("state"))
             .env("XDG_DATA_HOME", home.join("data"))
             .env("XDG_CACHE_HOME", home.join("cache"))
+            .env("XDG_RUNTIME_DIR", &run_dir)
             .env("PI_IDE_LOCK_DIR", &lock_dir)
             .env_remove("TMUX_PANE")
             .env_remove("WEZTERM_PANE")
@@ -146,7 +152,7 @@ impl Nvim {
             exited,
         };
         // Wait until startup is over (VimEnter has run, so auto_start has had its turn).
-        nvim.wait_for("vim.v.vim_did_enter == 1", Duration::from_secs(20));
+        nvim.wait_for("vim.v.vim_did_enter == 1", Duration::from_secs(60));
         if let Some(a) = &opts.after {
             nvim.lua(a);
         }

@@ -60,7 +60,7 @@ impl Peer {
         let stream = TcpStream::connect(("127.0.0.1", port))
             .map_err(|e| ConnectError::Other(e.to_string()))?;
         stream.set_nodelay(true).ok();
-        stream.set_read_timeout(Some(Duration::from_secs(10))).ok();
+        stream.set_read_timeout(Some(Duration::from_secs(30))).ok();
         let mut req = format!("ws://127.0.0.1:{port}/")
             .into_client_request()
             .map_err(|e| ConnectError::Other(e.to_string()))?;
@@ -229,7 +229,7 @@ impl Peer {
             }
             self.set_timeout(left);
             let got = self.recv();
-            self.set_timeout(Duration::from_secs(10));
+            self.set_timeout(Duration::from_secs(30));
             match got? {
                 Received::Json(v) if wanted(&v) => return Ok(v),
                 Received::Json(v) => self.inbox.push_back(v),

@@ -51,7 +51,7 @@ pub fn edit_file(nvim: &Nvim, name: &str, lines: &[&str]) -> String {
 
 /// Waits for the next selection_changed and returns its params.
 pub fn next_selection(peer: &mut Peer) -> Value {
-    peer.wait_notification("selection_changed", 5 * SECOND)
+    peer.wait_notification("selection_changed", PATIENCE)
         .expect("selection_changed")["params"]
         .clone()
 }
@@ -82,3 +82,24 @@ pub fn nvim_with_plugin_at(dir: &std::path::Path) -> Nvim {
         ..Default::default()
     })
 }
+
+/// Makes the peer quiet: sends the current selection state now (if it changed), then waits
+/// until every frame Neovim queued for this peer before that has arrived (a ping's answer is
+/// written after them), and forgets them. Later frames are caused by what the test does next.
+pub fn settle(nvim: &Nvim, p: &mut Peer) {
+    nvim.lua("require('pi-ide.selection').flush()");
+    let r = p.request("ping", json!({})).expect("ping");
+    assert_eq!(r["result"], json!({}), "{r}");
+    p.inbox.clear();
+}
+
+/// Returns once Neovim's Lua side has handled every frame this peer sent before: a tool call
+/// answered by Lua goes through the same queue, after them.
+pub fn fence(p: &mut Peer) {
+    let r = p.call_tool("getWorkspaceFolders", json!({})).expect("fence");
+    assert!(r.get("result").is_some(), "{r}");
+}
+
+/// A generous deadline for anything that waits on Neovim: it only costs time when a test fails,
+/// and a loaded 2-core machine can hold the main loop up for seconds.
+pub const PATIENCE: Duration = Duration::from_secs(30);
