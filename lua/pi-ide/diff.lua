@@ -292,18 +292,18 @@ local function attach(r, left, right)
   vim.api.nvim_create_autocmd("BufWriteCmd", {
     group = group,
     buffer = right,
-    callback = function()
+    callback = log.guard("accepting a review (:w)", function()
       M.accept(r)
-    end,
+    end),
   })
   -- However the proposal disappears (:q, :tabclose, :bwipe, :bd), that is a rejection.
   vim.api.nvim_create_autocmd({ "BufWipeout", "BufUnload" }, {
     group = group,
     buffer = right,
-    callback = function()
+    callback = log.guard("rejecting a closed review", function()
       finish(r, "rejected")
       pcall(vim.api.nvim_del_augroup_by_id, group)
-    end,
+    end),
   })
   local keys = config.values.diff.keys
   for _, buf in ipairs({ left, right }) do
@@ -446,14 +446,14 @@ local function show_when_ready(r, args)
   local id
   id = vim.api.nvim_create_autocmd("ModeChanged", {
     pattern = "*:n",
-    callback = function()
+    callback = log.guard("showing a waiting review", function()
       vim.schedule(function()
         if not busy_mode() then
           pcall(vim.api.nvim_del_autocmd, id)
           show(r, args)
         end
       end)
-    end,
+    end),
   })
 end
 

@@ -49,6 +49,29 @@ for name, n in pairs(M.levels) do
   end
 end
 
+--- Wraps an autocmd callback (or any callback Neovim calls for us) so that a failure is
+--- logged, and shown once per `what`, instead of surfacing as an autocmd error on every event.
+local reported = {}
+function M.guard(what, fn)
+  return function(...)
+    local ok, err = xpcall(fn, debug.traceback, ...)
+    if not ok then
+      M.error("%s failed: %s", what, tostring(err))
+      if not reported[what] then
+        reported[what] = true
+        vim.schedule(function()
+          vim.notify(
+            ("pi-ide.nvim: internal error in %s (details in :PiIde log; please report it)"):format(what),
+            vim.log.levels.WARN,
+            { title = "pi-ide.nvim" }
+          )
+        end)
+      end
+    end
+    -- Never a value: an autocmd callback returning true would delete the autocmd.
+  end
+end
+
 --- Logs and shows a message the user must see.
 function M.notify(msg, level)
   level = level or vim.log.levels.ERROR

@@ -17,7 +17,9 @@ local sticky -- { buf, row, col, tick, state }: a selection kept after leaving v
 local visual_entry_tick -- changedtick when visual mode began
 local cached = { key = nil, text = nil } -- last extracted text, reused while nothing changed
 
-local VISUAL = { v = true, V = true, ["\22"] = true }
+-- Modes in which text is selected, and the region type getregion() takes for each: Visual
+-- (v, V, CTRL-V) and Select (s, S, CTRL-S; snippets select their placeholders this way).
+local SELECTING = { v = "v", V = "V", ["\22"] = "\22", s = "v", S = "V", ["\19"] = "\22" }
 
 local is_file = buffers.is_file
 
@@ -58,8 +60,8 @@ local function region_text(buf, mode, sr, sc, er, ec)
   end
   local key = table.concat({ buf, vim.api.nvim_buf_get_changedtick(buf), mode, sr, sc, er, ec }, ":")
   if cached.key ~= key then
-    local lines = vim.fn.getregion({ 0, sr, sc, 0 }, { 0, er, ec, 0 }, { type = mode })
-    cached.key, cached.text = key, table.concat(lines, "\n")
+    local ok, lines = pcall(vim.fn.getregion, { 0, sr, sc, 0 }, { 0, er, ec, 0 }, { type = mode })
+    cached.key, cached.text = key, ok and table.concat(lines, "\n") or ""
   end
   return cached.text
 end
@@ -119,11 +121,11 @@ function M.compute()
   if not is_file(buf) then
     return nil
   end
-  local mode = vim.api.nvim_get_mode().mode:sub(1, 1)
-  if VISUAL[mode] then
+  local kind = SELECTING[vim.api.nvim_get_mode().mode:sub(1, 1)]
+  if kind then
     sticky = nil
     local v, c = vim.fn.getpos("v"), vim.fn.getpos(".")
-    return region_state(buf, mode, v[2], v[3], c[2], c[3])
+    return region_state(buf, kind, v[2], v[3], c[2], c[3])
   end
   if sticky then
     local cur = vim.api.nvim_win_get_cursor(0)
@@ -154,28 +156,38 @@ function M.flush()
   send(M.compute())
 end
 
--- Leaving visual mode: send the selection just made, and keep it until the cursor moves.
+-- Whether a mark position (from getpos) points into the buffer.
+local function valid_pos(buf, p)
+  return p[2] >= 1 and p[3] >= 1 and p[2] <= vim.api.nvim_buf_line_count(buf)
+end
+
+-- Leaving Visual or Select mode: send the selection just made, and keep it until the cursor
+-- moves. The '< and '> marks hold it; when they do not (never set in this buffer), the cursor
+-- state follows instead.
 local function on_visual_exit()
   local buf = vim.api.nvim_get_current_buf()
   local tick = vim.api.nvim_buf_get_changedtick(buf)
-  if not is_file(buf) or tick ~= visual_entry_tick then
-    -- An operator changed the text (d, c, >…): the selection is gone, the cursor state follows.
+  local kind = SELECTING[vim.fn.visualmode()]
+  local s, e = vim.fn.getpos("'<"), vim.fn.getpos("'>")
+  if not is_file(buf) or tick ~= visual_entry_tick or not kind or not valid_pos(buf, s) or not valid_pos(buf, e) then
+    -- An operator changed the text (d, c, >…), or there is no selection to speak of.
     native.selection_touch()
     return
   end
-  local s, e = vim.fn.getpos("'<"), vim.fn.getpos("'>")
-  local state = region_state(buf, vim.fn.visualmode(), s[2], s[3], e[2], e[3])
+  local state = region_state(buf, kind, s[2], s[3], e[2], e[3])
   local cur = vim.api.nvim_win_get_cursor(0)
   sticky = { buf = buf, row = cur[1], col = cur[2], tick = tick, state = state }
   send(state)
 end
 
+-- Every mode change (:h mode()): only leaving the selecting modes for another kind of mode
+-- is "leaving visual"; Visual <-> Select (a snippet's placeholder) is still selecting.
 local function on_mode_changed()
   local old, new = vim.v.event.old_mode:sub(1, 1), vim.v.event.new_mode:sub(1, 1)
-  if VISUAL[old] and not VISUAL[new] then
+  if SELECTING[old] and not SELECTING[new] then
     on_visual_exit()
   else
-    if VISUAL[new] and not VISUAL[old] then
+    if SELECTING[new] and not SELECTING[old] then
       visual_entry_tick = vim.api.nvim_buf_get_changedtick(0)
     end
     native.selection_touch()
@@ -190,7 +202,7 @@ function M.attach(mod)
     { "CursorMoved", "CursorMovedI", "TextChanged", "TextChangedI", "BufEnter", "WinEnter" },
     { group = augroup, callback = native.selection_touch }
   )
-  vim.api.nvim_create_autocmd("ModeChanged", { group = augroup, callback = on_mode_changed })
+  vim.api.nvim_create_autocmd("ModeChanged", { group = augroup, callback = log.guard("selection (ModeChanged)", on_mode_changed) })
 end
 
 function M.detach()

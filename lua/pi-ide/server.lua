@@ -156,13 +156,13 @@ function M.start()
   state.augroup = vim.api.nvim_create_augroup("PiIdeServer", { clear = true })
   vim.api.nvim_create_autocmd("VimLeavePre", {
     group = state.augroup,
-    callback = function()
+    callback = log.guard("stopping on quit", function()
       M.stop()
-    end,
+    end),
   })
   vim.api.nvim_create_autocmd({ "DirChanged", "LspAttach", "LspDetach" }, {
     group = state.augroup,
-    callback = schedule_folders,
+    callback = log.guard("workspace folders", schedule_folders),
   })
   require("pi-ide.selection").attach(native)
   require("pi-ide.suggest").attach()
