@@ -124,7 +124,8 @@ function M.build(buf, win, cfg)
     params.enclosingScope = enclosing_scope(buf, node, c.scope_max_bytes)
     params.cursorInComment = in_comment(node)
   end
-  return params, { row = row, col = col, prefix = cur:sub(1, col), suffix = cur:sub(col + 1) }
+  -- next_line: what follows the cursor's line (an auto-pair's closer after <CR>), see overlap.lua.
+  return params, { row = row, col = col, prefix = cur:sub(1, col), suffix = cur:sub(col + 1), next_line = vim.api.nvim_buf_get_lines(buf, row + 1, row + 2, false)[1] }
 end
 
 return M

@@ -7,6 +7,7 @@
 -- what the ghost text shows consumes it without a new request or a redraw of anything else.
 local config = require("pi-ide.config")
 local ghost = require("pi-ide.suggest.ghost")
+local overlap = require("pi-ide.suggest.overlap")
 local log = require("pi-ide.log")
 local requests = require("pi-ide.requests")
 
@@ -24,6 +25,24 @@ local state = {
 }
 
 local stats = { requests = 0, cancelled = 0, shown = 0, accepted = 0, errors = 0, samples = {} }
+
+-- Callbacks waiting for the answer to the request in flight (or about to be sent), e.g. the
+-- blink.cmp source: each runs once, when the answer was handled or the request ended.
+local waiters = {}
+
+local function notify_waiters()
+  if next(waiters) == nil then
+    return
+  end
+  local list = waiters
+  waiters = {}
+  for _, cb in pairs(list) do
+    local ok, err = xpcall(cb, debug.traceback)
+    if not ok then
+      log.error("a suggestion listener failed: %s", tostring(err))
+    end
+  end
+end
 
 local function cfg()
   return config.values.suggestion
@@ -121,22 +140,6 @@ local function remainder(item, typed)
   return rest ~= "" and rest or nil
 end
 
--- Text already after the cursor that a suggestion repeats at the end of its first line is not
--- inserted twice: "foo(|)" with "a, b)" shows and inserts "a, b".
-local function trim_suffix(item, suffix)
-  if suffix == "" then
-    return item
-  end
-  local nl = item:find("\n", 1, true)
-  local first = nl and item:sub(1, nl - 1) or item
-  local trimmed_suffix = vim.trim(suffix)
-  if trimmed_suffix ~= "" and first:sub(-#trimmed_suffix) == trimmed_suffix then
-    first = first:sub(1, #first - #trimmed_suffix)
-    return nl and (first .. item:sub(nl)) or first
-  end
-  return item
-end
-
 -- Draws the shown suggestion. Returns true when drawn, "hidden" when it still fits but a
 -- completion menu is open (it comes back when the menu closes), false when it no longer fits.
 local function render()
@@ -150,7 +153,7 @@ local function render()
     ghost.clear()
     return false
   end
-  if menu_visible() then
+  if cfg().hide_during_completion and menu_visible() then
     ghost.clear()
     return remainder(s.items[s.index], typed) and "hidden" or false
   end
@@ -184,6 +187,7 @@ local function cancel_inflight()
     stats.cancelled = stats.cancelled + 1
     state.inflight = nil
   end
+  notify_waiters()
 end
 
 --- Takes everything away: ghost text, pending trigger, request in flight.
@@ -215,11 +219,18 @@ local function record_sample(f)
   end
 end
 
+local show_answer
+
 local function on_answer(f, result, err)
   if state.inflight ~= f then
     return -- superseded or cancelled: a stale answer is never shown
   end
   state.inflight = nil
+  show_answer(f, result, err)
+  notify_waiters()
+end
+
+show_answer = function(f, result, err)
   f.t_answer = hr()
   if err then
     stats.errors = stats.errors + 1
@@ -233,7 +244,7 @@ local function on_answer(f, result, err)
   local items = {}
   for _, s in ipairs(type(result) == "table" and type(result.suggestions) == "table" and result.suggestions or {}) do
     if type(s) == "string" and s ~= "" then
-      table.insert(items, trim_suffix(s, f.anchor.suffix))
+      table.insert(items, overlap.trim(s, f.anchor.suffix, f.anchor.next_line))
     end
   end
   if #items == 0 then
@@ -265,9 +276,14 @@ function M.trigger(manual)
     if manual then
       vim.notify("pi-ide.nvim: " .. why, vim.log.levels.WARN)
     end
+    notify_waiters()
     return
   end
+  -- The waiters want the answer to the request sent now, not the end of the old one.
+  local waiting = waiters
+  waiters = {}
   cancel_inflight()
+  waiters = waiting
   local c = cfg()
   local params, anchor = require("pi-ide.suggest.context").build(buf, win, c)
   params.model = state.model or c.model
@@ -279,6 +295,7 @@ function M.trigger(manual)
     if manual then
       log.notify(err == "no agent is connected" and "no agent is connected (in Pi, run /ide)" or err, vim.log.levels.WARN)
     end
+    notify_waiters()
     return
   end
   f.req, f.t_sent = req, hr()
@@ -300,6 +317,8 @@ local function schedule_trigger()
     vim.schedule_wrap(function()
       if in_insert_mode() and auto_enabled(vim.api.nvim_get_current_buf()) then
         M.trigger(false)
+      else
+        notify_waiters()
       end
     end)
   )
@@ -407,6 +426,54 @@ function M.busy()
   return state.inflight ~= nil
 end
 
+--- Whether an answer is on its way: a request in flight, or one about to be sent (typing).
+function M.pending()
+  return state.inflight ~= nil or (state.timer ~= nil and state.timer:is_active())
+end
+
+--- The shown suggestion if it fits the cursor now, even while hidden under a completion menu:
+--- { texts = { what each alternative would still insert }, index = the one shown }.
+function M.current()
+  local s = state.shown
+  if not s then
+    return nil
+  end
+  local typed = typed_since(s.anchor, s.buf, s.win)
+  if not typed then
+    return nil
+  end
+  local texts, index = {}, 1
+  for i, item in ipairs(s.items) do
+    local rest = remainder(item, typed)
+    if rest then
+      table.insert(texts, rest)
+      if i == s.index then
+        index = #texts
+      end
+    end
+  end
+  return #texts > 0 and { texts = texts, index = index } or nil
+end
+
+--- Runs `cb()` once the answer on its way has been handled (or the request ended). Returns a
+--- function that forgets `cb`.
+function M.when_answered(cb)
+  local key = {}
+  waiters[key] = cb
+  return function()
+    waiters[key] = nil
+  end
+end
+
+--- A suggestion was inserted by someone else (the blink.cmp source): count it, and let go of
+--- the ghost text it came from.
+function M.accepted_elsewhere(text)
+  stats.accepted = stats.accepted + 1
+  state.shown = nil
+  ghost.clear()
+  user_event("PiIdeSuggestionAccepted", { kind = "all", text = text })
+end
+
 function M.dismiss()
   local had = state.shown ~= nil or state.inflight ~= nil
   M.clear()
@@ -468,7 +535,8 @@ function M.attach()
   ghost.define_highlights()
   augroup = vim.api.nvim_create_augroup("PiIdeSuggest", { clear = true })
   local au = function(events, cb, opts)
-    vim.api.nvim_create_autocmd(events, vim.tbl_extend("force", { group = augroup, callback = cb }, opts or {}))
+    local what = "suggestions (" .. table.concat(type(events) == "table" and events or { events }, ", ") .. ")"
+    vim.api.nvim_create_autocmd(events, vim.tbl_extend("force", { group = augroup, callback = log.guard(what, cb) }, opts or {}))
   end
   au("TextChangedI", function()
     state.key_time = hr()
