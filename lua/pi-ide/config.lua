@@ -48,6 +48,10 @@ M.defaults = {
     filetypes = { ["*"] = true, gitcommit = false, gitrebase = false, help = false },
     -- Larger buffers get no suggestions.
     max_file_bytes = 2 * 1024 * 1024,
+    -- Hide the ghost text while a completion menu (built-in, nvim-cmp, blink.cmp) is open; it
+    -- comes back when the menu closes. With blink.cmp, the "pi_ide" source (see :help
+    -- pi-ide-blink) shows the suggestion in the menu instead.
+    hide_during_completion = true,
     context = { before_lines = 20, after_lines = 10, outline_max_bytes = 4000, scope_max_bytes = 4000 },
     -- Insert-mode keys; false turns one off. Accept, word, line and dismiss act only while a
     -- suggestion is shown; otherwise the key does what it did before.
@@ -122,6 +126,7 @@ local schema = {
         end,
       },
       max_file_bytes = { { "number" }, whole_number(0, "bytes") },
+      hide_during_completion = { { "boolean" } },
       context = {
         { "table" },
         fields = {

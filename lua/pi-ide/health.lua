@@ -63,6 +63,31 @@ local function check_server()
   end
 end
 
+-- A buffer-local mapping that hands the key on to the global one (ours) when it has nothing
+-- to do: blink.cmp's, for a key whose commands end in "fallback". Returns how, or nil.
+local function falls_back_to_us(m, lhs)
+  if m.buffer ~= 1 or not (m.desc or ""):find("^blink%.cmp") or not package.loaded["blink.cmp"] then
+    return nil
+  end
+  local ok, mappings = pcall(function()
+    return require("blink.cmp.keymap").get_mappings(require("blink.cmp.config").keymap, "default")
+  end)
+  if not ok or type(mappings) ~= "table" then
+    return nil
+  end
+  local want = vim.api.nvim_replace_termcodes(lhs, true, true, true)
+  for key, commands in pairs(mappings) do
+    if vim.api.nvim_replace_termcodes(key, true, true, true) == want and type(commands) == "table" then
+      for _, c in ipairs(commands) do
+        if c == "fallback" or c == "fallback_to_mappings" then
+          return "blink.cmp maps it in this buffer and falls back to pi-ide's mapping when it has nothing to do"
+        end
+      end
+    end
+  end
+  return nil
+end
+
 local function check_suggestions()
   local buf = vim.fn.bufnr("#")
   if buf > 0 and vim.api.nvim_buf_is_valid(buf) and vim.bo[buf].filetype ~= "" then
@@ -82,9 +107,11 @@ local function check_suggestions()
       local m = vim.api.nvim_buf_call(in_buf, function()
         return vim.fn.maparg(lhs, "i", false, true)
       end)
-      if m.lhs and not (m.desc or ""):find("^pi%-ide") then
+      if m.lhs and not (m.desc or ""):find("^pi%-ide") and falls_back_to_us(m, lhs) then
+        h.ok(("%s (%s): %s"):format(lhs, action, falls_back_to_us(m, lhs)))
+      elseif m.lhs and not (m.desc or ""):find("^pi%-ide") then
         h.warn(
-          ("%s (%s) in Insert mode is mapped by something else%s: pi-ide's mapping is not used"):format(
+          ("%s (%s) in Insert mode is mapped by something else%s: pi-ide's mapping is used only if that one hands the key on"):format(
             lhs,
             action,
             m.buffer == 1 and " (buffer-local)" or ""

@@ -56,6 +56,24 @@ function M.status()
   return table.concat(parts, " · ")
 end
 
+--- Accepts the suggestion shown as ghost text, if there is one. Returns true when it accepted
+--- (for your own <Tab> logic, e.g. LazyVim's `ai_accept` action), false when nothing is shown.
+--- Safe from an <expr> mapping (blink.cmp's keymaps): the text is then inserted right after.
+function M.accept()
+  local suggest = package.loaded["pi-ide.suggest"]
+  if not suggest or not suggest.visible() then
+    return false
+  end
+  -- Inside an <expr> mapping the text is locked (E565); a harmless probe tells.
+  if not pcall(vim.api.nvim_set_current_win, vim.api.nvim_get_current_win()) then
+    vim.schedule(function()
+      suggest.accept("all")
+    end)
+    return true
+  end
+  return suggest.accept("all")
+end
+
 --- Called by plugin/pi-ide.lua once Neovim has started.
 function M.autostart()
   if require("pi-ide.config").values.auto_start and not require("pi-ide.server").running() then
