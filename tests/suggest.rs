@@ -483,3 +483,81 @@ fn stats_and_events() {
     assert!(s["debounce"]["p50"].as_f64().unwrap() >= 0.0);
     nvim.command("PiIde stats").unwrap();
 }
+
+#[test]
+fn what_a_suggestion_repeats_after_the_cursor_is_cut_where_it_would_be_doubled() {
+    // (suggestion, text after the cursor on its line, the next line, what is inserted)
+    let nvim = Nvim::start();
+    let cases = json!([
+        ["'hello')", ")", null, "'hello'"],
+        ["bar()", ")", null, "bar()"],
+        ["\n    a = 1,\n  }", "}", null, "\n    a = 1,\n  "],
+        ["\n  x\n  )", ")", null, "\n  x\n  "],
+        ["a, b);", ");", null, "a, b"],
+        ["hello\")", "\")", null, "hello"],
+        ["hello\"", "\")", null, "hello"],
+        ["a) b(", ")", null, "a) b("],
+        ["a = 1,\n}", "", "}", "a = 1,"],
+        ["a = 1,\n}\n", "  ", "}", "a = 1,"],
+        ["a = 1,\n})", "", "})", "a = 1,"],
+        ["a = 1,\n}", "", "  other", "a = 1,\n}"],
+        ["x", "", null, "x"],
+        ["a)\n  next()", ")", null, "a)\n  next("],
+        ["1, 2 }", " }", null, "1, 2"],
+        ["word", "x", null, "word"],
+    ]);
+    let got = nvim.lua_with(
+        "local t = require('pi-ide.suggest.overlap').trim local out = {} \
+         for i, c in ipairs(vim.json.decode((...))) do out[i] = t(c[1], c[2], c[3] ~= vim.NIL and c[3] or nil) end return out",
+        vec![cases.to_string().into()],
+    );
+    for (c, g) in cases.as_array().unwrap().iter().zip(got.as_array().unwrap()) {
+        assert_eq!(g, &c[3], "{c}");
+    }
+}
+
+#[test]
+fn the_accept_function_for_your_own_tab_logic() {
+    let (nvim, mut p) = setup(Options::default(), "acc.txt", &[""]);
+    // Nothing shown: false, and nothing changes.
+    assert_eq!(nvim.lua("return require('pi-ide').accept()"), json!(false));
+    // From an <expr> mapping (as blink.cmp's keymaps call it): true, inserted right after.
+    nvim.lua("vim.keymap.set('i', '<F5>', function() _G.__accepted = require('pi-ide').accept() return '' end, { expr = true })");
+    type_keys(&nvim, "ix");
+    let r = suggestions_request(&mut p);
+    answer(&mut p, &r, &["yz"]);
+    wait_ghost(&nvim, "yz");
+    type_keys(&nvim, "<F5>");
+    nvim.wait_for("vim.api.nvim_get_current_line() == 'xyz'", PATIENCE);
+    assert_eq!(nvim.lua("return _G.__accepted"), json!(true));
+    // Called directly.
+    type_keys(&nvim, " ");
+    let r = suggestions_request(&mut p);
+    answer(&mut p, &r, &["done"]);
+    wait_ghost(&nvim, "done");
+    assert_eq!(nvim.lua("return require('pi-ide').accept()"), json!(true));
+    assert_eq!(line(&nvim), "xyz done");
+}
+
+#[test]
+fn the_ghost_may_stay_over_the_completion_menu() {
+    let (nvim, mut p) = setup(
+        Options {
+            after: Some("require('pi-ide').setup({ suggestion = { hide_during_completion = false } })".into()),
+            ..Default::default()
+        },
+        "over.txt",
+        &["alphabet alphanumeric", ""],
+    );
+    type_keys(&nvim, "Gial");
+    let r = suggestions_request(&mut p);
+    answer(&mut p, &r, &["pha"]);
+    wait_ghost(&nvim, "pha");
+    // A menu that leaves the text as it is: the ghost text stays, drawn over it.
+    nvim.lua("vim.o.completeopt = 'menuone,noselect'");
+    type_keys(&nvim, "<C-x><C-n>");
+    nvim.wait_for("vim.fn.pumvisible() == 1", PATIENCE);
+    fence(&mut p);
+    assert_eq!(line(&nvim), "al");
+    assert_eq!(ghost(&nvim).as_deref(), Some("pha"));
+}

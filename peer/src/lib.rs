@@ -5,6 +5,7 @@
 pub mod lock;
 pub mod nvim;
 pub mod peer;
+pub mod tui;
 
 pub use lock::LockFile;
 pub use nvim::Nvim;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -61,13 +61,84 @@ pub struct Options {
 
 pub struct Nvim {
     child: Child,
-    stdin: Arc<Mutex<BufWriter<ChildStdin>>>,
+    /// Where msgpack-RPC requests go: the child's stdin (--embed) or a socket (a TUI's server).
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
     pending: Arc<Mutex<HashMap<u64, Sender<Reply>>>>,
     next: AtomicU64,
     pub home: PathBuf,
     pub lock_dir: PathBuf,
     pub cwd: PathBuf,
     exited: Receiver<()>,
+    /// A TUI's server process (the TUI runs it as a child): killed with the TUI.
+    pub(crate) server_pid: Option<u32>,
+    /// A TUI's terminal, for typing bytes as a terminal would.
+    pub(crate) pty: Option<crate::tui::Pty>,
+}
+
+/// The RPC side of a connection: replies are matched to requests by id on a reader thread;
+/// `exited` fires when the stream ends.
+pub(crate) struct Rpc {
+    pub writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    pub pending: Arc<Mutex<HashMap<u64, Sender<Reply>>>>,
+    pub exited: Receiver<()>,
+}
+
+pub(crate) fn rpc_over(
+    reader: impl std::io::Read + Send + 'static,
+    writer: impl Write + Send + 'static,
+) -> Rpc {
+    let pending: Arc<Mutex<HashMap<u64, Sender<Reply>>>> = Arc::default();
+    let (exit_tx, exited) = channel();
+    let pend = pending.clone();
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(reader);
+        while let Ok(msg) = rmpv::decode::read_value(&mut r) {
+            // [1, msgid, error, result]; notifications ([2, ...]) and requests are ignored.
+            if let Mp::Array(a) = msg {
+                if a.len() == 4 && a[0].as_u64() == Some(1) {
+                    let id = a[1].as_u64().unwrap_or(0);
+                    let reply = if a[2].is_nil() {
+                        Ok(a[3].clone())
+                    } else {
+                        Err(format!("{}", a[2]))
+                    };
+                    if let Some(tx) = pend.lock().unwrap().remove(&id) {
+                        let _ = tx.send(reply);
+                    }
+                }
+            }
+        }
+        pend.lock().unwrap().clear();
+        let _ = exit_tx.send(());
+    });
+    Rpc {
+        writer: Arc::new(Mutex::new(Box::new(BufWriter::new(writer)))),
+        pending,
+        exited,
+    }
+}
+
+impl Nvim {
+    pub(crate) fn from_parts(
+        child: Child,
+        rpc: Rpc,
+        home: PathBuf,
+        lock_dir: PathBuf,
+        cwd: PathBuf,
+    ) -> Nvim {
+        Nvim {
+            child,
+            writer: rpc.writer,
+            pending: rpc.pending,
+            next: AtomicU64::new(1),
+            home,
+            lock_dir,
+            cwd,
+            exited: rpc.exited,
+            server_pid: None,
+            pty: None,
+        }
+    }
 }
 
 impl Nvim {
@@ -115,42 +186,9 @@ impl Nvim {
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", nvim_binary().display()));
-        let stdin = Arc::new(Mutex::new(BufWriter::new(child.stdin.take().unwrap())));
-        let pending: Arc<Mutex<HashMap<u64, Sender<Reply>>>> = Arc::default();
-        let (exit_tx, exited) = channel();
+        let stdin = child.stdin.take().unwrap();
         let stdout = child.stdout.take().unwrap();
-        let pend = pending.clone();
-        std::thread::spawn(move || {
-            let mut r = BufReader::new(stdout);
-            while let Ok(msg) = rmpv::decode::read_value(&mut r) {
-                // [1, msgid, error, result]; notifications ([2, ...]) and requests are ignored.
-                if let Mp::Array(a) = msg {
-                    if a.len() == 4 && a[0].as_u64() == Some(1) {
-                        let id = a[1].as_u64().unwrap_or(0);
-                        let reply = if a[2].is_nil() {
-                            Ok(a[3].clone())
-                        } else {
-                            Err(format!("{}", a[2]))
-                        };
-                        if let Some(tx) = pend.lock().unwrap().remove(&id) {
-                            let _ = tx.send(reply);
-                        }
-                    }
-                }
-            }
-            pend.lock().unwrap().clear();
-            let _ = exit_tx.send(());
-        });
-        let nvim = Nvim {
-            child,
-            stdin,
-            pending,
-            next: AtomicU64::new(1),
-            home,
-            lock_dir,
-            cwd,
-            exited,
-        };
+        let nvim = Nvim::from_parts(child, rpc_over(stdout, stdin), home, lock_dir, cwd);
         // Wait until startup is over (VimEnter has run, so auto_start has had its turn).
         nvim.wait_for("vim.v.vim_did_enter == 1", Duration::from_secs(60));
         if let Some(a) = &opts.after {
@@ -170,11 +208,11 @@ impl Nvim {
             Mp::from(method),
             Mp::Array(args),
         ]);
-        let mut w = self.stdin.lock().unwrap();
+        let mut w = self.writer.lock().unwrap();
         if rmpv::encode::write_value(&mut *w, &msg).is_err() || w.flush().is_err() {
             drop(w);
             if let Some(tx) = self.pending.lock().unwrap().remove(&id) {
-                let _ = tx.send(Err("nvim's stdin is closed".into()));
+                let _ = tx.send(Err("nvim's RPC channel is closed".into()));
             }
         }
         rx
@@ -290,6 +328,10 @@ impl Nvim {
 
 impl Drop for Nvim {
     fn drop(&mut self) {
+        if let Some(pid) = self.server_pid {
+            // SAFETY: a plain kill(2) of a process this test started.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.home);

@@ -1,0 +1,306 @@
+//! Inside the setup people actually run: LazyVim (lazy.nvim, blink.cmp, mini.pairs, noice,
+//! snacks, which-key...) in a real TUI in a pseudo-terminal, with this plugin added by the
+//! README's own lazy.nvim specs (see peer/src/tui.rs). Keys go in with nvim_input, as the TUI
+//! sends them, except where a test types bytes into the terminal itself.
+
+mod common;
+use common::*;
+use pi_ide_peer::tui::{readme_lua_block, spec_for_checkout, LazyOptions};
+
+/// LazyVim with the README's "## LazyVim" spec (blink.cmp source, LazyVim's <Tab>).
+fn lazyvim(files: &[&str]) -> Nvim {
+    Nvim::start_lazyvim(LazyOptions {
+        spec: spec_for_checkout(&readme_lua_block("## LazyVim")),
+        files: files.iter().map(|f| f.to_string()).collect(),
+        ..Default::default()
+    })
+}
+
+/// Every message the user was shown: noice's history and :messages.
+fn messages(nvim: &Nvim) -> String {
+    nvim.lua(
+        r#"local out = {}
+        local ok, manager = pcall(require, "noice.message.manager")
+        if ok then
+          for _, m in ipairs(manager.get(nil, { history = true })) do table.insert(out, m:content()) end
+        end
+        table.insert(out, vim.fn.execute("messages"))
+        return table.concat(out, "\n")"#,
+    )
+    .as_str()
+    .unwrap()
+    .to_owned()
+}
+
+/// Fails if any error reached the user or our log: an autocmd error, a Lua error, a traceback.
+fn assert_no_errors(nvim: &Nvim) {
+    let m = messages(nvim);
+    for bad in [
+        "E964",
+        "E5108",
+        "Error in",
+        "stack traceback",
+        "attempt to",
+        "internal error",
+    ] {
+        assert!(!m.contains(bad), "{bad:?} was shown to the user:\n{m}");
+    }
+    assert_eq!(nvim.lua("return vim.v.errmsg"), json!(""), "{m}");
+    let log = std::fs::read_to_string(nvim.home.join("state/nvim/pi-ide.log")).unwrap_or_default();
+    assert!(
+        !log.contains(" ERROR ") && !log.contains("failed"),
+        "errors in the log:\n{log}"
+    );
+}
+
+/// Enters Insert mode at the end of the buffer and waits for blink.cmp (loaded on InsertEnter)
+/// to have mapped its keys in this buffer, so that what follows is typed into the full setup.
+fn insert_at_end(nvim: &Nvim) {
+    type_keys(nvim, "<Esc>Go");
+    nvim.wait_for(
+        "package.loaded['blink.cmp'] ~= nil and (vim.fn.maparg('<Tab>', 'i', false, true).desc or ''):find('^blink') ~= nil",
+        PATIENCE,
+    );
+}
+
+fn lines(nvim: &Nvim) -> Vec<String> {
+    serde_json::from_value(nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)")).unwrap()
+}
+
+fn ghost_visible(nvim: &Nvim) -> bool {
+    nvim.lua("return #vim.api.nvim_buf_get_extmarks(0, require('pi-ide.suggest.ghost').ns, 0, -1, {}) > 0")
+        == json!(true)
+}
+
+fn menu_visible(nvim: &Nvim) -> bool {
+    nvim.lua("return require('blink.cmp').is_menu_visible()") == json!(true)
+}
+
+/// A suggestion request arrives; answer it with `items`.
+fn answer_next(p: &mut Peer, items: &[&str]) -> Value {
+    let r = p
+        .wait_request("getSuggestions", PATIENCE)
+        .expect("a getSuggestions request");
+    p.respond(&r["id"], json!({ "suggestions": items })).unwrap();
+    fence(p);
+    r
+}
+
+fn open_diff(p: &mut Peer, id: &str, path: &str, contents: &str, tab: &str) {
+    p.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "openDiff", "arguments": {
+        "old_file_path": path, "new_file_path": path, "new_file_contents": contents, "tab_name": tab}}}))
+        .unwrap();
+}
+
+#[test]
+fn the_readme_spec_loads_it_and_reviews_accept_with_w_and_reject_with_q() {
+    // The plain install spec from the README, as a LazyVim user would paste it.
+    let nvim = Nvim::start_lazyvim(LazyOptions {
+        files: vec!["a.lua".into()],
+        ..Default::default()
+    });
+    assert_eq!(nvim.lua("return require('pi-ide').info().running"), json!(true));
+    let path = nvim.cwd.join("a.lua");
+    std::fs::write(&path, "local a = 1\n").unwrap();
+    let path = path.to_string_lossy().to_string();
+    nvim.lua("_G.__opened = 0 vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeDiffOpened', callback = function() _G.__opened = _G.__opened + 1 end })");
+    let mut p = nvim.peer();
+    // Accept: the user edits the proposal and types :w (through noice's command line).
+    open_diff(&mut p, "w", &path, "local a = 2\n", "pi-edit:w");
+    nvim.wait_for("_G.__opened == 1", PATIENCE);
+    assert_eq!(nvim.lua("return vim.bo.buftype"), json!("acwrite"));
+    type_keys(&nvim, "ggA -- mine<Esc>:w<CR>");
+    let r = p.wait_response(&json!("w")).unwrap();
+    assert_eq!(
+        texts(&r),
+        vec!["FILE_SAVED".to_string(), "local a = 2 -- mine\n".to_string()]
+    );
+    nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
+    // Reject: :q in the proposal.
+    open_diff(&mut p, "q", &path, "local a = 3\n", "pi-edit:q");
+    nvim.wait_for("_G.__opened == 2", PATIENCE);
+    type_keys(&nvim, ":q<CR>");
+    let r = p.wait_response(&json!("q")).unwrap();
+    assert_eq!(
+        texts(&r),
+        vec!["DIFF_REJECTED".to_string(), "pi-edit:q".to_string()]
+    );
+    nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "local a = 1\n",
+        "the plugin wrote the file"
+    );
+    assert_no_errors(&nvim);
+}
+
+#[test]
+fn snippets_with_placeholders_raise_no_error_and_the_placeholder_is_the_selection() {
+    let nvim = lazyvim(&["s.lua"]);
+    let mut p = nvim.peer();
+    settle(&nvim, &mut p);
+    insert_at_end(&nvim);
+    // What blink.cmp does to expand a snippet in LazyVim (vim.snippet): the first placeholder
+    // is selected in Select mode.
+    type_keys(
+        &nvim,
+        "<Cmd>lua vim.snippet.expand('for ${1:i}, ${2:v} in ipairs(${3:list}) do\\n\\t$0\\nend')<CR>",
+    );
+    nvim.wait_for("vim.api.nvim_get_mode().mode == 's'", PATIENCE);
+    nvim.lua("require('pi-ide.selection').flush()");
+    let s = loop {
+        let s = next_selection(&mut p);
+        if s["text"] == "i" {
+            break s;
+        }
+    };
+    assert_eq!(s["selection"]["isEmpty"], false);
+    // Type over the placeholders, jumping with LazyVim's <Tab>.
+    type_keys(&nvim, "k<Tab>");
+    nvim.wait_for("vim.api.nvim_get_mode().mode == 's'", PATIENCE);
+    type_keys(&nvim, "x<Tab>");
+    nvim.wait_for("vim.api.nvim_get_mode().mode == 's'", PATIENCE);
+    type_keys(&nvim, "items<Esc>");
+    nvim.wait_for("vim.api.nvim_get_mode().mode == 'n'", PATIENCE);
+    assert!(
+        lines(&nvim).iter().any(|l| l == "for k, x in ipairs(items) do"),
+        "{:?}",
+        lines(&nvim)
+    );
+    nvim.lua("require('pi-ide.selection').flush()");
+    assert_no_errors(&nvim);
+}
+
+#[test]
+fn ghost_text_and_tab_with_blinks_menu_closed_then_the_suggestion_in_the_open_menu() {
+    let mut nvim = lazyvim(&["g.lua"]);
+    nvim.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, {'local print_me = 1'})");
+    let mut p = nvim.peer();
+    settle(&nvim, &mut p);
+    insert_at_end(&nvim);
+    // Menu closed (no word being typed after "= "): ghost text, and <Tab> from the terminal.
+    type_keys(&nvim, "local t = ");
+    answer_next(&mut p, &["{ 1, 2 }"]);
+    nvim.wait_for("require('pi-ide.suggest').visible()", PATIENCE);
+    assert!(!menu_visible(&nvim));
+    nvim.pty().unwrap().write(b"\t");
+    nvim.wait_for(
+        "vim.api.nvim_get_current_line() == 'local t = { 1, 2 }'",
+        PATIENCE,
+    );
+    assert!(!ghost_visible(&nvim));
+    // Menu open (a word with buffer matches): the answer arrives while it is shown. The ghost
+    // text stays hidden; the suggestion is the menu's first item, and <C-y> takes it.
+    type_keys(&nvim, "<CR>pri");
+    nvim.wait_for("require('blink.cmp').is_menu_visible()", PATIENCE);
+    answer_next(&mut p, &["nt('hi')"]);
+    nvim.wait_for(
+        "(require('blink.cmp').get_items()[1] or {}).source_id == 'pi_ide'",
+        PATIENCE,
+    );
+    assert!(!ghost_visible(&nvim), "ghost text drawn under the menu");
+    assert_eq!(
+        nvim.lua("return require('blink.cmp').get_items()[1].label"),
+        json!("print('hi')")
+    );
+    type_keys(&nvim, "<C-y>");
+    nvim.wait_for("vim.api.nvim_get_current_line() == \"print('hi')\"", PATIENCE);
+    assert_eq!(
+        nvim.lua("return require('pi-ide.suggest').stats().accepted"),
+        json!(2)
+    );
+    // <C-e> closes the menu and the ghost text comes back.
+    type_keys(&nvim, "<CR>pri");
+    nvim.wait_for("require('blink.cmp').is_menu_visible()", PATIENCE);
+    answer_next(&mut p, &["nt('again')"]);
+    nvim.wait_for("require('pi-ide.suggest').current() ~= nil", PATIENCE);
+    type_keys(&nvim, "<C-e>");
+    nvim.wait_for("require('pi-ide.suggest').visible()", PATIENCE);
+    type_keys(&nvim, "<Tab>");
+    nvim.wait_for("vim.api.nvim_get_current_line() == \"print('again')\"", PATIENCE);
+    assert_no_errors(&nvim);
+}
+
+#[test]
+fn closers_typed_by_mini_pairs_are_not_inserted_twice() {
+    let nvim = lazyvim(&["m.lua"]);
+    let mut p = nvim.peer();
+    settle(&nvim, &mut p);
+    insert_at_end(&nvim);
+    // `{` gives `{|}`; the suggestion ends with the closer again, on its own line.
+    type_keys(&nvim, "local t = {");
+    assert_eq!(
+        nvim.lua("return vim.api.nvim_get_current_line()"),
+        json!("local t = {}"),
+        "mini.pairs is on"
+    );
+    answer_next(&mut p, &["\n    a = 1,\n  }"]);
+    nvim.wait_for("require('pi-ide.suggest').visible()", PATIENCE);
+    type_keys(&nvim, "<Tab>");
+    let l = lines(&nvim);
+    assert_eq!(&l[l.len() - 3..], ["local t = {", "    a = 1,", "  }"], "{l:?}");
+    // `print(` gives `print(|)`.
+    type_keys(&nvim, "<Esc>oprint(");
+    answer_next(&mut p, &["\n    'x',\n  )"]);
+    nvim.wait_for("require('pi-ide.suggest').visible()", PATIENCE);
+    type_keys(&nvim, "<Tab>");
+    let l = lines(&nvim);
+    let tail: Vec<&str> = l[l.len() - 3..].iter().map(|s| s.trim()).collect();
+    assert_eq!(tail, ["print(", "'x',", ")"], "{l:?}");
+    // <CR> between a pair puts the closer on the next line; the suggestion repeats it.
+    type_keys(&nvim, "<Esc>olocal u = {<CR>");
+    answer_next(&mut p, &["b = 2,\n}"]);
+    nvim.wait_for("require('pi-ide.suggest').visible()", PATIENCE);
+    type_keys(&nvim, "<Tab>");
+    let l = lines(&nvim);
+    let tail: Vec<&str> = l[l.len() - 3..].iter().map(|s| s.trim()).collect();
+    assert_eq!(tail, ["local u = {", "b = 2,", "}"], "{l:?}");
+    assert_no_errors(&nvim);
+}
+
+/// The lines `keys` leave in a fresh buffer, with blink's menu open or not.
+fn typed_result(nvim: &Nvim, keys: &str) -> Vec<String> {
+    type_keys(nvim, "<Esc>ggdG");
+    nvim.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, {'local print_me = 1'})");
+    insert_at_end(nvim);
+    type_keys(nvim, keys);
+    lines(nvim)
+}
+
+#[test]
+fn tab_without_a_suggestion_does_what_it_does_in_lazyvim_alone() {
+    let alone = Nvim::start_lazyvim(LazyOptions {
+        spec: "return {}".into(),
+        files: vec!["t.lua".into()],
+        plugin: false,
+        ..Default::default()
+    });
+    let with = lazyvim(&["t.lua"]);
+    let _p = with.peer();
+    for keys in ["a<Tab>b", "  x<Tab><Tab>y", "pri<Tab>z"] {
+        assert_eq!(
+            typed_result(&with, keys),
+            typed_result(&alone, keys),
+            "{keys}"
+        );
+    }
+    assert_no_errors(&with);
+}
+
+#[test]
+fn health_says_tab_reaches_pi_ide_through_blinks_fallback() {
+    let nvim = lazyvim(&["h.lua"]);
+    insert_at_end(&nvim);
+    type_keys(&nvim, "<Esc>");
+    nvim.command("checkhealth pi-ide").unwrap();
+    let text = nvim
+        .lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')")
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        text.contains("<Tab> (accept): blink.cmp maps it in this buffer and falls back to pi-ide's mapping"),
+        "{text}"
+    );
+    assert!(!text.contains("mapped by something else"), "{text}");
+}
