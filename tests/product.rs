@@ -201,10 +201,16 @@ fn statusline_text_follows_the_state() {
     );
     nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", PATIENCE);
     // A review that arrives while the user types waits, and says so, until they leave Insert.
+    nvim.record_notify();
     type_keys(&nvim, "i");
     p.send_json(&json!({"jsonrpc": "2.0", "id": "w", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "c\n", "tab_name": "w"}}})).unwrap();
     nvim.wait_for("require('pi-ide').status() == 'π pi-ide · 1 waiting'", PATIENCE);
+    assert!(
+        nvim.notes().iter().any(|n| n.contains("the review opens when you leave Insert mode")),
+        "{:?}",
+        nvim.notes()
+    );
     type_keys(&nvim, "<Esc>");
     nvim.wait_for(
         "require('pi-ide').status() == 'π pi-ide · 1 to review'",

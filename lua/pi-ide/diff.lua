@@ -436,10 +436,12 @@ local function show_when_ready(r, args)
     show(r, args)
     return
   end
+  local names = { i = "Insert", R = "Replace", v = "Visual", V = "Visual", ["\22"] = "Visual", s = "Select", S = "Select", ["\19"] = "Select", c = "Command-line" }
+  local mode = vim.api.nvim_get_mode().mode
   vim.notify(
     ("pi-ide.nvim: the agent wants to change %s; the review opens when you leave %s mode"):format(
       display_name(r.path),
-      vim.api.nvim_get_mode().mode
+      names[mode:sub(1, 1)] or names[mode:sub(1, 2)] or ("'" .. mode .. "'")
     ),
     vim.log.levels.INFO
   )
