@@ -49,13 +49,16 @@ function M.uri(buf)
   return M.is_file(buf) and vim.uri_from_fname(vim.api.nvim_buf_get_name(buf)) or nil
 end
 
+-- vim.str_utfindex takes an encoding from 0.11 on (the old form is deprecated there).
+local NEW_UTFINDEX = vim.fn.has("nvim-0.11") == 1
+
 --- A byte column on a line as a UTF-16 code-unit offset (what LSP and the protocol count).
 function M.utf16_col(line, col)
   if col <= 0 or not line or not line:find("[\128-\255]") then
     return col
   end
   col = math.min(col, #line)
-  if vim.fn.has("nvim-0.11") == 1 then
+  if NEW_UTFINDEX then
     return vim.str_utfindex(line, "utf-16", col, false)
   end
   local _, u16 = vim.str_utfindex(line, col)

@@ -56,7 +56,8 @@ end
 local function region_text(buf, mode, sr, sc, er, ec)
   local max = config.values.selection_max_lines
   if er - sr + 1 > max then
-    er, ec = sr + max - 1, vim.v.maxcol
+    -- A block keeps its columns; other kinds run to the end of the last line kept.
+    er, ec = sr + max - 1, mode == "\22" and ec or vim.v.maxcol
   end
   local key = table.concat({ buf, vim.api.nvim_buf_get_changedtick(buf), mode, sr, sc, er, ec }, ":")
   if cached.key ~= key then

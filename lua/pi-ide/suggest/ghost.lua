@@ -33,15 +33,37 @@ function M.clear()
   marks = { buf = nil, text = nil, counter = nil }
 end
 
+local api = vim.api
+local scoped_win -- Neovim 0.10: the window the namespace was added to
+
+-- Shows M.ns only in `win`: nvim__ns_set from 0.11 on; 0.10 has nvim__win_add_ns/del_ns, whose
+-- extmarks must say `scoped = true` (returned). Without either, every window shows it.
+local function scope_to(win)
+  if api.nvim__ns_set then
+    pcall(api.nvim__ns_set, M.ns, { wins = { win } })
+    return false
+  end
+  local add = api.nvim_win_add_ns or api.nvim__win_add_ns
+  local del = api.nvim_win_remove_ns or api.nvim__win_del_ns
+  if not (add and del) then
+    return false
+  end
+  if scoped_win ~= win then
+    if scoped_win and api.nvim_win_is_valid(scoped_win) then
+      pcall(del, scoped_win, M.ns)
+    end
+    scoped_win = pcall(add, win, M.ns) and win or nil
+  end
+  return scoped_win ~= nil and add == api.nvim__win_add_ns
+end
+
 --- Draws `text` at (row, col) of the current window's buffer; `index`/`count` for the counter.
 function M.draw(win, row, col, prefix, text, index, count)
   local buf = vim.api.nvim_win_get_buf(win)
   if marks.buf and marks.buf ~= buf then
     M.clear()
   end
-  if vim.api.nvim__ns_set then
-    pcall(vim.api.nvim__ns_set, M.ns, { wins = { win } })
-  end
+  local scoped = scope_to(win) or nil
   local ts = vim.bo[buf].tabstop
   local lines = vim.split(text, "\n", { plain = true })
   local first = expand_tabs(lines[1], vim.fn.strdisplaywidth(prefix), ts)
@@ -56,6 +78,7 @@ function M.draw(win, row, col, prefix, text, index, count)
     virt_lines = #virt_lines > 0 and virt_lines or nil,
     hl_mode = "combine",
     priority = 1000,
+    scoped = scoped,
   })
   if count > 1 then
     marks.counter = vim.api.nvim_buf_set_extmark(buf, M.ns, row, 0, {
@@ -63,6 +86,7 @@ function M.draw(win, row, col, prefix, text, index, count)
       virt_text = { { (" [%d/%d]"):format(index, count), "PiIdeSuggestionCounter" } },
       virt_text_pos = "eol",
       priority = 1000,
+      scoped = scoped,
     })
   elseif marks.counter then
     pcall(vim.api.nvim_buf_del_extmark, buf, M.ns, marks.counter)
