@@ -47,12 +47,13 @@ async fn open_diff(
     let small = args["new_file_contents"]
         .as_str()
         .is_some_and(|c| c.len() < SMALL_PROPOSAL);
+    let limit = config.max_message_size;
     let staged = if small {
-        Ok(crate::diff::stage(args, file))
+        Ok(crate::diff::stage(args, file, limit))
     } else {
-        tokio::task::spawn_blocking(move || crate::diff::stage(args, file)).await
+        tokio::task::spawn_blocking(move || crate::diff::stage(args, file, limit)).await
     };
-    let (args, contents) = match staged {
+    let staged = match staged {
         Ok(staged) => staged,
         Err(_) => {
             error!("client {client}: staging a proposal failed");
@@ -60,19 +61,24 @@ async fn open_diff(
             return;
         }
     };
-    let old_path = args["old_file_path"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let crate::diff::Staged {
+        args,
+        old,
+        contents,
+        refused,
+    } = staged;
     let req = shared.park(client, id, tool, args).await;
+    if refused {
+        return;
+    }
     if small {
-        let stats = crate::diff::stats_for(&old_path, &contents);
+        let stats = crate::diff::stats_for(&old, &contents);
         shared.push(Event::DiffStats { req, stats }).await;
         return;
     }
     let shared = shared.clone();
     tokio::task::spawn_blocking(move || {
-        let stats = crate::diff::stats_for(&old_path, &contents);
+        let stats = crate::diff::stats_for(&old, &contents);
         shared.push_blocking(Event::DiffStats { req, stats });
     });
 }

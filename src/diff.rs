@@ -96,10 +96,92 @@ pub fn stats(old: &[&[u8]], new: &[&[u8]]) -> Value {
     json!({ "added": added, "removed": removed, "hunks": hunks })
 }
 
-/// The stats of a proposal against the file at `old_path` (missing or unreadable: empty).
-pub fn stats_for(old_path: &str, contents: &str) -> Value {
-    let old = std::fs::read(old_path).unwrap_or_default();
-    stats(&lines(&old), &lines(contents.as_bytes()))
+/// What openDiff found on disk at `old_file_path`.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Old {
+    /// No file yet (a new file): the left pane is empty.
+    Missing,
+    /// A regular file, read whole (at most the limit).
+    Contents(Vec<u8>),
+    /// It exists but cannot be read (permissions...): shown as such, diffed as empty.
+    Unreadable(String),
+    /// Not something to review (a folder, a FIFO, a device, too large): the review is refused.
+    Refused(String),
+}
+
+/// Why a path that exists is not a file we may read, in words (None: a regular file).
+fn not_a_file(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("it is a folder")
+    } else if t.is_fifo() {
+        Some("it is a named pipe (FIFO)")
+    } else if t.is_socket() {
+        Some("it is a socket")
+    } else if t.is_char_device() {
+        Some("it is a character device")
+    } else if t.is_block_device() {
+        Some("it is a block device")
+    } else {
+        Some("it is not a regular file")
+    }
+}
+
+/// Reads the file an openDiff is about, safely: stat first (a FIFO, a device or a folder is
+/// never opened for reading; opening a FIFO would wait for a writer forever, reading /dev/zero
+/// would never end), open without blocking and check it is still that regular file, and read
+/// at most `limit` bytes.
+pub fn read_old(path: &str, limit: usize) -> Old {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let before = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Old::Missing,
+        Err(e) => return Old::Unreadable(e.to_string()),
+    };
+    if let Some(why) = not_a_file(&before) {
+        return Old::Refused(why.into());
+    }
+    let too_big = |size: u64| {
+        Old::Refused(format!(
+            "it is {size} bytes, over the {limit}-byte limit (max_message_size)"
+        ))
+    };
+    if before.len() > limit as u64 {
+        return too_big(before.len());
+    }
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) => return Old::Unreadable(e.to_string()),
+    };
+    // Swapped for something else between the stat and the open?
+    match file.metadata() {
+        Ok(m) if m.is_file() && m.dev() == before.dev() && m.ino() == before.ino() => {}
+        Ok(m) => {
+            return Old::Refused(not_a_file(&m).unwrap_or("it changed while being read").into())
+        }
+        Err(e) => return Old::Unreadable(e.to_string()),
+    }
+    let mut contents = Vec::with_capacity(before.len() as usize);
+    if let Err(e) = file.take(limit as u64 + 1).read_to_end(&mut contents) {
+        return Old::Unreadable(e.to_string());
+    }
+    if contents.len() > limit {
+        return too_big(contents.len() as u64);
+    }
+    Old::Contents(contents)
+}
+
+/// The stats of a proposal against the file on disk as read (missing or unreadable: empty).
+pub fn stats_for(old: &[u8], contents: &str) -> Value {
+    stats(&lines(old), &lines(contents.as_bytes()))
 }
 
 /// Writes the proposal where Lua will read it. The folder is private to this user.
@@ -118,43 +200,97 @@ fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     f.write_all(contents)
 }
 
-/// Takes the proposal out of openDiff's arguments and stages it in `file`; the arguments Lua
-/// gets say where it is, how it ends, and whether the old file exists. Returns them and the
-/// proposal (for the stats). Never fails the call: a staging error is reported to Lua, which
-/// then rejects, since an error answer would let the agent write unreviewed.
-pub fn stage(mut args: Value, file: PathBuf) -> (Value, String) {
+/// What staging an openDiff produced: the arguments Lua gets (they say where the proposal and
+/// the file on disk were staged, how the proposal ends, whether the old file exists, or why the
+/// review is refused), and what the stats are computed from.
+pub struct Staged {
+    pub args: Value,
+    pub old: Vec<u8>,
+    pub contents: String,
+    /// Refused up front: no stats to compute.
+    pub refused: bool,
+}
+
+/// Takes the proposal out of openDiff's arguments and stages it in `file`, and the file on disk
+/// beside it (`<file>.old`), so that Lua reads exactly what was diffed and never opens the
+/// user's path itself (which may have become a FIFO meanwhile). Never fails the call: a refusal
+/// or a staging error is reported to Lua, which then rejects, since an error answer would let
+/// the agent write unreviewed.
+pub fn stage(mut args: Value, file: PathBuf, limit: usize) -> Staged {
     let contents = match args.get_mut("new_file_contents").map(Value::take) {
         Some(Value::String(s)) => s,
         _ => String::new(),
     };
-    let old_path = args
-        .get("old_file_path")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let (exists, old_error) = match std::fs::File::open(&old_path) {
-        Ok(_) => (true, None),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (false, None),
-        Err(e) => (true, Some(e.to_string())),
+    let path_arg = |name: &str| {
+        args.get(name)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
     };
-    let e = endings(contents.as_bytes());
+    let (old_path, new_path) = (path_arg("old_file_path"), path_arg("new_file_path"));
     let obj = args.as_object_mut().expect("validated as an object");
     obj.remove("new_file_contents");
-    let mut old = json!({ "exists": exists });
+    let old = read_old(&old_path, limit);
+    let refusal = match &old {
+        Old::Refused(why) => Some(format!("cannot review {old_path}: {why}")),
+        // The file the agent will write must be a file too (or not exist yet).
+        _ if new_path != old_path => std::fs::metadata(&new_path)
+            .ok()
+            .as_ref()
+            .and_then(not_a_file)
+            .map(|why| format!("cannot review a write to {new_path}: {why}")),
+        _ => None,
+    };
+    let Some(refusal) = refusal else {
+        return finish_stage(args, file, contents, old);
+    };
+    obj.insert("stage_error".into(), json!(refusal));
+    obj.insert("old".into(), json!({ "exists": true }));
+    obj.insert(
+        "new".into(),
+        json!({ "eol": true, "crlf": false, "bytes": 0 }),
+    );
+    Staged {
+        args,
+        old: Vec::new(),
+        contents: String::new(),
+        refused: true,
+    }
+}
+
+fn finish_stage(mut args: Value, file: PathBuf, contents: String, old: Old) -> Staged {
+    let e = endings(contents.as_bytes());
+    let obj = args.as_object_mut().expect("validated as an object");
+    let (exists, old_bytes, old_error) = match old {
+        Old::Missing => (false, Vec::new(), None),
+        Old::Contents(b) => (true, b, None),
+        Old::Unreadable(e) => (true, Vec::new(), Some(e)),
+        Old::Refused(_) => unreachable!("handled by stage"),
+    };
+    let mut old_info = json!({ "exists": exists });
     if let Some(e) = old_error {
         // Only when there is one: a JSON null would reach Lua as vim.NIL, which is truthy.
-        old["error"] = json!(e);
+        old_info["error"] = json!(e);
     }
-    obj.insert("old".into(), old);
     obj.insert(
         "new".into(),
         json!({ "eol": e.eol, "crlf": e.crlf, "bytes": contents.len() }),
     );
-    match write_private(&file, contents.as_bytes()) {
+    let old_file = PathBuf::from(format!("{}.old", file.display()));
+    let written = write_private(&file, contents.as_bytes()).and_then(|()| {
+        if exists && old_info.get("error").is_none() {
+            write_private(&old_file, &old_bytes)?;
+            old_info["file"] = json!(old_file.to_string_lossy());
+        }
+        Ok(())
+    });
+    obj.insert("old".into(), old_info);
+    match written {
         Ok(()) => {
             obj.insert("proposal_file".into(), json!(file.to_string_lossy()));
         }
         Err(err) => {
+            let _ = std::fs::remove_file(&file);
             obj.insert(
                 "stage_error".into(),
                 json!(format!(
@@ -164,7 +300,12 @@ pub fn stage(mut args: Value, file: PathBuf) -> (Value, String) {
             );
         }
     }
-    (args, contents)
+    Staged {
+        args,
+        old: old_bytes,
+        contents,
+        refused: false,
+    }
 }
 
 #[cfg(test)]
@@ -225,7 +366,7 @@ mod tests {
         assert_eq!(st["removed"], 1);
         assert_eq!(st["hunks"], json!([[1, 1, 1, 1], [5, 1, 5, 0]]));
         assert_eq!(stats(&[], &new)["added"], 6);
-        assert_eq!(stats_for("/nonexistent/file", "x\ny\n")["added"], 2);
+        assert_eq!(stats_for(b"", "x\ny\n")["added"], 2);
     }
 
     #[test]
@@ -236,15 +377,14 @@ mod tests {
         let file = dir.join("1.txt");
         let args = json!({"old_file_path": "/nonexistent/x.rs", "new_file_path": "/nonexistent/x.rs",
                           "new_file_contents": "a\r\nb", "tab_name": "pi-write:1"});
-        let (staged, contents) = stage(args, file.clone());
-        assert_eq!(contents, "a\r\nb");
-        assert!(staged.get("new_file_contents").is_none());
-        assert_eq!(staged["old"]["exists"], false);
-        assert_eq!(
-            staged["new"],
-            json!({"eol": false, "crlf": true, "bytes": 4})
-        );
-        assert_eq!(staged["proposal_file"], file.to_string_lossy().as_ref());
+        let staged = stage(args, file.clone(), 1 << 20);
+        assert_eq!(staged.contents, "a\r\nb");
+        assert!(!staged.refused);
+        let args = staged.args;
+        assert!(args.get("new_file_contents").is_none());
+        assert_eq!(args["old"]["exists"], false);
+        assert_eq!(args["new"], json!({"eol": false, "crlf": true, "bytes": 4}));
+        assert_eq!(args["proposal_file"], file.to_string_lossy().as_ref());
         assert_eq!(std::fs::read(&file).unwrap(), b"a\r\nb");
         assert_eq!(
             std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
@@ -255,14 +395,77 @@ mod tests {
             0o700
         );
         // Staging the same file twice fails (create_new), and says so instead of failing.
-        let (again, _) = stage(
+        let again = stage(
             json!({"new_file_contents": "x", "old_file_path": "/x"}),
             file.clone(),
+            1 << 20,
         );
-        assert!(again["stage_error"]
+        assert!(again.args["stage_error"]
             .as_str()
             .unwrap()
             .contains("cannot stage"));
+        // The file on disk is staged beside the proposal, exactly as read.
+        let old = dir.join("old.rs");
+        std::fs::write(&old, "old\n").unwrap();
+        let o = old.to_string_lossy().to_string();
+        let staged = stage(
+            json!({"old_file_path": o, "new_file_path": o, "new_file_contents": "new\n"}),
+            dir.join("2.txt"),
+            1 << 20,
+        );
+        assert_eq!(staged.old, b"old\n");
+        let copy = staged.args["old"]["file"].as_str().unwrap().to_owned();
+        assert_eq!(std::fs::read(&copy).unwrap(), b"old\n");
+        assert_eq!(
+            std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn what_is_not_a_regular_file_is_refused_without_being_read() {
+        let dir = std::env::temp_dir().join(format!("pi-ide-refuse-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
+        // SAFETY: mkfifo with a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let big = dir.join("big");
+        std::fs::write(&big, vec![b'x'; 2000]).unwrap();
+        let sock = dir.join("sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        for (path, why) in [
+            (fifo.to_string_lossy().to_string(), "named pipe"),
+            ("/dev/zero".into(), "character device"),
+            ("/dev/urandom".into(), "character device"),
+            (dir.to_string_lossy().to_string(), "folder"),
+            (sock.to_string_lossy().to_string(), "socket"),
+            (big.to_string_lossy().to_string(), "over the 1000-byte limit"),
+        ] {
+            match read_old(&path, 1000) {
+                Old::Refused(w) => assert!(w.contains(why), "{path}: {w}"),
+                other => panic!("{path}: {other:?}"),
+            }
+            let s = stage(
+                json!({"old_file_path": path, "new_file_path": path, "new_file_contents": "x"}),
+                dir.join("p"),
+                1000,
+            );
+            assert!(s.refused);
+            let e = s.args["stage_error"].as_str().unwrap();
+            assert!(e.contains(&path) && e.contains(why), "{e}");
+            assert!(!dir.join("p").exists(), "nothing staged for a refusal");
+        }
+        assert_eq!(read_old(&dir.join("none").to_string_lossy(), 10), Old::Missing);
+        // A write into a folder is refused too.
+        let s = stage(
+            json!({"old_file_path": "/nonexistent", "new_file_path": dir.to_string_lossy(), "new_file_contents": "x"}),
+            dir.join("q"),
+            1000,
+        );
+        assert!(s.args["stage_error"].as_str().unwrap().contains("a write to"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -31,7 +31,7 @@ fn one_frame(bytes: &[u8], session: &mut Session) {
                     let _ = tool.shape_result(args.clone());
                     if tool.name == "openDiff" {
                         let contents = args["new_file_contents"].as_str().unwrap_or_default();
-                        let _ = crate::diff::stats_for("/nonexistent", contents);
+                        let _ = crate::diff::stats_for(b"", contents);
                         let _ = crate::diff::endings(contents.as_bytes());
                     }
                 }

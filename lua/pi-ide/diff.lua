@@ -191,6 +191,9 @@ local function finish(r, result, text)
   if r.proposal_file then
     os.remove(r.proposal_file)
   end
+  if r.old_file then
+    os.remove(r.old_file)
+  end
   if result == "accepted" then
     reload_when_written(r.path)
     r.reply({ "FILE_SAVED", text })
@@ -264,8 +267,11 @@ local function make_left(r, args)
   local left = vim.api.nvim_create_buf(false, true)
   vim.bo[left].bufhidden = "wipe"
   set_name(left, ("pi-ide://%s/disk/%s"):format(r.tab_name, vim.fs.basename(r.old_path)))
-  if args.old.exists and not args.old.error then
-    load_file(left, r.old_path)
+  -- The core staged the file as it read and diffed it: the user's path itself is never opened
+  -- here (it may have become a FIFO meanwhile, and reading one would hang Neovim).
+  if args.old.file then
+    load_file(left, args.old.file)
+    os.remove(args.old.file)
   end
   vim.bo[left].modifiable = false
   vim.bo[left].modified = false
@@ -476,6 +482,7 @@ function M.open(args, reply, ev)
     path = path,
     old_path = buffers.to_path(args.old_file_path),
     proposal_file = args.proposal_file,
+    old_file = args.old.file,
     stats = nil, -- counted by the core meanwhile; see M.set_stats
     new_file = not args.old.exists,
     old_error = args.old.error,

@@ -79,8 +79,13 @@ end
 function M.handle(args)
   local path = buffers.to_path(args.filePath)
   local buf = buffers.find(path)
-  if not buf and not vim.uv.fs_stat(path) then
+  local stat = vim.uv.fs_stat(path)
+  if not buf and not stat then
     error("File not found: " .. path, 0)
+  end
+  -- Editing a FIFO or a device would hang Neovim or fill its memory; a folder is not a file.
+  if not buf and stat.type ~= "file" then
+    error(("Not a regular file (%s): %s"):format(stat.type, path), 0)
   end
   if args.makeFrontmost == false then
     buf = buf or vim.fn.bufadd(path)
