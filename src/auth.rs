@@ -28,6 +28,8 @@ pub enum Refusal {
     MissingToken,
     RepeatedToken,
     WrongToken,
+    /// As many clients as we serve are connected (HTTP 503).
+    Full,
 }
 
 /// Checks one upgrade request against `token`: exactly one of the `accepted` headers, once.
@@ -55,6 +57,10 @@ pub fn check(request: &Request, token: &str, accepted: &[&str]) -> Result<(), Re
 pub fn refusal_response(refusal: &Refusal) -> ErrorResponse {
     let (status, body) = match refusal {
         Refusal::NotFound => (StatusCode::NOT_FOUND, "pi-ide: the WebSocket endpoint is /"),
+        Refusal::Full => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "pi-ide: too many clients are connected to this editor",
+        ),
         _ => (
             StatusCode::UNAUTHORIZED,
             "pi-ide: missing or wrong x-pi-ide-authorization",
@@ -71,6 +77,8 @@ pub struct Gate<'a> {
     pub token: &'a str,
     pub accepted: &'a [&'a str],
     pub refused: &'a mut Option<Refusal>,
+    /// Takes a client slot for a request that passed the token check; false (no room) is 503.
+    pub admit: &'a (dyn Fn() -> bool + Sync),
 }
 
 fn asks_for_mcp(request: &Request) -> bool {
@@ -89,7 +97,12 @@ impl tokio_tungstenite::tungstenite::handshake::server::Callback for Gate<'_> {
         request: &Request,
         mut response: Response,
     ) -> Result<Response, ErrorResponse> {
-        match check(request, self.token, self.accepted) {
+        let checked = check(request, self.token, self.accepted);
+        let checked = match checked {
+            Ok(()) if !(self.admit)() => Err(Refusal::Full),
+            other => other,
+        };
+        match checked {
             Ok(()) => {
                 if asks_for_mcp(request) {
                     response.headers_mut().insert(

@@ -105,6 +105,8 @@ pub struct Shared {
     pub selection: Selection,
     /// How many clients are initialized (read on every cursor move, so an atomic).
     initialized: AtomicUsize,
+    /// Client slots taken (upgraded, or passed the check and being upgraded).
+    slots: AtomicUsize,
     /// Requests Lua sent to agents, waiting for their answers (see requests.rs).
     pub outgoing: Mutex<HashMap<u64, crate::requests::Outgoing>>,
     /// The server's runtime, for timers started from the main thread.
@@ -147,6 +149,7 @@ impl Shared {
             fallback_after: settings.fallback_after,
             selection: Selection::new(settings.selection_debounce),
             initialized: AtomicUsize::new(0),
+            slots: AtomicUsize::new(0),
             outgoing: Mutex::new(HashMap::new()),
             runtime: std::sync::OnceLock::new(),
         }
@@ -343,6 +346,7 @@ impl Shared {
             if c.initialized {
                 self.initialized.fetch_sub(1, Ordering::AcqRel);
             }
+            self.release_client();
         }
         let mut parked = self.parked.lock();
         let mut gone: Vec<u64> = parked
@@ -378,6 +382,22 @@ impl Shared {
         let mut rx = self.events_rx.lock();
         rx.close();
         while rx.try_recv().is_ok() {}
+    }
+
+    /// Takes a slot for a client about to be upgraded, if fewer than `max` are taken.
+    pub fn reserve_client(&self, max: usize) -> bool {
+        self.slots
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Gives a client's slot back (it left, or its upgrade failed after the check).
+    pub fn release_client(&self) {
+        let _ = self
+            .slots
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     }
 
     pub fn parked_count(&self) -> usize {

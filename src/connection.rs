@@ -15,11 +15,14 @@ use tokio_tungstenite::WebSocketStream;
 use crate::auth::Gate;
 use crate::bridge::{Event, Outbound, Shared};
 use crate::jsonrpc::{self, Incoming, RpcError};
+use crate::limits::{Handshakes, HANDSHAKE_DEADLINE};
 use crate::mcp::{self, Dispatch, Session};
 use crate::{debug, error, info, warn};
 
 pub struct Config {
     pub token: String,
+    /// Caps on connections (see limits.rs).
+    pub limits: crate::limits::Limits,
     pub max_message_size: usize,
     /// The auth header names accepted (Claude Code's too when its compatibility is on).
     pub auth_headers: Vec<&'static str>,
@@ -96,21 +99,44 @@ pub async fn serve(
     shared: Arc<Shared>,
     config: Arc<Config>,
     shutdown: watch::Receiver<bool>,
+    handshakes: Arc<Handshakes>,
 ) {
     let ws_config = WebSocketConfig::default()
         .max_message_size(Some(config.max_message_size))
         .max_frame_size(Some(config.max_message_size));
     let mut refused = None;
+    let admitted = std::sync::atomic::AtomicBool::new(false);
+    let admit = || {
+        let ok = shared.reserve_client(config.limits.max_clients);
+        admitted.store(ok, std::sync::atomic::Ordering::Relaxed);
+        ok
+    };
     let gate = Gate {
         token: &config.token,
         accepted: &config.auth_headers,
         refused: &mut refused,
+        admit: &admit,
     };
-    let ws = match tokio_tungstenite::accept_hdr_async_with_config(stream, gate, Some(ws_config))
-        .await
-    {
-        Ok(ws) => ws,
-        Err(e) => {
+    let pushed_out = handshakes.begin(client);
+    let upgraded = tokio::select! {
+        r = tokio_tungstenite::accept_hdr_async_with_config(stream, gate, Some(ws_config)) => Some(r),
+        _ = tokio::time::sleep(HANDSHAKE_DEADLINE) => {
+            debug!("connection {client}: no upgrade within {HANDSHAKE_DEADLINE:?}; closed");
+            None
+        }
+        _ = pushed_out => {
+            debug!("connection {client}: still in its handshake while newer ones came; closed");
+            None
+        }
+    };
+    handshakes.end(client);
+    if admitted.load(std::sync::atomic::Ordering::Relaxed) && !matches!(upgraded, Some(Ok(_))) {
+        // Passed the check, but the upgrade did not complete: give the slot back.
+        shared.release_client();
+    }
+    let ws = match upgraded {
+        Some(Ok(ws)) => ws,
+        Some(Err(e)) => {
             match refused {
                 Some(r) => warn!("connection {client} refused before upgrade: {r:?}"),
                 // The Pi extension probes the port with a bare TCP connect: not worth more than debug.
@@ -118,6 +144,7 @@ pub async fn serve(
             }
             return;
         }
+        None => return,
     };
     let rx = shared.add_client(client);
     info!("client {client} connected");

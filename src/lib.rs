@@ -9,6 +9,7 @@ pub mod connection;
 pub mod diff;
 mod fuzz;
 pub mod jsonrpc;
+pub mod limits;
 pub mod lockfile;
 pub mod log;
 pub mod mcp;

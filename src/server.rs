@@ -14,6 +14,7 @@ use tokio::task::JoinSet;
 
 use crate::bridge::Shared;
 use crate::connection;
+use crate::limits::Handshakes;
 use crate::lockfile::{self, LockInfo};
 use crate::{auth, debug, error, info};
 
@@ -96,6 +97,7 @@ impl Server {
         }
         let config = connection::Config {
             token: lock.auth_token.clone(),
+            limits: crate::limits::Limits::for_this_process(),
             max_message_size: opts.max_message_size,
             auth_headers,
             diff_review: opts.diff_review,
@@ -262,6 +264,7 @@ async fn accept_loop(
         }
     };
     let config = Arc::new(config);
+    let handshakes = Arc::new(Handshakes::new(config.limits.max_handshaking));
     let _ = shared.runtime.set(tokio::runtime::Handle::current());
     let mut tasks = JoinSet::new();
     loop {
@@ -271,7 +274,7 @@ async fn accept_loop(
                     let _ = stream.set_nodelay(true);
                     let client = shared.next_id();
                     debug!("tcp connection {client} from {peer}");
-                    tasks.spawn(connection::serve(stream, client, shared.clone(), config.clone(), shutdown.clone()));
+                    tasks.spawn(connection::serve(stream, client, shared.clone(), config.clone(), shutdown.clone(), handshakes.clone()));
                 }
                 // Out of file descriptors and the like: wait a moment instead of spinning.
                 Err(e) => {

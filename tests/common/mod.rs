@@ -103,3 +103,12 @@ pub fn fence(p: &mut Peer) {
 /// A generous deadline for anything that waits on Neovim: it only costs time when a test fails,
 /// and a loaded 2-core machine can hold the main loop up for seconds.
 pub const PATIENCE: Duration = Duration::from_secs(30);
+
+/// Polls a condition of the test's own until it holds.
+pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + timeout;
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for: {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
