@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::jsonrpc::{self, Id, RpcError};
+use crate::outbox::Outbox;
 use crate::selection::Selection;
 use crate::tools::Tool;
 use crate::waker::Waker;
@@ -62,15 +63,9 @@ pub enum Event {
     },
 }
 
-/// A frame (or the end) for one client's writer.
-#[derive(Debug)]
-pub enum Outbound {
-    Frame(String),
-    Close { code: u16, reason: String },
-}
-
 pub struct Client {
-    pub outbound: mpsc::UnboundedSender<Outbound>,
+    /// What waits to be written to it (bounded; see outbox.rs).
+    pub outbox: Arc<Outbox>,
     /// Sent `initialize`: it gets notifications from now on.
     pub initialized: bool,
     /// Order of initialization: requests go to the client that initialized last.
@@ -107,6 +102,8 @@ pub struct Shared {
     initialized: AtomicUsize,
     /// Client slots taken (upgraded, or passed the check and being upgraded).
     slots: AtomicUsize,
+    /// Bytes that may wait for one client.
+    max_outbox_bytes: usize,
     /// Requests Lua sent to agents, waiting for their answers (see requests.rs).
     pub outgoing: Mutex<HashMap<u64, crate::requests::Outgoing>>,
     /// The server's runtime, for timers started from the main thread.
@@ -117,6 +114,8 @@ pub struct Shared {
 pub struct Settings {
     pub fallback_after: Option<Duration>,
     pub selection_debounce: Duration,
+    /// The largest frame accepted; also how many bytes may wait for one client.
+    pub max_message_size: usize,
 }
 
 impl Default for Settings {
@@ -124,6 +123,7 @@ impl Default for Settings {
         Settings {
             fallback_after: None,
             selection_debounce: Duration::from_millis(100),
+            max_message_size: 64 * 1024 * 1024,
         }
     }
 }
@@ -150,6 +150,7 @@ impl Shared {
             selection: Selection::new(settings.selection_debounce),
             initialized: AtomicUsize::new(0),
             slots: AtomicUsize::new(0),
+            max_outbox_bytes: settings.max_message_size,
             outgoing: Mutex::new(HashMap::new()),
             runtime: std::sync::OnceLock::new(),
         }
@@ -179,11 +180,14 @@ impl Shared {
         }
     }
 
-    /// The current selection state from Lua: broadcast when it changed. Returns whether it was sent.
+    /// The current selection state from Lua: sent when it changed (latest wins: a client that
+    /// is not reading gets the newest state when it reads again). Returns whether it changed.
     pub fn selection_set(&self, params: Value) -> bool {
         match self.selection.set(params) {
             Some(frame) => {
-                self.broadcast(&frame);
+                for c in self.clients.lock().values().filter(|c| c.initialized) {
+                    c.outbox.set_selection(frame.clone());
+                }
                 true
             }
             None => false,
@@ -195,7 +199,7 @@ impl Shared {
         let clients = self.clients.lock();
         let mut n = 0;
         for c in clients.values().filter(|c| c.initialized) {
-            if c.outbound.send(Outbound::Frame(frame.to_owned())).is_ok() {
+            if c.outbox.push(frame.to_owned()) {
                 n += 1;
             }
         }
@@ -303,6 +307,7 @@ impl Shared {
             }
         }
         let outcome = outcome.and_then(|v| p.tool.shape_result(v));
+        let outcome = p.tool.owed(outcome, p.context.as_deref());
         self.send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
         true
     }
@@ -320,7 +325,7 @@ impl Shared {
             "{}: Neovim did not answer in time (busy, or waiting at a prompt); answered from the last known state",
             p.tool.name
         );
-        let outcome = p.tool.shape_result(answer);
+        let outcome = p.tool.owed(p.tool.shape_result(answer), p.context.as_deref());
         self.send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
     }
 
@@ -363,17 +368,8 @@ impl Shared {
 
     pub fn send_to(&self, client: u64, frame: String) -> bool {
         match self.clients.lock().get(&client) {
-            Some(c) => c.outbound.send(Outbound::Frame(frame)).is_ok(),
+            Some(c) => c.outbox.push(frame),
             None => false,
-        }
-    }
-
-    pub fn close_all(&self, code: u16, reason: &str) {
-        for c in self.clients.lock().values() {
-            let _ = c.outbound.send(Outbound::Close {
-                code,
-                reason: reason.to_owned(),
-            });
         }
     }
 
@@ -404,11 +400,11 @@ impl Shared {
         self.parked.lock().len()
     }
 
-    /// Registers a client that completed the upgrade; returns where its outbound frames arrive.
-    pub fn add_client(&self, client: u64) -> mpsc::UnboundedReceiver<Outbound> {
-        let (tx, rx) = mpsc::unbounded_channel();
+    /// Registers a client that completed the upgrade; returns where its outbound frames wait.
+    pub fn add_client(&self, client: u64) -> Arc<Outbox> {
+        let outbox = Arc::new(Outbox::new(self.max_outbox_bytes));
         let entry = Client {
-            outbound: tx,
+            outbox: outbox.clone(),
             initialized: false,
             initialized_seq: 0,
             name: None,
@@ -416,7 +412,7 @@ impl Shared {
             connected_at: SystemTime::now(),
         };
         self.clients.lock().insert(client, entry);
-        rx
+        outbox
     }
 }
 
@@ -426,12 +422,13 @@ mod tests {
     use crate::tools;
     use serde_json::json;
 
-    fn client(shared: &Shared, id: u64) -> mpsc::UnboundedReceiver<Outbound> {
+    fn client(shared: &Shared, id: u64) -> Arc<Outbox> {
         shared.add_client(id)
     }
 
-    fn frame(rx: &mut mpsc::UnboundedReceiver<Outbound>) -> Value {
-        match rx.try_recv().expect("a frame") {
+    fn frame(rx: &mut Arc<Outbox>) -> Value {
+        use crate::outbox::Outbound;
+        match rx.take().expect("a frame") {
             Outbound::Frame(f) => serde_json::from_str(&f).unwrap(),
             other => panic!("{other:?}"),
         }
@@ -461,7 +458,7 @@ mod tests {
         let f = frame(&mut rx);
         assert_eq!(f["id"], 9);
         assert_eq!(f["result"]["content"][0]["text"], "{}");
-        assert!(rx.try_recv().is_err());
+        assert!(rx.take().is_none());
     }
 
     #[tokio::test]
@@ -504,7 +501,7 @@ mod tests {
             other => panic!("{other:?}"),
         };
         tokio::time::sleep(Duration::from_millis(400)).await;
-        assert!(rx.try_recv().is_err(), "answered before the deadline");
+        assert!(rx.take().is_none(), "answered before the deadline");
         tokio::time::sleep(Duration::from_millis(200)).await;
         let f = frame(&mut rx);
         assert_eq!(f["id"], 2);
@@ -513,7 +510,7 @@ mod tests {
         assert_eq!(text["file:///a.rs"][0]["message"], "m");
         // Lua's late answer is refused: one answer per request.
         assert!(!shared.respond(req, Ok(json!({}))));
-        assert!(rx.try_recv().is_err());
+        assert!(rx.take().is_none());
     }
 
     #[tokio::test]

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use std::time::Duration;
+
+use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::error::CapacityError;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
@@ -13,7 +15,9 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
 use crate::auth::Gate;
-use crate::bridge::{Event, Outbound, Shared};
+use crate::bridge::{Event, Shared};
+use crate::framing::{Frames, Watched};
+use crate::outbox::{Outbound, Outbox};
 use crate::jsonrpc::{self, Incoming, RpcError};
 use crate::limits::{Handshakes, HANDSHAKE_DEADLINE};
 use crate::mcp::{self, Dispatch, Session};
@@ -42,6 +46,7 @@ async fn open_diff(
     config: &Config,
 ) {
     let tool = crate::tools::find("openDiff").expect("openDiff is a tool");
+    let context = tool.abandon_context(&args);
     let file = config
         .stage_dir
         .join(format!("{}.proposal", shared.next_id()));
@@ -60,7 +65,10 @@ async fn open_diff(
         Ok(staged) => staged,
         Err(_) => {
             error!("client {client}: staging a proposal failed");
-            shared.send_to(client, jsonrpc::outcome_frame(&id, &tool.abandoned(None)));
+            shared.send_to(
+                client,
+                jsonrpc::outcome_frame(&id, &tool.abandoned(context.as_deref())),
+            );
             return;
         }
     };
@@ -89,7 +97,18 @@ async fn open_diff(
 /// Proposals below this size are staged and diffed on the server thread itself.
 const SMALL_PROPOSAL: usize = 256 * 1024;
 
-type Ws = WebSocketStream<TcpStream>;
+type Ws = WebSocketStream<Watched<TcpStream>>;
+
+/// Stopping: a message that has begun to arrive is read to its end (and answered, an openDiff
+/// with DIFF_REJECTED, before our Close) while its bytes keep coming: no longer than DRAIN_MAX
+/// in all, and not past a pause of DRAIN_STALL. Where none has begun, DRAIN_IDLE for bytes
+/// already on their way.
+pub const DRAIN_MAX: Duration = Duration::from_secs(15);
+pub const DRAIN_STALL: Duration = Duration::from_secs(1);
+pub const DRAIN_IDLE: Duration = Duration::from_millis(50);
+/// Stopping: how long the last frames and the Close may take to write (an agent suspended with
+/// Ctrl-Z reads nothing; Neovim must still quit at once).
+pub const FLUSH_GRACE: Duration = Duration::from_millis(500);
 
 /// Serves one TCP connection to its end. Never panics outward: a panic is logged and the client
 /// is cleaned up like any disconnect.
@@ -117,7 +136,10 @@ pub async fn serve(
         refused: &mut refused,
         admit: &admit,
     };
+    let stream = Watched::new(stream);
+    let frames = stream.frames.clone();
     let pushed_out = handshakes.begin(client);
+    let mut stopping = shutdown.clone();
     let upgraded = tokio::select! {
         r = tokio_tungstenite::accept_hdr_async_with_config(stream, gate, Some(ws_config)) => Some(r),
         _ = tokio::time::sleep(HANDSHAKE_DEADLINE) => {
@@ -128,6 +150,7 @@ pub async fn serve(
             debug!("connection {client}: still in its handshake while newer ones came; closed");
             None
         }
+        _ = stopping.changed() => None,
     };
     handshakes.end(client);
     if admitted.load(std::sync::atomic::Ordering::Relaxed) && !matches!(upgraded, Some(Ok(_))) {
@@ -146,11 +169,19 @@ pub async fn serve(
         }
         None => return,
     };
-    let rx = shared.add_client(client);
+    Watched::<TcpStream>::arm(&frames);
+    let outbox = shared.add_client(client);
     info!("client {client} connected");
     shared.push(Event::ClientConnected { client }).await;
 
-    let outcome = std::panic::AssertUnwindSafe(run(ws, client, &shared, rx, shutdown, &config))
+    let conn = Conn {
+        client,
+        shared: &shared,
+        config: &config,
+        outbox,
+        frames,
+    };
+    let outcome = std::panic::AssertUnwindSafe(conn.run(ws, shutdown))
         .catch_unwind()
         .await;
     if outcome.is_err() {
@@ -179,74 +210,181 @@ fn close_message(code: CloseCode, reason: &str) -> Message {
     }))
 }
 
-async fn run(
-    ws: Ws,
+/// One upgraded client.
+struct Conn<'a> {
     client: u64,
-    shared: &Arc<Shared>,
-    mut outbound: mpsc::UnboundedReceiver<Outbound>,
-    mut shutdown: watch::Receiver<bool>,
-    config: &Config,
-) {
-    let max_message_size = config.max_message_size;
-    let (mut sink, mut source) = ws.split();
-    let mut session = Session::default();
-    loop {
+    shared: &'a Arc<Shared>,
+    config: &'a Config,
+    outbox: Arc<Outbox>,
+    frames: Arc<parking_lot::Mutex<Frames>>,
+}
+
+/// How a write went.
+enum Sent {
+    Ok,
+    /// The socket failed, or the client was given up while we waited on it.
+    Gone,
+}
+
+type Sink = futures_util::stream::SplitSink<Ws, Message>;
+type Source = futures_util::stream::SplitStream<Ws>;
+
+impl Conn<'_> {
+    /// Writes one message, unless the client is given up meanwhile (it stopped reading and its
+    /// queue overflowed: waiting on its socket would wait forever).
+    async fn send(&self, sink: &mut Sink, msg: Message) -> Sent {
         tokio::select! {
-            // Frames Lua queued go out first, so an answer is never overtaken by our Close.
-            biased;
-            out = outbound.recv() => match out {
-                Some(Outbound::Frame(f)) => {
-                    if sink.send(Message::text(f)).await.is_err() { return; }
+            r = sink.send(msg) => if r.is_ok() { Sent::Ok } else { Sent::Gone },
+            _ = async {
+                while !self.outbox.overflowed() {
+                    self.outbox.ready().await;
                 }
-                Some(Outbound::Close { code, reason }) => {
-                    let _ = sink.send(close_message(CloseCode::from(code), &reason)).await;
-                    return;
-                }
-                None => return,
-            },
-            incoming = source.next() => match incoming {
-                Some(Ok(Message::Text(text))) => {
-                    for reply in handle_text(text.as_str(), client, shared, config, &mut session).await {
-                        if sink.send(Message::text(reply)).await.is_err() { return; }
+            } => Sent::Gone,
+        }
+    }
+
+    /// Writes what waits in the outbox. Returns false once the connection is over (a Close was
+    /// written, or the socket failed).
+    async fn flush(&self, sink: &mut Sink) -> bool {
+        while let Some(out) = self.outbox.take() {
+            match out {
+                Outbound::Frame(f) => {
+                    if let Sent::Gone = self.send(sink, Message::text(f)).await {
+                        return false;
                     }
                 }
-                Some(Ok(Message::Binary(bytes))) => {
-                    // Not what the protocol sends, but harmless to serve when it is UTF-8.
-                    let replies = match std::str::from_utf8(&bytes) {
-                        Ok(text) => handle_text(text, client, shared, config, &mut session).await,
-                        Err(_) => vec![jsonrpc::error_frame(None, &RpcError::new(jsonrpc::PARSE_ERROR, "parse error: binary frame is not UTF-8"))],
-                    };
-                    for reply in replies {
-                        if sink.send(Message::text(reply)).await.is_err() { return; }
+                Outbound::Close { code, reason } => {
+                    if code == 1008 {
+                        warn!("client {}: {reason}; closing it (1008)", self.client);
                     }
+                    let close = sink.send(close_message(CloseCode::from(code), &reason));
+                    let _ = tokio::time::timeout(FLUSH_GRACE, close).await;
+                    return false;
                 }
-                // Pings are answered by tungstenite itself; pongs need nothing.
-                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => {}
-                Some(Ok(Message::Close(_))) | None => return,
-                Some(Err(WsError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
-                    warn!("client {client}: message of {size} bytes over the {max_size}-byte limit; closing");
-                    let reason = format!("message too big (limit {max_message_size} bytes)");
-                    let _ = sink.send(close_message(CloseCode::Size, &reason)).await;
-                    return;
-                }
-                Some(Err(e)) => {
-                    debug!("client {client}: read error: {e}");
-                    return;
-                }
-            },
-            _ = shutdown.changed() => {
-                // Stop already queued the answers and the Close frame; send them.
-                while let Ok(out) = outbound.try_recv() {
-                    let msg = match out {
-                        Outbound::Frame(f) => Message::text(f),
-                        Outbound::Close { code, reason } => close_message(CloseCode::from(code), &reason),
-                    };
-                    if sink.send(msg).await.is_err() { break; }
-                }
-                let _ = sink.send(close_message(CloseCode::Away, "editor shutting down")).await;
-                return;
             }
         }
+        true
+    }
+
+    async fn run(self, ws: Ws, mut shutdown: watch::Receiver<bool>) {
+        let (mut sink, mut source) = ws.split();
+        let mut session = Session::default();
+        loop {
+            if !self.flush(&mut sink).await {
+                return;
+            }
+            tokio::select! {
+                // Frames Lua queued go out first, so an answer is never overtaken by our Close.
+                biased;
+                _ = self.outbox.ready() => {}
+                incoming = source.next() => {
+                    if !self.incoming(incoming, &mut sink, &mut session).await {
+                        return;
+                    }
+                }
+                _ = shutdown.changed() => {
+                    self.stop(&mut sink, &mut source, &mut session).await;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Handles one read from the socket. Returns false when the connection is over.
+    async fn incoming(
+        &self,
+        incoming: Option<Result<Message, WsError>>,
+        sink: &mut Sink,
+        session: &mut Session,
+    ) -> bool {
+        let client = self.client;
+        let replies = match incoming {
+            Some(Ok(Message::Text(text))) => {
+                handle_text(text.as_str(), client, self.shared, self.config, session).await
+            }
+            // Not what the protocol sends, but harmless to serve when it is UTF-8.
+            Some(Ok(Message::Binary(bytes))) => match std::str::from_utf8(&bytes) {
+                Ok(text) => handle_text(text, client, self.shared, self.config, session).await,
+                Err(_) => vec![jsonrpc::error_frame(
+                    None,
+                    &RpcError::new(
+                        jsonrpc::PARSE_ERROR,
+                        "parse error: binary frame is not UTF-8",
+                    ),
+                )],
+            },
+            // Pings are answered by tungstenite itself; pongs need nothing.
+            Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => vec![],
+            Some(Ok(Message::Close(_))) | None => return false,
+            Some(Err(WsError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
+                warn!("client {client}: message of {size} bytes over the {max_size}-byte limit; closing");
+                let reason = format!(
+                    "message too big (limit {} bytes)",
+                    self.config.max_message_size
+                );
+                let close = sink.send(close_message(CloseCode::Size, &reason));
+                let _ = tokio::time::timeout(FLUSH_GRACE, close).await;
+                return false;
+            }
+            Some(Err(e)) => {
+                debug!("client {client}: read error: {e}");
+                return false;
+            }
+        };
+        for reply in replies {
+            if let Sent::Gone = self.send(sink, Message::text(reply)).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The editor is stopping. Every parked call was answered already; a message that has begun
+    /// to arrive is read to its end and answered too (an openDiff as DIFF_REJECTED: the Pi
+    /// extension writes unreviewed if the socket closes first); then what waits is written,
+    /// then our Close. Bounded throughout, so that Neovim quits promptly.
+    async fn stop(&self, sink: &mut Sink, source: &mut Source, session: &mut Session) {
+        let until = tokio::time::Instant::now() + DRAIN_MAX;
+        loop {
+            let (mid, read) = {
+                let f = self.frames.lock();
+                (f.mid_message(), f.read)
+            };
+            let left = until.saturating_duration_since(tokio::time::Instant::now());
+            let wait = if mid { DRAIN_STALL.min(left) } else { DRAIN_IDLE };
+            let next = tokio::time::timeout(wait, source.next()).await;
+            if next.is_err() {
+                // Nothing whole yet: go on while the message's bytes still come.
+                let f = self.frames.lock();
+                if f.mid_message() && f.read > read && !left.is_zero() {
+                    continue;
+                }
+            }
+            match next {
+                Ok(Some(Ok(msg))) => {
+                    let drained = async {
+                        self.incoming(Some(Ok(msg)), sink, session).await
+                            && self.flush(sink).await
+                    };
+                    match tokio::time::timeout(FLUSH_GRACE, drained).await {
+                        Ok(true) => {}
+                        _ => return,
+                    }
+                }
+                _ => break,
+            }
+            if tokio::time::Instant::now() >= until {
+                break;
+            }
+        }
+        let last = async {
+            if self.flush(sink).await {
+                let _ = sink
+                    .send(close_message(CloseCode::Away, "editor shutting down"))
+                    .await;
+            }
+        };
+        let _ = tokio::time::timeout(FLUSH_GRACE, last).await;
     }
 }
 
@@ -260,6 +398,16 @@ async fn handle_text(
 ) -> Vec<String> {
     match jsonrpc::parse(text) {
         Incoming::Request { id, method, params } => {
+            // A call of a tool whose failures must read as a rejection (openDiff), and the
+            // context of that rejection, in case handling it panics below.
+            let owed_by = (method == "tools/call")
+                .then_some(params.as_ref())
+                .flatten()
+                .and_then(|p| {
+                    let tool = crate::tools::find(p.get("name")?.as_str()?)?;
+                    let context = p.get("arguments").and_then(|a| tool.abandon_context(a));
+                    Some((tool, context))
+                });
             let dispatched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 mcp::handle_request(session, &method, params)
             }));
@@ -295,6 +443,12 @@ async fn handle_text(
                         return vec![jsonrpc::outcome_frame(&id, &outcome)];
                     }
                     if tool.name == "openDiff" {
+                        if shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                            // Arrived while stopping: nothing will show it; no need to stage it.
+                            let context = tool.abandon_context(&args);
+                            let outcome = tool.abandoned(context.as_deref());
+                            return vec![jsonrpc::outcome_frame(&id, &outcome)];
+                        }
                         open_diff(client, id, args, shared, config).await;
                         return vec![];
                     }
@@ -303,10 +457,12 @@ async fn handle_text(
                 }
                 Err(_) => {
                     error!("client {client}: panic while handling {method}");
-                    vec![jsonrpc::error_frame(
-                        Some(&id),
-                        &RpcError::internal("internal error"),
-                    )]
+                    let failed = Err(RpcError::internal("internal error"));
+                    let outcome = match owed_by {
+                        Some((tool, context)) => tool.owed(failed, context.as_deref()),
+                        None => failed,
+                    };
+                    vec![jsonrpc::outcome_frame(&id, &outcome)]
                 }
             }
         }

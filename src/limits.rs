@@ -24,13 +24,13 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// For an open-file limit of `nofile`: at most 1/32 of it in handshakes and 1/16 for
-    /// clients (16 and 32 from a limit of 1024 up).
+    /// For an open-file limit of `nofile`: at most 1/64 of it in handshakes and 1/16 for
+    /// clients (16 and 64 from a limit of 1024 up).
     pub fn for_nofile(nofile: u64) -> Limits {
         let share = |div: u64, max: usize, min: usize| ((nofile / div) as usize).clamp(min, max);
         Limits {
-            max_handshaking: share(32, 16, 2),
-            max_clients: share(16, 32, 4),
+            max_handshaking: share(64, 16, 2),
+            max_clients: share(16, 64, 4),
         }
     }
 
@@ -103,14 +103,14 @@ mod tests {
             Limits::for_nofile(1024),
             Limits {
                 max_handshaking: 16,
-                max_clients: 32
+                max_clients: 64
             }
         );
         assert_eq!(Limits::for_nofile(1 << 20), Limits::for_nofile(1024));
         assert_eq!(
             Limits::for_nofile(256),
             Limits {
-                max_handshaking: 8,
+                max_handshaking: 4,
                 max_clients: 16
             }
         );

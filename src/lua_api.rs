@@ -68,6 +68,7 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
     let shared = Arc::new(Shared::new(Settings {
         fallback_after: Some(options.diagnostics_timeout),
         selection_debounce: Duration::from_millis(opts.get("selection_debounce_ms")?),
+        max_message_size: options.max_message_size,
     }));
     // SAFETY: luv's async userdata holds a pointer to its uv_async_t; Lua keeps the handle open
     // until after `stop` (which detaches) returns.

@@ -112,7 +112,8 @@ fn tools_call(params: Option<Value>) -> Dispatch {
         Some(v) => v,
     };
     if let Err(e) = tool.validate(&args) {
-        return Dispatch::Reply(Err(e));
+        let context = tool.abandon_context(&args);
+        return Dispatch::Reply(tool.owed(Err(e), context.as_deref()));
     }
     Dispatch::Park { tool, args }
 }

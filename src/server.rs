@@ -51,8 +51,12 @@ pub struct Server {
     debounce: Option<std::thread::JoinHandle<()>>,
 }
 
-/// How long `stop` waits for connection tasks to send their last frames.
-pub const STOP_GRACE: Duration = Duration::from_millis(500);
+/// How long `stop` waits for connection tasks to finish: to read a message that has begun to
+/// arrive, answer it and send their Close (each step bounded; see connection.rs). Only an
+/// openDiff still arriving takes more than a few milliseconds.
+pub const STOP_GRACE: Duration = Duration::from_millis(
+    connection::DRAIN_MAX.as_millis() as u64 + 3 * connection::FLUSH_GRACE.as_millis() as u64,
+);
 
 impl Server {
     /// Binds, spawns the server thread and writes the lockfile. Errors are sentences for the user.
@@ -227,9 +231,9 @@ impl Server {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         shared.close_events();
         shared.abandon_all();
-        shared.close_all(1001, "editor shutting down");
+        // Each connection reads what has begun to arrive, answers it, then sends its Close.
         let _ = self.shutdown.send(true);
-        if self.done.recv_timeout(STOP_GRACE).is_err() {
+        if self.done.recv_timeout(STOP_GRACE + Duration::from_millis(500)).is_err() {
             debug!(
                 "server thread still busy after {:?}; leaving it",
                 STOP_GRACE

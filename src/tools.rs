@@ -374,6 +374,24 @@ impl Tool {
         }
     }
 
+    /// The answer actually sent for `outcome`. A tool whose failures must read as a rejection
+    /// (openDiff: the Pi extension writes unreviewed on any error, so no failure of any kind,
+    /// in Lua or in Rust, may reach it as a JSON-RPC error) gets that rejection instead of an
+    /// error; other tools' outcomes pass through.
+    pub fn owed(&self, outcome: Result<Value, RpcError>, context: Option<&str>) -> Result<Value, RpcError> {
+        match (self.on_abandon, outcome) {
+            (OnAbandon::Reject, Err(e)) => {
+                crate::warn!(
+                    "{}: {} (answered as a rejection: an error would let the write through unreviewed)",
+                    self.name,
+                    e.message
+                );
+                self.abandoned(context)
+            }
+            (_, outcome) => outcome,
+        }
+    }
+
     /// What to keep of the arguments for [`Tool::abandoned`].
     pub fn abandon_context(&self, args: &Value) -> Option<String> {
         match self.on_abandon {

@@ -8,26 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A masked client frame, written by hand (to send what a well-behaved library would not).
-fn raw_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
-    let mut f = vec![0x80 | opcode];
-    let mask = [7u8, 1, 8, 3];
-    match payload.len() {
-        n if n < 126 => f.push(0x80 | n as u8),
-        n if n < 65536 => {
-            f.push(0x80 | 126);
-            f.extend((n as u16).to_be_bytes());
-        }
-        n => {
-            f.push(0x80 | 127);
-            f.extend((n as u64).to_be_bytes());
-        }
-    }
-    f.extend(mask);
-    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-    f
-}
-
 /// Asserts Neovim answers an RPC call within `bound` (a liveness bound, not a speed target).
 fn responsive(nvim: &Nvim, bound: Duration) {
     let rx = nvim.request_async("nvim_eval", vec!["1+1".into()]);

@@ -14,8 +14,12 @@ local M = {}
 local reviews = {} -- tab_name -> review
 local order = {} -- tab_names, oldest first (for "n of m")
 
+-- A handler of the user's that throws must not stop a review from opening or closing.
 local function user_event(pattern, data)
-  vim.api.nvim_exec_autocmds("User", { pattern = pattern, data = data, modeline = false })
+  local ok, err = pcall(vim.api.nvim_exec_autocmds, "User", { pattern = pattern, data = data, modeline = false })
+  if not ok then
+    log.warn("a User %s handler failed: %s", pattern, tostring(err))
+  end
 end
 
 local function escape_bar(s)
@@ -231,6 +235,85 @@ function M.reject(r)
   finish(r, "rejected")
 end
 
+-- A review must open even when another plugin's autocmd throws on the events it causes (a
+-- broken BufEnter, WinNew or TabNew handler is common): if every review failed, the user could
+-- never accept an agent's write. Building our own buffers fires nothing at all; opening windows
+-- fires what it fires (statuslines and the like follow it), and an error raised from there is
+-- reported once per review, not taken as ours, provided the command did its work.
+local function without_autocmds(fn)
+  local ei = vim.o.eventignore
+  -- Setting an option fires OptionSet, which may throw too; the value is set either way.
+  pcall(function()
+    vim.o.eventignore = "all"
+  end)
+  local ok, err = pcall(fn)
+  pcall(function()
+    vim.o.eventignore = ei
+  end)
+  if not ok then
+    error(err, 0)
+  end
+  return err
+end
+
+local function report_autocmd_error(r, err)
+  if not r.reported_autocmd_error then
+    r.reported_autocmd_error = true
+    local first = tostring(err):gsub("^.-Autocommands for [^:]*:%s*", ""):match("[^\n]*")
+    log.notify(
+      ("an autocommand of another plugin failed while the review of %s opened (the review is fine): %s"):format(
+        display_name(r.path),
+        first
+      ),
+      vim.log.levels.WARN
+    )
+  end
+end
+
+local function tolerant(r, fn, done)
+  local ok, err = pcall(fn)
+  if ok then
+    return
+  end
+  if not done() then
+    error(err, 0)
+  end
+  report_autocmd_error(r, err)
+end
+
+-- Opens a window showing `buf` with `cmd` (":tab sbuffer", ...). When another plugin's autocmd
+-- cut the command short (a throwing WinNew leaves an empty window behind), what it made is
+-- taken back and the window is opened again without autocmds.
+local function open_window(r, cmd, buf)
+  local before = {}
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    before[win] = true
+  end
+  local from = vim.api.nvim_get_current_win()
+  local ok, err = pcall(vim.cmd, cmd .. " " .. buf)
+  if vim.api.nvim_get_current_buf() == buf then
+    if not ok then
+      report_autocmd_error(r, err)
+    end
+    return
+  end
+  if ok then
+    error(("%s did not show the review's buffer"):format(cmd), 0)
+  end
+  without_autocmds(function()
+    for _, win in ipairs(vim.api.nvim_list_wins()) do
+      if not before[win] then
+        pcall(vim.api.nvim_win_close, win, true)
+      end
+    end
+    if vim.api.nvim_win_is_valid(from) then
+      vim.api.nvim_set_current_win(from)
+    end
+    vim.cmd(cmd .. " " .. buf)
+  end)
+  report_autocmd_error(r, err)
+end
+
 -- Buffer names must be unique; a leftover of the same name gets a number added.
 local function set_name(buf, name)
   local candidate, n = name, 1
@@ -379,46 +462,56 @@ local function show(r, args)
       end
     end)
   end
-  ui.left_buf = make_left(r, args)
+  ui.left_buf = without_autocmds(function()
+    return make_left(r, args)
+  end)
   step(function()
-    ui.right_buf = make_right(r, args)
+    ui.right_buf = without_autocmds(function()
+      return make_right(r, args)
+    end)
     step(function()
       -- Explicit directions, so 'splitright'/'splitbelow' never flip the panes.
       if vim.api.nvim_win_is_valid(origin_win) then
         vim.api.nvim_set_current_win(origin_win)
       end
       if config.values.diff.layout == "tab" then
-        vim.cmd("tab sbuffer " .. ui.left_buf)
+        open_window(r, "tab sbuffer", ui.left_buf)
         ui.tab = vim.api.nvim_get_current_tabpage()
       else
-        vim.cmd("rightbelow vertical sbuffer " .. ui.left_buf)
+        open_window(r, "rightbelow vertical sbuffer", ui.left_buf)
       end
       ui.left_win = vim.api.nvim_get_current_win()
-      vim.cmd("rightbelow vertical sbuffer " .. ui.right_buf)
+      open_window(r, "rightbelow vertical sbuffer", ui.right_buf)
       ui.right_win = vim.api.nvim_get_current_win()
       r.ui = ui
       -- Diff mode on the left is cheap; on the right Neovim computes the diff (the longest
       -- single piece of work): for a large file it gets a turn of its own; a small one is
       -- finished in this turn, so no frame ever shows the panes without the diff.
-      vim.api.nvim_win_call(ui.left_win, function()
-        vim.cmd("diffthis")
-      end)
+      local function diff_on(win)
+        tolerant(r, function()
+          vim.api.nvim_win_call(win, function()
+            vim.cmd("diffthis")
+          end)
+        end, function()
+          return vim.wo[win].diff
+        end)
+      end
+      diff_on(ui.left_win)
       attach(r, ui.left_buf, ui.right_buf)
       local large = (args.new.bytes or 0) > 256 * 1024
       ;(large and step or function(f)
         f()
       end)(function()
-        vim.api.nvim_win_call(ui.right_win, function()
-          vim.cmd("diffthis")
-        end)
-        to_first_hunk(ui.right_win)
+        diff_on(ui.right_win)
+        pcall(to_first_hunk, ui.right_win)
         r.shown = true
         refresh_winbars()
         user_event("PiIdeDiffOpened", { tab_name = r.tab_name, path = r.path })
+        -- Highlighting is a nicety: a filetype plugin that fails never ends the review.
         step(function()
-          set_filetype(ui.right_buf, ui.right_win, ft)
+          pcall(set_filetype, ui.right_buf, ui.right_win, ft)
           step(function()
-            set_filetype(ui.left_buf, ui.left_win, ft)
+            pcall(set_filetype, ui.left_buf, ui.left_win, ft)
           end)
         end)
       end)

@@ -228,6 +228,44 @@ impl Nvim {
         }
     }
 
+    /// Runs Lua like [`Nvim::lua`], pressing <CR> whenever Neovim waits at a hit-enter prompt
+    /// (a broken plugin's errors bring one up; a user would press Enter).
+    pub fn lua_through_prompts(&self, code: &str) -> Value {
+        let wrapped = format!(
+            "local r = (function() {code} end)() if r == nil then return 'null' end return vim.json.encode(r)"
+        );
+        let rx = self.request_async("nvim_exec_lua", vec![Mp::from(wrapped), Mp::Array(vec![])]);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(Ok(Mp::String(s))) => {
+                    return serde_json::from_str(s.as_str().unwrap_or("null")).unwrap_or(Value::Null)
+                }
+                Ok(other) => panic!("lua failed: {other:?}\n--- code ---\n{code}"),
+                Err(_) if Instant::now() > deadline => panic!("nvim did not answer: {code}"),
+                Err(_) => {
+                    // nvim_get_mode and nvim_input are answered even at a prompt.
+                    let blocked = self
+                        .request_async("nvim_get_mode", vec![])
+                        .recv_timeout(Duration::from_secs(5))
+                        .ok()
+                        .and_then(|r| r.ok())
+                        .and_then(|m| {
+                            m.as_map().and_then(|kv| {
+                                kv.iter()
+                                    .find(|(k, _)| k.as_str() == Some("blocking"))
+                                    .and_then(|(_, v)| v.as_bool())
+                            })
+                        })
+                        .unwrap_or(false);
+                    if blocked {
+                        let _ = self.request_async("nvim_input", vec![Mp::from("<CR>")]);
+                    }
+                }
+            }
+        }
+    }
+
     /// Runs Lua (with `...` = args) and returns its result as JSON (through vim.json).
     pub fn lua_with(&self, code: &str, args: Vec<Mp>) -> Value {
         let wrapped = format!(

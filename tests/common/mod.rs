@@ -112,3 +112,23 @@ pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool)
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// A masked client frame, written by hand (to send what a well-behaved library would not).
+pub fn raw_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x80 | opcode];
+    let mask = [7u8, 1, 8, 3];
+    match payload.len() {
+        n if n < 126 => f.push(0x80 | n as u8),
+        n if n < 65536 => {
+            f.push(0x80 | 126);
+            f.extend((n as u16).to_be_bytes());
+        }
+        n => {
+            f.push(0x80 | 127);
+            f.extend((n as u64).to_be_bytes());
+        }
+    }
+    f.extend(mask);
+    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    f
+}
