@@ -389,7 +389,7 @@ impl Conn<'_> {
 }
 
 /// Handles one text frame; returns the frames to send now, in order.
-async fn handle_text(
+pub(crate) async fn handle_text(
     text: &str,
     client: u64,
     shared: &Arc<Shared>,
@@ -400,14 +400,7 @@ async fn handle_text(
         Incoming::Request { id, method, params } => {
             // A call of a tool whose failures must read as a rejection (openDiff), and the
             // context of that rejection, in case handling it panics below.
-            let owed_by = (method == "tools/call")
-                .then_some(params.as_ref())
-                .flatten()
-                .and_then(|p| {
-                    let tool = crate::tools::find(p.get("name")?.as_str()?)?;
-                    let context = p.get("arguments").and_then(|a| tool.abandon_context(a));
-                    Some((tool, context))
-                });
+            let owed_by = owed_by(&method, params.as_ref());
             let dispatched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 mcp::handle_request(session, &method, params)
             }));
@@ -480,7 +473,38 @@ async fn handle_text(
         }
         Incoming::Invalid { id, error } => {
             debug!("client {client}: {}", error.message);
-            vec![jsonrpc::error_frame(id.as_ref(), &error)]
+            // An openDiff in a malformed envelope is still an openDiff to the agent.
+            let owed = id.as_ref().and_then(|_| {
+                let v: serde_json::Value = serde_json::from_str(text).ok()?;
+                owed_by(v.get("method")?.as_str()?, v.get("params"))
+            });
+            match (id, owed) {
+                (Some(id), Some((tool, context))) => {
+                    let outcome = tool.owed(Err(error), context.as_deref());
+                    vec![jsonrpc::outcome_frame(&id, &outcome)]
+                }
+                (id, _) => vec![jsonrpc::error_frame(id.as_ref(), &error)],
+            }
         }
     }
+}
+
+/// For a call of a tool whose failures must read as a rejection (openDiff): the tool and the
+/// rejection's context, whatever else is wrong with the call.
+fn owed_by(
+    method: &str,
+    params: Option<&serde_json::Value>,
+) -> Option<(&'static crate::tools::Tool, Option<String>)> {
+    if method != "tools/call" {
+        return None;
+    }
+    let params = params?;
+    let tool = crate::tools::find(params.get("name")?.as_str()?)?;
+    if tool.on_abandon != crate::tools::OnAbandon::Reject {
+        return None;
+    }
+    let context = params
+        .get("arguments")
+        .and_then(|a| tool.abandon_context(a));
+    Some((tool, context))
 }

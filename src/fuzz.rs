@@ -1,55 +1,147 @@
-//! A fuzzer for the path from raw frame bytes to a dispatched request or an error: UTF-8,
-//! JSON-RPC framing, MCP dispatch, tool argument checks, and openDiff's line splitting and
-//! diffing. It needs no nightly toolchain: a seeded mutator over a corpus of nasty inputs,
-//! run for a bounded time. `cargo test --lib fuzz` runs it briefly; `scripts/fuzz SECONDS`
-//! runs it longer. It fails on a panic (the test harness catches it) or a hang (time bound).
+//! A fuzzer for everything a frame goes through before and after Lua: the real frame handler
+//! (`connection::handle_text`: UTF-8, JSON-RPC framing, MCP dispatch, tool argument checks,
+//! openDiff's staging and diffing, answers from the agent to our requests), then Lua's side
+//! played with random answers (`Shared::respond`, well-formed or not). Every frame sent back
+//! must be JSON, and an openDiff must never be answered with an error. It needs no nightly
+//! toolchain: a seeded mutator over a corpus of nasty inputs, run for a bounded time.
+//! `cargo test --lib fuzz` runs it briefly; `scripts/fuzz SECONDS` runs it longer. It fails on
+//! a panic (the test harness catches it) or a hang (time bound).
 #![cfg(test)]
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use serde_json::{json, Value};
 
-use crate::jsonrpc::{self, Incoming};
-use crate::mcp::{self, Dispatch, Session};
+use crate::bridge::{Event, Settings, Shared};
+use crate::connection::{handle_text, Config};
+use crate::mcp::Session;
+use crate::outbox::Outbound;
 
-/// Everything the server does with one frame before Lua sees it.
-fn one_frame(bytes: &[u8], session: &mut Session) {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return;
-    };
-    match jsonrpc::parse(text) {
-        Incoming::Request { id, method, params } => {
-            let _ = id.to_value();
-            match mcp::handle_request(session, &method, params) {
-                Dispatch::Reply(outcome) => {
-                    let frame = jsonrpc::outcome_frame(&id, &outcome);
-                    if let Err(e) = serde_json::from_str::<&serde_json::value::RawValue>(&frame) {
-                        panic!("not JSON ({e}): {frame:.300}");
+const CLIENT: u64 = 1;
+
+/// The server's side of one client, as the connection task has it.
+struct Harness {
+    runtime: tokio::runtime::Runtime,
+    shared: Arc<Shared>,
+    outbox: Arc<crate::outbox::Outbox>,
+    config: Config,
+    session: Session,
+    stage: std::path::PathBuf,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let shared = Arc::new(Shared::new(Settings {
+            max_message_size: 1 << 20,
+            ..Settings::default()
+        }));
+        let outbox = shared.add_client(CLIENT);
+        shared.mark_initialized(CLIENT, None, None);
+        let stage = std::env::temp_dir().join(format!("pi-ide-fuzz-{}", std::process::id()));
+        let config = Config {
+            token: "t".into(),
+            limits: crate::limits::Limits::for_nofile(1024),
+            max_message_size: 1 << 20,
+            auth_headers: vec![crate::auth::HEADER],
+            diff_review: true,
+            stage_dir: stage.clone(),
+        };
+        Harness {
+            runtime,
+            shared,
+            outbox,
+            config,
+            session: Session::default(),
+            stage,
+        }
+    }
+
+    /// One frame through the real handler, then Lua's turn with `answer`; checks every frame
+    /// that goes back to the client.
+    fn frame(&mut self, bytes: &[u8], answer: Value) {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            return;
+        };
+        // Now and then a request of ours is in flight, so that answers from the agent match.
+        let _ = self.shared.request("getSuggestions", &json!({}), None);
+        // A call of openDiff is never answered with an error (it would let the write through).
+        let open_diff = serde_json::from_str::<Value>(text).is_ok_and(|v| {
+            v["method"] == "tools/call" && v["params"]["name"] == "openDiff" && v.get("id").is_some()
+        });
+        let check = |f: &str| check(f, open_diff);
+        let replies = self.runtime.block_on(handle_text(
+            text,
+            CLIENT,
+            &self.shared,
+            &self.config,
+            &mut self.session,
+        ));
+        for r in &replies {
+            check(r);
+        }
+        for event in self.shared.drain() {
+            match event {
+                Event::ToolCall { req, tool, args, .. } => {
+                    for key in ["proposal_file"] {
+                        if let Some(f) = args.get(key).and_then(Value::as_str) {
+                            let _ = std::fs::remove_file(f);
+                        }
                     }
-                }
-                Dispatch::Park { tool, args } => {
-                    let _ = tool.abandon_context(&args);
-                    let _ = tool.shape_result(args.clone());
-                    if tool.name == "openDiff" {
-                        let contents = args["new_file_contents"].as_str().unwrap_or_default();
-                        let _ = crate::diff::stats_for(b"", contents);
-                        let _ = crate::diff::endings(contents.as_bytes());
+                    if let Some(f) = args["old"]["file"].as_str() {
+                        let _ = std::fs::remove_file(f);
                     }
+                    let _ = tool;
+                    self.shared.respond(req, Ok(answer.clone()));
                 }
+                Event::Response { .. } | Event::DiffStats { .. } => {}
+                _ => {}
             }
         }
-        Incoming::Notification { method, .. } => {
-            mcp::handle_notification(session, &method);
-        }
-        Incoming::Response { id, outcome } => {
-            let _ = id.raw().parse::<u64>();
-            let _ = jsonrpc::outcome_frame(&id, &outcome);
-        }
-        Incoming::Invalid { id, error } => {
-            let frame = jsonrpc::error_frame(id.as_ref(), &error);
-            if let Err(e) = serde_json::from_str::<&serde_json::value::RawValue>(&frame) {
-                panic!("not JSON ({e}): {frame:.300}");
+        while let Some(out) = self.outbox.take() {
+            if let Outbound::Frame(f) = out {
+                check(&f);
             }
         }
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.stage);
+    }
+}
+
+/// A frame we send: JSON, and never an error for an openDiff (it would let the write through).
+fn check(frame: &str, open_diff: bool) {
+    // JSON by the grammar (an id is echoed byte for byte, so 1e999999 stays as it came).
+    if let Err(e) = serde_json::from_str::<&serde_json::value::RawValue>(frame) {
+        panic!("not JSON ({e}): {frame:.300}");
+    }
+    // An error that names the call (an id that is not null): the agent takes it as the answer.
+    let is_error = serde_json::from_str::<Value>(frame)
+        .map(|v| v.get("error").is_some() && !v["id"].is_null())
+        .unwrap_or_else(|_| frame.contains("\"error\""));
+    assert!(
+        !(open_diff && is_error),
+        "an openDiff answered with an error: {frame:.300}"
+    );
+}
+
+/// What Lua might answer: the right shapes and wrong ones.
+fn lua_answer(rng: &mut Rng) -> Value {
+    match rng.below(7) {
+        0 => json!(["FILE_SAVED", "x\n"]),
+        1 => json!(["DIFF_REJECTED", "t"]),
+        2 => json!({"file:///a": [{"message": "m"}]}),
+        3 => json!("TAB_CLOSED"),
+        4 => json!([1, {"x": null}]),
+        5 => json!(null),
+        _ => json!({}),
     }
 }
 
@@ -164,15 +256,17 @@ pub fn run(budget: Duration, seed: u64) -> u64 {
     let mut rng = Rng(seed | 1);
     let start = Instant::now();
     let mut n = 0u64;
-    let mut session = Session::default();
+    let mut h = Harness::new();
     for input in &corpus {
-        one_frame(input, &mut session);
+        let answer = lua_answer(&mut rng);
+        h.frame(input, answer);
     }
     while start.elapsed() < budget {
         let base = &corpus[rng.below(corpus.len())];
         let input = mutate(&mut rng, base);
+        let answer = lua_answer(&mut rng);
         let t = Instant::now();
-        one_frame(&input, &mut session);
+        h.frame(&input, answer);
         assert!(
             t.elapsed() < Duration::from_secs(2),
             "hang on {:?}",
