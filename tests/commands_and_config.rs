@@ -185,6 +185,90 @@ fn workspace_folders_follow_the_current_directory() {
     }
 }
 
+#[test]
+fn lsp_workspace_folders_reach_the_lockfile_by_their_uri_not_their_display_name() {
+    let nvim = Nvim::start();
+    let folder = nvim.home.join("lsp project");
+    std::fs::create_dir_all(&folder).unwrap();
+    // An in-process language server: enough to attach with workspace folders.
+    nvim.lua_with(
+        r#"local dir = ...
+        vim.lsp.start({
+          name = "fake",
+          cmd = function()
+            return {
+              request = function(method, _, callback)
+                if method == "initialize" then callback(nil, { capabilities = {} }) end
+                return true, 1
+              end,
+              notify = function() return true end,
+              is_closing = function() return false end,
+              terminate = function() end,
+            }
+          end,
+          root_dir = dir,
+          workspace_folders = { { uri = vim.uri_from_fname(dir), name = "A Display Name" } },
+        })"#,
+        vec![folder.to_string_lossy().to_string().into()],
+    );
+    let want = folder.to_string_lossy().to_string();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let folders = nvim.lockfile().workspace_folders;
+        assert!(!folders.iter().any(|f| f.contains("A Display Name")), "{folders:?}");
+        if folders.contains(&want) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{folders:?}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn suggest_from_normal_mode_says_where_suggestions_show_and_asks_nothing() {
+    let nvim = Nvim::start();
+    edit_file(&nvim, "n.txt", &["x"]);
+    let mut p = nvim.peer();
+    nvim.record_notify();
+    nvim.command("PiIde suggest").unwrap();
+    fence(&mut p);
+    assert!(
+        nvim.notes().iter().any(|n| n.contains("suggestions are shown in Insert mode")),
+        "{:?}",
+        nvim.notes()
+    );
+    assert!(
+        !p.inbox.iter().any(|f| f["method"] == "getSuggestions"),
+        "{:?}",
+        p.inbox
+    );
+}
+
+#[test]
+fn remapping_the_keys_gives_the_users_own_mapping_back() {
+    let nvim = Nvim::start_with(pi_ide_peer::nvim::Options {
+        before: Some(
+            "vim.api.nvim_create_autocmd('VimEnter', { once = true, callback = function() vim.keymap.set('i', '<Tab>', '<C-r>=\"[tab]\"<CR>') end })".into(),
+        ),
+        ..Default::default()
+    });
+    // pi-ide mapped <Tab> over the user's mapping (which it falls back to).
+    nvim.wait_for("(vim.fn.maparg('<Tab>', 'i', false, true).desc or ''):find('^pi%-ide') ~= nil", PATIENCE);
+    // Accept moves to another key: <Tab> is the user's again.
+    nvim.lua("require('pi-ide').setup({ suggestion = { keys = { accept = '<C-l>' } } })");
+    assert_eq!(
+        nvim.lua("return vim.fn.maparg('<Tab>', 'i')"),
+        json!("<C-R>=\"[tab]\"<CR>")
+    );
+    edit_file(&nvim, "k.txt", &[""]);
+    type_keys(&nvim, "ia<Tab>b<Esc>");
+    assert_eq!(nvim.lua("return vim.api.nvim_get_current_line()"), json!("a[tab]b"));
+    // And back: pi-ide's again, still falling back to the user's.
+    nvim.lua("require('pi-ide').setup({})");
+    type_keys(&nvim, "oc<Tab>d<Esc>");
+    assert_eq!(nvim.lua("return vim.api.nvim_get_current_line()"), json!("c[tab]d"));
+}
+
 /// A copy of the plugin's Lua files, without (or with a given) native library.
 fn plugin_copy(tag: &str, with_lib: bool, version_override: Option<&str>) -> std::path::PathBuf {
     let dir = pi_ide_peer::nvim::temp_dir(tag);

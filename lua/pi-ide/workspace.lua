@@ -19,7 +19,8 @@ function M.folders()
   if package.loaded["vim.lsp"] then
     for _, client in ipairs(vim.lsp.get_clients()) do
       for _, wf in ipairs(client.workspace_folders or {}) do
-        add(wf.name or (wf.uri and vim.uri_to_fname(wf.uri)))
+        -- The uri is the folder; `name` is only a display name (often the folder's basename).
+        add(type(wf.uri) == "string" and vim.uri_to_fname(wf.uri) or nil)
       end
       if not client.workspace_folders and client.root_dir then
         add(client.root_dir)

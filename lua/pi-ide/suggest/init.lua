@@ -270,6 +270,15 @@ end
 --- Asks the agent now (manual = true: report problems instead of staying quiet).
 function M.trigger(manual)
   stop_timer()
+  -- Suggestions are shown (and taken) in Insert mode; from Normal mode the answer would have
+  -- nowhere to go. (<C-o>:PiIde suggest from Insert mode is fine: that mode is "niI".)
+  if manual and vim.api.nvim_get_mode().mode == "n" then
+    vim.notify(
+      "pi-ide.nvim: suggestions are shown in Insert mode: start typing there, or press the trigger key (<M-\\> by default)",
+      vim.log.levels.INFO
+    )
+    return
+  end
   local buf, win = vim.api.nvim_get_current_buf(), vim.api.nvim_get_current_win()
   local ok, why = M.allowed(buf)
   if not ok then

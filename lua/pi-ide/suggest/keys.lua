@@ -19,6 +19,7 @@ local only_when_shown = { accept = true, accept_word = true, accept_line = true,
 
 local mapped = {} -- lhs -> true, what we mapped (to undo on re-apply)
 local fallbacks = {} -- lhs -> <Plug> doing what lhs did before we first mapped it
+local originals = {} -- lhs -> the user's mapping we replaced (maparg dict), put back on re-apply
 
 -- A <Plug> that does what `lhs` did before we mapped it (captured once, the first time).
 local function fallback_plug(lhs)
@@ -29,6 +30,7 @@ local function fallback_plug(lhs)
   fallbacks[lhs] = plug
   local old = vim.fn.maparg(lhs, "i", false, true)
   if old and old.lhs and old.buffer == 0 and not (old.desc or ""):find("^pi%-ide") then
+    originals[lhs] = old
     local rhs = old.callback or old.rhs
     vim.keymap.set("i", plug, rhs, { expr = old.expr == 1, remap = old.noremap == 0, silent = old.silent == 1, replace_keycodes = old.expr == 1 and old.replace_keycodes == 1 or nil })
   else
@@ -40,8 +42,13 @@ end
 
 --- (Re)maps the configured keys.
 function M.apply()
+  -- Take ours away and put back what they replaced (a key moved to another lhs, or turned off,
+  -- does again what the user mapped it to).
   for lhs in pairs(mapped) do
     pcall(vim.keymap.del, "i", lhs)
+    if originals[lhs] then
+      pcall(vim.fn.mapset, "i", false, originals[lhs])
+    end
   end
   mapped = {}
   local keys = require("pi-ide.config").values.suggestion.keys
