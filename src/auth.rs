@@ -79,6 +79,8 @@ pub struct Gate<'a> {
     pub refused: &'a mut Option<Refusal>,
     /// Takes a client slot for a request that passed the token check; false (no room) is 503.
     pub admit: &'a (dyn Fn() -> bool + Sync),
+    /// Set when the client came in with Claude Code's header (it gets Claude Code's shapes).
+    pub claude: &'a std::sync::atomic::AtomicBool,
 }
 
 fn asks_for_mcp(request: &Request) -> bool {
@@ -104,6 +106,10 @@ impl tokio_tungstenite::tungstenite::handshake::server::Callback for Gate<'_> {
         };
         match checked {
             Ok(()) => {
+                self.claude.store(
+                    request.headers().contains_key(CLAUDE_HEADER),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
                 if asks_for_mcp(request) {
                     response.headers_mut().insert(
                         "sec-websocket-protocol",

@@ -63,7 +63,16 @@ pub enum Event {
     },
 }
 
+/// Which agent's dialect a client speaks: told by the header it connected with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Pi,
+    /// Came in through Claude Code's lockfile and header: some answers take its shapes.
+    ClaudeCode,
+}
+
 pub struct Client {
+    pub flavor: Flavor,
     /// What waits to be written to it (bounded; see outbox.rs).
     pub outbox: Arc<Outbox>,
     /// Sent `initialize`: it gets notifications from now on.
@@ -306,7 +315,8 @@ impl Shared {
                 self.kept.lock().insert(p.tool.name, v.clone());
             }
         }
-        let outcome = outcome.and_then(|v| p.tool.shape_result(v));
+        let flavor = self.flavor_of(p.client);
+        let outcome = outcome.and_then(|v| p.tool.shape_result_for(v, flavor));
         let outcome = p.tool.owed(outcome, p.context.as_deref());
         self.send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
         true
@@ -325,7 +335,10 @@ impl Shared {
             "{}: Neovim did not answer in time (busy, or waiting at a prompt); answered from the last known state",
             p.tool.name
         );
-        let outcome = p.tool.owed(p.tool.shape_result(answer), p.context.as_deref());
+        let flavor = self.flavor_of(p.client);
+        let outcome = p
+            .tool
+            .owed(p.tool.shape_result_for(answer, flavor), p.context.as_deref());
         self.send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
     }
 
@@ -366,6 +379,15 @@ impl Shared {
         gone
     }
 
+    /// The dialect of a client (Pi's when it is gone: nothing will be sent anyway).
+    pub fn flavor_of(&self, client: u64) -> Flavor {
+        self.clients
+            .lock()
+            .get(&client)
+            .map(|c| c.flavor)
+            .unwrap_or(Flavor::Pi)
+    }
+
     pub fn send_to(&self, client: u64, frame: String) -> bool {
         match self.clients.lock().get(&client) {
             Some(c) => c.outbox.push(frame),
@@ -402,8 +424,13 @@ impl Shared {
 
     /// Registers a client that completed the upgrade; returns where its outbound frames wait.
     pub fn add_client(&self, client: u64) -> Arc<Outbox> {
+        self.add_client_as(client, Flavor::Pi)
+    }
+
+    pub fn add_client_as(&self, client: u64, flavor: Flavor) -> Arc<Outbox> {
         let outbox = Arc::new(Outbox::new(self.max_outbox_bytes));
         let entry = Client {
+            flavor,
             outbox: outbox.clone(),
             initialized: false,
             initialized_seq: 0,

@@ -15,7 +15,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
 use crate::auth::Gate;
-use crate::bridge::{Event, Shared};
+use crate::bridge::{Event, Flavor, Shared};
 use crate::framing::{Frames, Watched};
 use crate::outbox::{Outbound, Outbox};
 use crate::jsonrpc::{self, Incoming, RpcError};
@@ -130,11 +130,13 @@ pub async fn serve(
         admitted.store(ok, std::sync::atomic::Ordering::Relaxed);
         ok
     };
+    let claude = std::sync::atomic::AtomicBool::new(false);
     let gate = Gate {
         token: &config.token,
         accepted: &config.auth_headers,
         refused: &mut refused,
         admit: &admit,
+        claude: &claude,
     };
     let stream = Watched::new(stream);
     let frames = stream.frames.clone();
@@ -170,7 +172,12 @@ pub async fn serve(
         None => return,
     };
     Watched::<TcpStream>::arm(&frames);
-    let outbox = shared.add_client(client);
+    let flavor = if claude.load(std::sync::atomic::Ordering::Relaxed) {
+        Flavor::ClaudeCode
+    } else {
+        Flavor::Pi
+    };
+    let outbox = shared.add_client_as(client, flavor);
     info!("client {client} connected");
     shared.push(Event::ClientConnected { client }).await;
 

@@ -202,7 +202,7 @@ Tool {
 },
 Tool {
     name: "closeAllDiffTabs",
-    description: "Close every review this plugin opened (never the user's own diffs): CLOSED_<n>_DIFF_TABS.",
+    description: "Close every review this client opened (never another agent's, never the user's own diffs): CLOSED_<n>_DIFF_TABS.",
     params: &[],
     shape: Shape::Texts,
     on_abandon: OnAbandon::Error,
@@ -239,6 +239,29 @@ fn diagnostics_fallback(args: &Value, last: Option<&Value>) -> Value {
             )
         }
     }
+}
+
+/// Diagnostics in Claude Code's shape: `[{"uri", "diagnostics": [...]}]`, files without any
+/// left out. The input is what Lua answers: the pi-ide object (or its JSON text).
+pub fn diagnostics_as_claude(value: &Value) -> String {
+    let parsed;
+    let object = match value {
+        Value::String(s) => {
+            parsed = serde_json::from_str::<Value>(s).unwrap_or(Value::Null);
+            &parsed
+        }
+        other => other,
+    };
+    let files: Vec<Value> = object
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(_, d)| d.as_array().is_some_and(|a| !a.is_empty()))
+                .map(|(uri, d)| json!({"uri": uri, "diagnostics": d}))
+                .collect()
+        })
+        .unwrap_or_default();
+    Value::Array(files).to_string()
 }
 
 /// The path of a `file://` URI (percent-decoded), or the argument itself when it is a path.
@@ -358,6 +381,20 @@ impl Tool {
             .map(|t| json!({"type": "text", "text": t}))
             .collect();
         Ok(json!({ "content": content }))
+    }
+
+    /// [`Tool::shape_result`] in the dialect of the client that called: Claude Code parses
+    /// getDiagnostics as an array of `{uri, diagnostics}` (empty: `[]`), Pi as an object
+    /// keyed by uri.
+    pub fn shape_result_for(
+        &self,
+        value: Value,
+        flavor: crate::bridge::Flavor,
+    ) -> Result<Value, RpcError> {
+        if self.name == "getDiagnostics" && flavor == crate::bridge::Flavor::ClaudeCode {
+            return self.shape_result(Value::String(diagnostics_as_claude(&value)));
+        }
+        self.shape_result(value)
     }
 
     /// The answer owed to a call that will never be answered by Lua (the editor is stopping).
@@ -504,6 +541,22 @@ mod tests {
             keep(&json!({})) && keep(&json!({"uri": ""})) && !keep(&json!({"uri": "file:///c.rs"}))
         );
         assert_eq!(uri_path("file:///x%2"), "/x%2");
+    }
+
+    #[test]
+    fn claude_codes_diagnostics_shape_is_an_array_of_uri_and_diagnostics() {
+        let pi = json!({"file:///a": [{"message": "m"}], "file:///empty": []});
+        let claude: Value = serde_json::from_str(&diagnostics_as_claude(&pi)).unwrap();
+        assert_eq!(claude, json!([{"uri": "file:///a", "diagnostics": [{"message": "m"}]}]));
+        // Lua answers JSON text; nothing is "[]".
+        assert_eq!(diagnostics_as_claude(&json!("{}")), "[]");
+        let t = find("getDiagnostics").unwrap();
+        let r = t
+            .shape_result_for(json!("{}"), crate::bridge::Flavor::ClaudeCode)
+            .unwrap();
+        assert_eq!(r["content"][0]["text"], "[]");
+        let r = t.shape_result_for(json!("{}"), crate::bridge::Flavor::Pi).unwrap();
+        assert_eq!(r["content"][0]["text"], "{}");
     }
 
     #[test]

@@ -78,3 +78,106 @@ fn on_it_writes_both_lockfiles_and_serves_both_agents_at_once() {
     assert!(lock::read_all(&nvim.lock_dir).is_empty());
     std::fs::remove_dir_all(&claude_dir).ok();
 }
+
+/// Claude Code as the real CLI (2.1.330) speaks: its header, the mcp subprotocol, its
+/// initialize, notifications/initialized, ide_connected, tools/list.
+fn claude_code_connects(port: u16, token: &str) -> Peer {
+    let mut c = Peer::connect_with_headers(
+        port,
+        &[
+            ("x-claude-code-ide-authorization", token),
+            ("sec-websocket-protocol", "mcp"),
+        ],
+    )
+    .expect("claude connects");
+    assert_eq!(c.subprotocol().as_deref(), Some("mcp"));
+    let r = c
+        .request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
+                   "clientInfo": {"name": "claude-code", "version": "2.1.330"}}),
+        )
+        .unwrap();
+    assert_eq!(r["result"]["protocolVersion"], "2024-11-05");
+    c.notify("notifications/initialized", json!({})).unwrap();
+    c.notify("ide_connected", json!({"pid": 4242})).unwrap();
+    let tools = c.request("tools/list", json!({})).unwrap();
+    assert!(tools["result"]["tools"].as_array().unwrap().len() > 5);
+    c
+}
+
+fn diagnostics_text(r: &Value) -> Value {
+    serde_json::from_str(&texts(r)[0]).unwrap()
+}
+
+#[test]
+fn claude_codes_sequence_around_a_write_gets_its_diagnostics_shape_and_its_own_reviews_closed() {
+    let (nvim, claude_dir) = claude_nvim(true);
+    let l = nvim.lockfile();
+    let mut c = claude_code_connects(l.port, &l.auth_token);
+    let path = edit_file(&nvim, "main.rs", &["fn main() {", "  let x = 1;", "}"]);
+    let uri = format!("file://{path}");
+    // Before the write (its 500 ms limit): the file's diagnostics, as an array; none yet: [].
+    let before = c.call_tool("getDiagnostics", json!({"uri": uri})).unwrap();
+    assert_eq!(diagnostics_text(&before), json!([]));
+    nvim.lua("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, {{ lnum = 1, col = 6, end_col = 7, severity = 2, message = 'unused variable', source = 'rustc', code = 'W1' }})");
+    let r = c.call_tool("getDiagnostics", json!({"uri": uri})).unwrap();
+    let d = diagnostics_text(&r);
+    assert_eq!(d.as_array().unwrap().len(), 1, "{d}");
+    assert_eq!(d[0]["uri"], uri);
+    let item = &d[0]["diagnostics"][0];
+    assert_eq!(item["message"], "unused variable");
+    assert_eq!(item["severity"], "Warning");
+    assert_eq!(item["source"], "rustc");
+    assert_eq!(
+        item["range"],
+        json!({"start": {"line": 1, "character": 6}, "end": {"line": 1, "character": 7}})
+    );
+    // After the write (no uri): every file, as an array it can iterate.
+    let after = diagnostics_text(&c.call_tool("getDiagnostics", json!({})).unwrap());
+    assert_eq!(after[0]["diagnostics"][0]["message"], "unused variable");
+    // closeAllDiffTabs on every prompt: its own review is closed (rejected), and counted.
+    c.send_json(&json!({"jsonrpc": "2.0", "id": "w", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
+        "old_file_path": path, "new_file_path": path, "new_file_contents": "fn main() {}\n", "tab_name": "✻ [Claude Code] main.rs ⧉"}}}))
+        .unwrap();
+    nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
+    let closed = c.call_tool("closeAllDiffTabs", json!({})).unwrap();
+    assert_eq!(texts(&closed), vec!["CLOSED_1_DIFF_TABS".to_string()]);
+    let answer = c.wait_response(&json!("w")).unwrap();
+    assert_eq!(texts(&answer)[0], "DIFF_REJECTED");
+    std::fs::remove_dir_all(&claude_dir).ok();
+}
+
+#[test]
+fn with_pi_and_claude_code_connected_each_keeps_its_reviews_and_its_diagnostics_shape() {
+    let (nvim, claude_dir) = claude_nvim(true);
+    let l = nvim.lockfile();
+    let mut pi = nvim.peer();
+    let mut c = claude_code_connects(l.port, &l.auth_token);
+    let path = edit_file(&nvim, "a.rs", &["x"]);
+    nvim.lua("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, {{ lnum = 0, col = 0, severity = 1, message = 'boom' }})");
+    let uri = format!("file://{path}");
+    // Each in its own shape.
+    let for_pi = diagnostics_text(&pi.call_tool("getDiagnostics", json!({})).unwrap());
+    assert_eq!(for_pi[&uri][0]["message"], "boom", "{for_pi}");
+    let for_claude = diagnostics_text(&c.call_tool("getDiagnostics", json!({})).unwrap());
+    assert_eq!(for_claude[0]["uri"], uri, "{for_claude}");
+    // Pi's review survives Claude Code's closeAllDiffTabs (the user typed a prompt there).
+    nvim.lua("_G.__opened = 0 vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeDiffOpened', callback = function() _G.__opened = _G.__opened + 1 end })");
+    pi.send_json(&json!({"jsonrpc": "2.0", "id": "p", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
+        "old_file_path": path, "new_file_path": path, "new_file_contents": "y\n", "tab_name": "pi-edit:1"}}}))
+        .unwrap();
+    nvim.wait_for("_G.__opened == 1", PATIENCE);
+    let closed = c.call_tool("closeAllDiffTabs", json!({})).unwrap();
+    assert_eq!(texts(&closed), vec!["CLOSED_0_DIFF_TABS".to_string()]);
+    // A close_tab naming Pi's tab from Claude Code does nothing either.
+    c.call_tool("close_tab", json!({"tab_name": "pi-edit:1"})).unwrap();
+    assert_eq!(nvim.lua("return #require('pi-ide.diff').list()"), json!(1));
+    // Pi's review is still there for the user: :w accepts it.
+    nvim.command("write").unwrap();
+    assert_eq!(
+        texts(&pi.wait_response(&json!("p")).unwrap()),
+        vec!["FILE_SAVED".to_string(), "y\n".to_string()]
+    );
+    std::fs::remove_dir_all(&claude_dir).ok();
+}

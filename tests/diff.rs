@@ -248,9 +248,15 @@ fn close_tab_closes_an_open_review_and_is_a_no_op_otherwise() {
     let path = setup(&nvim, "ct.txt", "x\n");
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "o", &path, "y\n", "pi-write:ct");
-    // A second connection (as a second agent would) closes it.
+    // Another agent's close_tab of the same name does nothing: each closes its own reviews.
     let mut other = nvim.peer();
     let r = other
+        .call_tool("close_tab", json!({"tab_name": "pi-write:ct"}))
+        .unwrap();
+    assert_eq!(texts(&r), vec!["TAB_CLOSED".to_string()]);
+    assert_eq!(nvim.lua("return #require('pi-ide.diff').list()"), json!(1));
+    // The agent that opened it closes it (as the Pi extension does after every answer).
+    let r = p
         .call_tool("close_tab", json!({"tab_name": "pi-write:ct"}))
         .unwrap();
     assert_eq!(texts(&r), vec!["TAB_CLOSED".to_string()]);
@@ -277,11 +283,15 @@ fn close_all_diff_tabs_leaves_the_users_own_diff_alone() {
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "1", &a, "x\n", "pi-write:1");
     open_diff(&nvim, &mut p, "2", &a, "y\n", "pi-write:2");
+    // Another agent's closeAllDiffTabs leaves them; their own agent's closes both.
     let mut other = nvim.peer();
     let r = other.call_tool("closeAllDiffTabs", json!({})).unwrap();
-    assert_eq!(texts(&r), vec!["CLOSED_2_DIFF_TABS".to_string()]);
+    assert_eq!(texts(&r), vec!["CLOSED_0_DIFF_TABS".to_string()]);
+    p.send_json(&json!({"jsonrpc": "2.0", "id": "all", "method": "tools/call", "params": {"name": "closeAllDiffTabs", "arguments": {}}}))
+        .unwrap();
     assert_eq!(answer(&mut p, "1")[0], "DIFF_REJECTED");
     assert_eq!(answer(&mut p, "2")[0], "DIFF_REJECTED");
+    assert_eq!(answer(&mut p, "all"), vec!["CLOSED_2_DIFF_TABS".to_string()]);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
     let user_diff = nvim.lua("local n = 0 for _, w in ipairs(vim.api.nvim_list_wins()) do if vim.wo[w].diff then n = n + 1 end end return n");
     assert_eq!(user_diff, json!(2), "the user's diff windows were touched");

@@ -11,8 +11,14 @@ local buffers = require("pi-ide.buffers")
 
 local M = {}
 
-local reviews = {} -- tab_name -> review
-local order = {} -- tab_names, oldest first (for "n of m")
+-- Reviews are keyed by the client that asked and its tab_name: two agents may pick the same
+-- name, and one agent's closeAllDiffTabs must not touch another's reviews.
+local reviews = {} -- key -> review
+local order = {} -- keys, oldest first (for "n of m")
+
+local function key(client, tab_name)
+  return tostring(client) .. "\0" .. tab_name
+end
 
 -- A handler of the user's that throws must not stop a review from opening or closing.
 local function user_event(pattern, data)
@@ -81,9 +87,9 @@ local function refresh_winbars()
 end
 
 local function forget(r)
-  reviews[r.tab_name] = nil
+  reviews[r.key] = nil
   for i, name in ipairs(order) do
-    if name == r.tab_name then
+    if name == r.key then
       table.remove(order, i)
       break
     end
@@ -560,7 +566,7 @@ end
 
 --- openDiff: (args, reply, ev) from the tool dispatcher; answers through `reply` later.
 function M.open(args, reply, ev)
-  local old = reviews[args.tab_name]
+  local old = reviews[key(ev.client, args.tab_name)]
   if old then
     -- The same tab_name again: the old call is superseded; it must still be answered.
     finish(old, "rejected")
@@ -570,6 +576,8 @@ function M.open(args, reply, ev)
   local user_buf = buffers.find(path)
   local r = {
     tab_name = args.tab_name,
+    key = key(ev.client, args.tab_name),
+    client = ev.client,
     req = ev.req,
     reply = reply,
     path = path,
@@ -583,8 +591,8 @@ function M.open(args, reply, ev)
     shown = false, -- both panes are up and in diff mode: the user can decide it now
     done = false,
   }
-  reviews[r.tab_name] = r
-  table.insert(order, r.tab_name)
+  reviews[r.key] = r
+  table.insert(order, r.key)
   if args.stage_error then
     log.notify(args.stage_error .. "; the change was rejected", vim.log.levels.ERROR)
     finish(r, "rejected")
@@ -610,20 +618,23 @@ function M.set_stats(req, stats)
   end
 end
 
---- close_tab: closes (and if undecided, rejects) the review; nothing when there is none.
-function M.close(tab_name)
-  local r = reviews[tab_name]
+--- close_tab: closes (and if undecided, rejects) that client's review; nothing when there is
+--- none.
+function M.close(tab_name, client)
+  local r = reviews[key(client, tab_name)]
   if r then
     finish(r, "rejected")
   end
 end
 
---- closeAllDiffTabs: our reviews only; returns how many.
-function M.close_all()
+--- closeAllDiffTabs: the reviews this client opened (all of them when `client` is nil: the
+--- editor is stopping); returns how many. Another agent's reviews are never touched.
+function M.close_all(client)
   local n = 0
   for _, name in ipairs(vim.list_slice(order)) do
-    if reviews[name] then
-      finish(reviews[name], "rejected")
+    local r = reviews[name]
+    if r and (client == nil or r.client == client) then
+      finish(r, "rejected")
       n = n + 1
     end
   end
@@ -673,7 +684,7 @@ end
 function M.list()
   local out = {}
   for _, name in ipairs(order) do
-    table.insert(out, { tab_name = name, path = reviews[name].path })
+    table.insert(out, { tab_name = reviews[name].tab_name, path = reviews[name].path })
   end
   return out
 end

@@ -38,12 +38,13 @@ M.handlers = {
   openDiff = function(args, reply, ev)
     require("pi-ide.diff").open(args, reply, ev)
   end,
-  close_tab = function(args)
-    require("pi-ide.diff").close(args.tab_name)
+  -- Each client closes its own reviews only.
+  close_tab = function(args, _, ev)
+    require("pi-ide.diff").close(args.tab_name, ev.client)
     return "TAB_CLOSED"
   end,
-  closeAllDiffTabs = function()
-    return ("CLOSED_%d_DIFF_TABS"):format(require("pi-ide.diff").close_all())
+  closeAllDiffTabs = function(_, _, ev)
+    return ("CLOSED_%d_DIFF_TABS"):format(require("pi-ide.diff").close_all(ev.client))
   end,
 }
 
