@@ -3,37 +3,8 @@
 
 mod common;
 use common::*;
-use pi_ide_peer::nvim::{plugin_root, temp_dir, Options};
-use std::path::PathBuf;
+use pi_ide_peer::nvim::{plugin_root, Options};
 use std::process::Command;
-
-/// The repository's tracked files copied to a fresh folder, as a plugin manager's clone.
-fn fresh_copy() -> PathBuf {
-    let root = plugin_root();
-    let dest = temp_dir("install").join("pi-ide.nvim");
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(&root)
-        .args([
-            "ls-files",
-            "-z",
-            "--cached",
-            "--others",
-            "--exclude-standard",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git ls-files failed");
-    for rel in out.stdout.split(|b| *b == 0).filter(|s| !s.is_empty()) {
-        let rel = std::str::from_utf8(rel).unwrap();
-        let (from, to) = (root.join(rel), dest.join(rel));
-        if from.is_file() {
-            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-            std::fs::copy(&from, &to).unwrap();
-        }
-    }
-    dest
-}
 
 #[test]
 fn installs_builds_and_rebuilds_like_lazy_nvim() {

@@ -94,14 +94,19 @@ M.subcommands = {
   reject = function()
     in_review("reject")
   end,
-  build = function()
+  -- :PiIde build [source]: the release's prebuilt library when at a release tag, else cargo.
+  build = function(opts)
+    if opts.fargs[2] and opts.fargs[2] ~= "source" then
+      vim.notify(("pi-ide.nvim: :PiIde build takes no argument but 'source' (got '%s')"):format(opts.fargs[2]), vim.log.levels.ERROR)
+      return
+    end
     require("pi-ide.build").async(function(ok)
       -- A library that was missing can be loaded now; a loaded one is kept until restart.
       if ok and not require("pi-ide.native").get() then
         require("pi-ide.native").retry()
         require("pi-ide").autostart()
       end
-    end)
+    end, { source = opts.fargs[2] == "source" })
   end,
   log = function()
     local path = require("pi-ide.log").path()
@@ -172,15 +177,16 @@ function M.run(opts)
 end
 
 function M.complete(arglead, cmdline)
-  -- After "add", complete file names; after "toggle", "buffer"; others take no arguments.
+  -- After "add", complete file names; after "toggle", "buffer"; after "build", "source";
+  -- others take no arguments.
   local sub = cmdline:match("^%A*%a+%s+(%S+)%s")
   local second = cmdline:match("^%A*%a+%s+%S+%s+%S+%s")
   if sub == "add" and not second then
     return vim.fn.getcompletion(arglead, "file")
-  elseif sub == "toggle" and not second then
+  elseif (sub == "toggle" or sub == "build") and not second then
     return vim.tbl_filter(function(w)
       return w:sub(1, #arglead) == arglead
-    end, { "buffer" })
+    end, { sub == "toggle" and "buffer" or "source" })
   elseif sub then
     return {}
   end

@@ -14,16 +14,27 @@ end
 local function check_library()
   local native = require("pi-ide.native")
   local mod, err = native.load()
+  local source = mod and require("pi-ide.prebuilt").source(native.path())
   if mod then
-    h.ok(("native library %s (version %s, ABI %d)"):format(native.path(), mod.version, mod.abi))
+    h.ok(
+      ("native library %s (version %s, ABI %d), %s"):format(
+        native.path(),
+        mod.version,
+        mod.abi,
+        source and ("the prebuilt library of %s from %s, SHA-256 verified"):format(source.tag, source.url)
+          or "built from source"
+      )
+    )
   else
     h.error(err)
   end
   if vim.fn.executable("cargo") == 1 then
     local r = vim.system({ "cargo", "--version" }, { text = true }):wait()
     h.ok("cargo: " .. vim.trim(r.stdout or ""))
+  elseif source then
+    h.info("cargo not found on PATH (not needed while releases have a prebuilt library for this platform)")
   else
-    h.warn("cargo not found on PATH: needed to build the library (https://rustup.rs)")
+    h.warn("cargo not found on PATH: needed to build the library (https://rustup.rs) when no prebuilt one can be used")
   end
   return mod
 end

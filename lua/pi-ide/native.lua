@@ -26,7 +26,9 @@ function M.path()
 end
 
 function M.build_hint()
-  return ("run `:Lazy build pi-ide.nvim`, or `cargo build --release` in %s"):format(M.root)
+  return ("run `:Lazy build pi-ide.nvim` or `:PiIde build` (a release downloads its prebuilt library; otherwise `cargo build --release` in %s)"):format(
+    M.root
+  )
 end
 
 local loaded, load_error

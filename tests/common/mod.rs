@@ -132,3 +132,32 @@ pub fn raw_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
     f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
     f
 }
+
+/// The repository's tracked files copied to a fresh folder, as a plugin manager's clone.
+pub fn fresh_copy() -> std::path::PathBuf {
+    let root = pi_ide_peer::nvim::plugin_root();
+    let dest = pi_ide_peer::nvim::temp_dir("install").join("pi-ide.nvim");
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&root)
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git ls-files failed");
+    for rel in out.stdout.split(|b| *b == 0).filter(|s| !s.is_empty()) {
+        let rel = std::str::from_utf8(rel).unwrap();
+        let (from, to) = (root.join(rel), dest.join(rel));
+        if from.is_file() {
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(&from, &to).unwrap();
+        }
+    }
+    dest
+}
+

@@ -1,0 +1,187 @@
+-- Prebuilt libraries: when the checkout is at a release tag (lazy.nvim's `version = "*"`),
+-- the library built for that tag and this platform is downloaded from the release, its SHA-256
+-- checked against the release's `.sha256` file *before* anything is placed where Neovim loads
+-- it, and installed by rename (a library Neovim has loaded is never written over in place).
+-- Where it came from is recorded beside it. Every failure is a sentence; the caller then
+-- builds from source.
+local sha256 = require("pi-ide.sha256")
+
+local M = {}
+
+M.root = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h:h")
+
+--- The Rust target of this machine's prebuilt library and its file extension, or nil and why.
+function M.target()
+  local u = vim.uv.os_uname()
+  local arch = ({ x86_64 = "x86_64", amd64 = "x86_64", aarch64 = "aarch64", arm64 = "aarch64" })[u.machine]
+  if not arch then
+    return nil, nil, ("no prebuilt library for %s processors"):format(u.machine)
+  end
+  if u.sysname == "Linux" then
+    -- The Linux libraries are built for glibc; musl systems (Alpine) build from source.
+    if #vim.fn.glob("/lib/ld-musl-*.so.1", true, true) > 0 then
+      return nil, nil, "no prebuilt library for musl-based Linux"
+    end
+    return arch .. "-unknown-linux-gnu", "so"
+  elseif u.sysname == "Darwin" then
+    return arch .. "-apple-darwin", "dylib"
+  end
+  return nil, nil, ("no prebuilt library for %s"):format(u.sysname)
+end
+
+--- The release asset's name for a target: libpi_ide-<target>.<ext>.
+function M.asset(target, ext)
+  return ("libpi_ide-%s.%s"):format(target, ext)
+end
+
+local function git(root, args)
+  local cmd = vim.list_extend({ "git", "-C", root }, args)
+  local ok, r = pcall(function()
+    return vim.system(cmd, { text = true }):wait()
+  end)
+  if ok and r.code == 0 then
+    return vim.trim(r.stdout or "")
+  end
+end
+
+--- The release tag the checkout is at (exactly), or nil.
+function M.tag(root)
+  local tag = git(root, { "describe", "--tags", "--exact-match", "HEAD" })
+  return tag ~= "" and tag or nil
+end
+
+--- Where release assets are: `$PI_IDE_RELEASES_URL/<tag>/<asset>` (a mirror, or a test's
+--- server), else the GitHub releases of the repository this checkout was cloned from.
+function M.base_url(root)
+  local env = vim.env.PI_IDE_RELEASES_URL
+  if env and env ~= "" then
+    return (env:gsub("/+$", ""))
+  end
+  local origin = git(root, { "remote", "get-url", "origin" }) or ""
+  local repo = origin:match("github%.com[:/]([%w%-_.]+/[%w%-_.]+)$")
+  if repo then
+    return "https://github.com/" .. repo:gsub("%.git$", "") .. "/releases/download"
+  end
+end
+
+--- A download command for `url` into `file`, with curl or else wget; nil without either.
+local function fetch_command(url, file)
+  if vim.fn.executable("curl") == 1 then
+    return { "curl", "--fail", "--location", "--silent", "--show-error", "--max-time", "300", "--output", file, url }
+  elseif vim.fn.executable("wget") == 1 then
+    return { "wget", "--quiet", "--timeout=60", "--output-document=" .. file, url }
+  end
+end
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then
+    return nil
+  end
+  local data = f:read("*a")
+  f:close()
+  return data
+end
+
+--- Downloads, verifies and installs the prebuilt library for this checkout. `done(ok, msg)`
+--- runs on the main loop: msg says what was installed, or why nothing was. `progress(msg)`
+--- (optional) is told how the download goes.
+function M.install(root, dest, done, progress)
+  -- Told from libuv callbacks: onto the main loop first.
+  local function say(msg)
+    if progress then
+      vim.schedule(function()
+        progress(msg)
+      end)
+    end
+  end
+  local target, ext, why = M.target()
+  if not target then
+    return done(false, why)
+  end
+  local tag = M.tag(root)
+  if not tag then
+    return done(false, "the plugin is not at a release tag (lazy.nvim: version = \"*\")")
+  end
+  local base = M.base_url(root)
+  if not base then
+    return done(false, "cannot tell where its releases are (no GitHub origin; set PI_IDE_RELEASES_URL for a mirror)")
+  end
+  local url = ("%s/%s/%s"):format(base, tag, M.asset(target, ext))
+  local dir = vim.fs.dirname(dest)
+  vim.fn.mkdir(dir, "p")
+  local tmp = ("%s/.%s.download-%d"):format(dir, vim.fs.basename(dest), vim.uv.os_getpid())
+  local sum_file = tmp .. ".sha256"
+  local function finish(ok, msg)
+    os.remove(tmp)
+    os.remove(sum_file)
+    vim.schedule(function()
+      done(ok, msg)
+    end)
+  end
+  local sum_cmd, lib_cmd = fetch_command(url .. ".sha256", sum_file), fetch_command(url, tmp)
+  if not sum_cmd then
+    return done(false, "neither curl nor wget was found to download it")
+  end
+  say(("downloading %s (%s)…"):format(M.asset(target, ext), tag))
+  vim.system(sum_cmd, { text = true }, function(r)
+    if r.code ~= 0 then
+      return finish(false, ("the download of %s.sha256 failed (%s)"):format(url, vim.trim(r.stderr or "exit " .. r.code)))
+    end
+    local expected = (read(sum_file) or ""):match("^%s*(%x+)")
+    if not expected or #expected ~= 64 then
+      return finish(false, ("%s.sha256 holds no SHA-256"):format(url))
+    end
+    expected = expected:lower()
+    local timer = vim.uv.new_timer()
+    timer:start(1000, 1000, function()
+      local st = vim.uv.fs_stat(tmp)
+      if st then
+        say(("downloading %s… %.1f MB"):format(M.asset(target, ext), st.size / 1e6))
+      end
+    end)
+    vim.system(lib_cmd, { text = true }, function(d)
+      timer:stop()
+      timer:close()
+      if d.code ~= 0 then
+        return finish(false, ("the download of %s failed (%s)"):format(url, vim.trim(d.stderr or "exit " .. d.code)))
+      end
+      local got = sha256.file(tmp)
+      if got ~= expected then
+        return finish(
+          false,
+          ("the download of %s does not match its checksum (SHA-256 %s, expected %s): it was not installed"):format(
+            url,
+            tostring(got),
+            expected
+          )
+        )
+      end
+      -- Verified: into place by rename (a loaded library keeps its old, unlinked file).
+      local ok, err = os.rename(tmp, dest)
+      if not ok then
+        return finish(false, ("cannot install it at %s: %s"):format(dest, tostring(err)))
+      end
+      local record = vim.json.encode({ tag = tag, url = url, sha256 = got, installed = os.date("!%Y-%m-%dT%H:%M:%SZ") })
+      local f = io.open(dest .. ".source.json", "w")
+      if f then
+        f:write(record)
+        f:close()
+      end
+      finish(true, ("installed the prebuilt library for %s (%s), SHA-256 verified"):format(tag, target))
+    end)
+  end)
+end
+
+--- Where the library at `path` came from, when it is still the one a download installed:
+--- { tag, url, sha256, installed }, or nil (built from source, or rebuilt since).
+function M.source(path)
+  local record = read(path .. ".source.json")
+  local ok, info = pcall(vim.json.decode, record or "")
+  if not ok or type(info) ~= "table" or info.sha256 ~= sha256.file(path) then
+    return nil
+  end
+  return info
+end
+
+return M
