@@ -111,6 +111,8 @@ pub struct Shared {
     initialized: AtomicUsize,
     /// Client slots taken (upgraded, or passed the check and being upgraded).
     slots: AtomicUsize,
+    /// What getDiagnostics answers without the main loop (see diagnostics.rs).
+    pub diagnostics: crate::diagnostics::Snapshot,
     /// Bytes that may wait for one client.
     max_outbox_bytes: usize,
     /// Requests Lua sent to agents, waiting for their answers (see requests.rs).
@@ -159,6 +161,7 @@ impl Shared {
             selection: Selection::new(settings.selection_debounce),
             initialized: AtomicUsize::new(0),
             slots: AtomicUsize::new(0),
+            diagnostics: crate::diagnostics::Snapshot::default(),
             max_outbox_bytes: settings.max_message_size,
             outgoing: Mutex::new(HashMap::new()),
             runtime: std::sync::OnceLock::new(),
@@ -330,7 +333,12 @@ impl Shared {
         let (Some(f), Some(args)) = (&p.tool.fallback, &p.args) else {
             return;
         };
-        let answer = (f.answer)(args, self.kept.lock().get(p.tool.name));
+        // getDiagnostics: the snapshot as it is, which is newer than Lua's last full answer.
+        let snapshot = (p.tool.name == "getDiagnostics")
+            .then(|| self.diagnostics.render(args))
+            .flatten();
+        let answer =
+            snapshot.unwrap_or_else(|| (f.answer)(args, self.kept.lock().get(p.tool.name)));
         warn!(
             "{}: Neovim did not answer in time (busy, or waiting at a prompt); answered from the last known state",
             p.tool.name

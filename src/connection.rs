@@ -120,7 +120,11 @@ pub async fn serve(
     shutdown: watch::Receiver<bool>,
     handshakes: Arc<Handshakes>,
 ) {
+    // Small buffers: each would otherwise be 128 KiB resident per client (a large openDiff is
+    // read in more, smaller reads; no slower that anyone could see).
     let ws_config = WebSocketConfig::default()
+        .read_buffer_size(16 * 1024)
+        .write_buffer_size(0)
         .max_message_size(Some(config.max_message_size))
         .max_frame_size(Some(config.max_message_size));
     let mut refused = None;
@@ -433,6 +437,20 @@ pub(crate) async fn handle_text(
                             .await;
                     }
                     frames
+                }
+                Ok(Dispatch::Park { tool, args }) if tool.name == "getDiagnostics" => {
+                    // Before every model call of the agent's: answered here from the snapshot
+                    // when it is current, without waking Neovim.
+                    match shared.diagnostics.answer(&args) {
+                        Some(v) => {
+                            let outcome = tool.shape_result_for(v, shared.flavor_of(client));
+                            vec![jsonrpc::outcome_frame(&id, &outcome)]
+                        }
+                        None => {
+                            shared.park(client, id, tool, args).await;
+                            vec![]
+                        }
+                    }
                 }
                 Ok(Dispatch::Park { tool, args }) => {
                     if tool.name == "openDiff" && !config.diff_review {

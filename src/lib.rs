@@ -6,6 +6,7 @@
 pub mod auth;
 pub mod bridge;
 pub mod connection;
+pub mod diagnostics;
 pub mod diff;
 mod fuzz;
 pub mod framing;

@@ -202,6 +202,37 @@ fn selection_last(lua: &Lua, (): ()) -> LuaResult<Value> {
     }
 }
 
+/// Something changed in Neovim's diagnostics (called from the autocmd, before converting).
+fn diagnostics_touch(_: &Lua, (): ()) -> LuaResult<u64> {
+    Ok(with_server(|s| s.shared.diagnostics.touch()).unwrap_or(0))
+}
+
+fn diagnostics_generation(_: &Lua, (): ()) -> LuaResult<u64> {
+    Ok(with_server(|s| s.shared.diagnostics.generation()).unwrap_or(0))
+}
+
+/// The converted diagnostics of the buffers that changed, as of generation `as_of`: a list of
+/// `{ buf, uri, path, real?, items }` (items: JSON text), or `{ buf }` for a buffer without any.
+fn diagnostics_update(_: &Lua, (list, as_of): (Table, u64)) -> LuaResult<()> {
+    let mut buffers = Vec::new();
+    for item in list.sequence_values::<Table>() {
+        let item = item?;
+        let buf: i64 = item.get("buf")?;
+        let entry = match item.get::<Option<String>>("uri")? {
+            Some(uri) => Some(crate::diagnostics::Entry {
+                uri,
+                path: item.get("path")?,
+                real: item.get("real")?,
+                items: item.get("items")?,
+            }),
+            None => None,
+        };
+        buffers.push((buf, entry));
+    }
+    with_server(|s| s.shared.diagnostics.update(buffers, as_of));
+    Ok(())
+}
+
 /// For :checkhealth: each lockfile and what is wrong with it (nil when nothing).
 fn check_lockfiles(lua: &Lua, (): ()) -> LuaResult<Table> {
     let out = lua.create_table()?;
@@ -360,6 +391,9 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         notify_clients => notify_clients,
         request => request,
         check_lockfiles => check_lockfiles,
+        diagnostics_touch => diagnostics_touch,
+        diagnostics_generation => diagnostics_generation,
+        diagnostics_update => diagnostics_update,
         cancel => cancel,
         log_configure => log_configure,
         log => log_write,

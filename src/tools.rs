@@ -265,7 +265,7 @@ pub fn diagnostics_as_claude(value: &Value) -> String {
 }
 
 /// The path of a `file://` URI (percent-decoded), or the argument itself when it is a path.
-fn uri_path(uri: &str) -> String {
+pub(crate) fn uri_path(uri: &str) -> String {
     let Some(rest) = uri.strip_prefix("file://") else {
         return uri.to_owned();
     };

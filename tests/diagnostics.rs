@@ -136,7 +136,10 @@ fn diagnostics_of_non_file_buffers_are_left_out() {
 #[test]
 fn a_failing_handler_answers_an_error_instead_of_stalling_the_agent() {
     let nvim = patient_nvim();
-    nvim.lua("require('pi-ide.tools').handlers.getDiagnostics = function() error('boom') end");
+    // The core answers from its snapshot unless that is behind a change: make it behind (a
+    // change announced, never converted), so that the call goes to Lua's handler.
+    nvim.lua("require('pi-ide.tools').handlers.getDiagnostics = function() error('boom') end \
+              require('pi-ide.native').get().diagnostics_touch()");
     let mut p = nvim.peer();
     let r = p.call_tool("getDiagnostics", json!({})).unwrap();
     assert_eq!(error_code(&r), -32603);
@@ -208,4 +211,48 @@ fn a_blocked_main_loop_does_not_stall_the_agent() {
     while diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap()) != json!({}) {
         assert!(std::time::Instant::now() < deadline, "Lua never answered again");
     }
+}
+
+#[test]
+fn getdiagnostics_never_wakes_the_main_loop_and_is_fresh_at_once() {
+    let nvim = Nvim::start();
+    let path = setup_buffer(&nvim, "w.rs", &["x", "y"]);
+    let uri = format!("file://{path}");
+    let mut p = nvim.peer();
+    nvim.wait_for("require('pi-ide.server').agent_name() ~= nil", PATIENCE);
+    // Fresh: a diagnostic set in Neovim is in the very next answer.
+    nvim.lua("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, {{ lnum = 1, col = 0, severity = 1, message = 'now' }})");
+    let d = diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap());
+    assert_eq!(d[&uri][0]["message"], "now", "{d}");
+    nvim.lua("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, {{ lnum = 0, col = 0, severity = 2, message = 'changed' }})");
+    let d = diagnostics(&p.call_tool("getDiagnostics", json!({"uri": uri.clone()})).unwrap());
+    assert_eq!(d[&uri][0]["message"], "changed", "{d}");
+    assert_eq!(d[&uri][0]["severity"], "Warning");
+    // Once the snapshot has caught up, 1,000 calls wake Neovim's main loop 0 times.
+    wait_until("the snapshot caught up", PATIENCE, || {
+        nvim.lua("local n = require('pi-ide.native').get() return n.diagnostics_generation()") != json!(0)
+            && nvim.lua("return require('pi-ide').info().wakes") == nvim.lua("return require('pi-ide').info().wakes")
+    });
+    // (Wait until a call is answered without Lua: no wake between two reads.)
+    wait_until("answered by the core", PATIENCE, || {
+        let before = nvim.lua("return require('pi-ide').info().wakes");
+        p.call_tool("getDiagnostics", json!({})).unwrap();
+        nvim.lua("return require('pi-ide').info().wakes") == before
+    });
+    let before = nvim.lua("return require('pi-ide').info().wakes").as_u64().unwrap();
+    for i in 0..1000 {
+        let args = if i % 2 == 0 { json!({}) } else { json!({"uri": uri.clone()}) };
+        let d = diagnostics(&p.call_tool("getDiagnostics", args).unwrap());
+        assert_eq!(d[&uri][0]["message"], "changed");
+    }
+    let after = nvim.lua("return require('pi-ide').info().wakes").as_u64().unwrap();
+    eprintln!("1,000 getDiagnostics calls: {} main-loop wake-ups", after - before);
+    assert_eq!(after, before, "getDiagnostics woke the main loop");
+    // Wiped and renamed buffers leave the snapshot.
+    nvim.command("file renamed.rs").unwrap();
+    let d = diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap());
+    assert!(d.get(&uri).is_none(), "{d}");
+    assert!(d.as_object().unwrap().keys().any(|k| k.ends_with("/renamed.rs")), "{d}");
+    nvim.command("bwipeout!").unwrap();
+    assert_eq!(diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap()), json!({}));
 }

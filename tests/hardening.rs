@@ -112,7 +112,9 @@ fn fifty_clients_times_a_thousand_calls_with_selection_traffic() {
                 let mut next = 0;
                 while answered.len() < 1000 {
                     while next < 1000 && next - answered.len() < 10 {
-                        let msg = json!({"jsonrpc":"2.0","id":format!("{c}:{next}"),"method":"tools/call","params":{"name":"getDiagnostics"}});
+                        // Half answered by the core from its snapshot, half by Lua.
+                        let tool = if next % 2 == 0 { "getDiagnostics" } else { "getWorkspaceFolders" };
+                        let msg = json!({"jsonrpc":"2.0","id":format!("{c}:{next}"),"method":"tools/call","params":{"name":tool}});
                         p.send_json(&msg).unwrap();
                         next += 1;
                     }
@@ -246,6 +248,10 @@ fn soak_mixed_traffic_without_leaks() {
     }
     nvim.lua("collectgarbage('collect') collectgarbage('collect')");
     let (rss0, fds0) = (rss_kib(pid), fd_count(pid));
+    eprintln!(
+        "soak: warm after {i} rounds; RSS {rss0} KiB; lua {} KiB",
+        nvim.lua("return collectgarbage('count')")
+    );
     let mut report = start.elapsed() + Duration::from_secs(secs / 10);
     while start.elapsed() < Duration::from_secs(secs) {
         mixed_round(&nvim, &mut p, i, &path);

@@ -5,12 +5,12 @@ mod common;
 use common::*;
 use std::time::Duration;
 
-/// Makes getDiagnostics park until the test answers (its handler keeps the reply), with the
+/// Makes getOpenEditors park until the test answers (its handler keeps the reply), with the
 /// busy-editor fallback pushed out of the way.
 fn park_diagnostics(nvim: &Nvim) {
     nvim.lua(
         "require('pi-ide').stop() require('pi-ide').setup({diagnostics_timeout_ms = 600000}) require('pi-ide').start() \
-         _G.__replies = {} require('pi-ide.tools').handlers.getDiagnostics = function(_, reply) table.insert(_G.__replies, reply) end",
+         _G.__replies = {} require('pi-ide.tools').handlers.getOpenEditors = function(_, reply) table.insert(_G.__replies, reply) end",
     );
 }
 
@@ -41,7 +41,7 @@ fn a_parked_call_does_not_block_other_requests_and_is_answered_later() {
     let nvim = Nvim::start();
     park_diagnostics(&nvim);
     let mut p = nvim.peer();
-    p.send_json(&json!({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"getDiagnostics","arguments":{}}}))
+    p.send_json(&json!({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"getOpenEditors","arguments":{}}}))
         .unwrap();
     nvim.wait_for("#_G.__replies == 1", PATIENCE);
     assert_eq!(nvim.lua("return require('pi-ide').info().parked"), json!(1));
@@ -62,7 +62,7 @@ fn a_disconnect_abandons_that_clients_parked_calls_and_tells_lua() {
     nvim.lua("_G.__gone = nil vim.api.nvim_create_autocmd('User', {pattern = 'PiIdeClientDisconnected', callback = function(a) _G.__gone = a.data end})");
     let mut p = nvim.peer();
     p.send_json(
-        &json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"getDiagnostics"}}),
+        &json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"getOpenEditors"}}),
     )
     .unwrap();
     nvim.wait_for("#_G.__replies == 1", PATIENCE);
@@ -79,7 +79,7 @@ fn stop_answers_parked_calls_before_the_close_frame() {
     let nvim = Nvim::start();
     park_diagnostics(&nvim);
     let mut p = nvim.peer();
-    p.send_json(&json!({"jsonrpc":"2.0","id":"parked","method":"tools/call","params":{"name":"getDiagnostics"}}))
+    p.send_json(&json!({"jsonrpc":"2.0","id":"parked","method":"tools/call","params":{"name":"getOpenEditors"}}))
         .unwrap();
     nvim.wait_for("#_G.__replies == 1", PATIENCE);
     nvim.command("PiIde stop").unwrap();
@@ -97,7 +97,7 @@ fn quitting_with_a_parked_call_answers_it_then_closes_then_exits() {
     let mut p = nvim.peer();
     let l = nvim.lockfile();
     p.send_json(
-        &json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"getDiagnostics"}}),
+        &json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"getOpenEditors"}}),
     )
     .unwrap();
     nvim.wait_for("#_G.__replies == 1", PATIENCE);
@@ -124,8 +124,8 @@ fn pings_and_pongs_never_wake_the_main_loop() {
     assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(nvim.lua("return require('pi-ide').info().wakes"), before);
-    // ...while a tool call does (proving the counter counts).
-    p.call_tool("getDiagnostics", json!({})).unwrap();
+    // ...while a tool call Lua answers does (proving the counter counts).
+    p.call_tool("getWorkspaceFolders", json!({})).unwrap();
     let after = nvim
         .lua("return require('pi-ide').info().wakes")
         .as_u64()
@@ -145,7 +145,7 @@ fn a_flooding_client_meets_backpressure_and_the_editor_stays_responsive() {
         floods.push(std::thread::spawn(move || {
             let mut p = Peer::connect(port, &token).unwrap();
             for i in 0..3000 {
-                let msg = json!({"jsonrpc":"2.0","id":format!("{c}-{i}"),"method":"tools/call","params":{"name":"getDiagnostics"}});
+                let msg = json!({"jsonrpc":"2.0","id":format!("{c}-{i}"),"method":"tools/call","params":{"name":"getOpenEditors"}});
                 if p.send_json(&msg).is_err() {
                     break;
                 }

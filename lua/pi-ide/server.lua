@@ -165,6 +165,7 @@ function M.start()
     callback = log.guard("workspace folders", schedule_folders),
   })
   require("pi-ide.selection").attach(native)
+  require("pi-ide.tools.diagnostics").attach(native)
   require("pi-ide.suggest").attach()
   user_event("PiIdeStarted", { port = info.port, lockfile = info.lockfile })
   return true
@@ -185,6 +186,7 @@ function M.stop()
     log.error("rejecting open reviews failed: %s", tostring(reject_err))
   end
   require("pi-ide.selection").detach()
+  require("pi-ide.tools.diagnostics").detach()
   require("pi-ide.suggest").detach()
   local ok, err = pcall(native.stop)
   if not ok then

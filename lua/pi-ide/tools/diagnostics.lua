@@ -1,6 +1,8 @@
 -- getDiagnostics {uri?}: what vim.diagnostic holds, keyed by file URI, in the shape the Pi
 -- extension reads (zero-based lines, UTF-16 characters). It is called before every model call
--- and waited for without a timeout, so it must always answer, and fast.
+-- and waited for without a timeout, so it must always answer, and fast: the core answers it
+-- from a snapshot this file keeps current (attach), and only asks here (handle) while the
+-- snapshot is behind a change.
 local buffers = require("pi-ide.buffers")
 
 local M = {}
@@ -51,6 +53,88 @@ local function collect(bufnr)
     end
   end
   return out
+end
+
+-- The snapshot in the core: buffers whose diagnostics changed are converted once per turn of
+-- the loop; the core is told at once that something changed, so until then it asks `handle`.
+local native, augroup
+local pending = {} -- buf -> true
+local scheduled = false
+
+local function entry(buf)
+  if not vim.api.nvim_buf_is_valid(buf) then
+    return { buf = buf }
+  end
+  local uri = buffers.uri(buf)
+  local list = uri and vim.diagnostic.get(buf) or {}
+  if #list == 0 then
+    return { buf = buf }
+  end
+  local lines, items = {}, {}
+  for i, d in ipairs(list) do
+    items[i] = convert(buf, d, lines)
+  end
+  local path = vim.api.nvim_buf_get_name(buf)
+  local real = vim.uv.fs_realpath(path)
+  return { buf = buf, uri = uri, path = path, real = real ~= path and real or nil, items = vim.json.encode(items) }
+end
+
+local function sync()
+  scheduled = false
+  if not native then
+    return
+  end
+  local as_of = native.diagnostics_generation()
+  local list = {}
+  for buf in pairs(pending) do
+    table.insert(list, entry(buf))
+  end
+  pending = {}
+  native.diagnostics_update(list, as_of)
+end
+
+local function changed(buf)
+  if not native then
+    return
+  end
+  native.diagnostics_touch()
+  pending[buf] = true
+  if not scheduled then
+    scheduled = true
+    vim.schedule(function()
+      local ok, err = pcall(sync)
+      if not ok then
+        require("pi-ide.log").error("diagnostics snapshot: %s", tostring(err))
+      end
+    end)
+  end
+end
+
+--- Starts keeping the core's snapshot current (from the server's start to its stop).
+function M.attach(mod)
+  native = mod
+  augroup = vim.api.nvim_create_augroup("PiIdeDiagnostics", { clear = true })
+  local log = require("pi-ide.log")
+  vim.api.nvim_create_autocmd({ "DiagnosticChanged", "BufWipeout", "BufFilePost" }, {
+    group = augroup,
+    callback = log.guard("diagnostics snapshot", function(ev)
+      changed(ev.buf)
+    end),
+  })
+  -- What exists already.
+  native.diagnostics_touch()
+  for _, d in ipairs(vim.diagnostic.get(nil)) do
+    pending[d.bufnr] = true
+  end
+  scheduled = true
+  vim.schedule(sync)
+end
+
+function M.detach()
+  if augroup then
+    pcall(vim.api.nvim_del_augroup_by_id, augroup)
+  end
+  native, augroup, pending, scheduled = nil, nil, {}, false
 end
 
 function M.handle(args)

@@ -403,6 +403,27 @@ fn rss_added() -> (f64, f64) {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
+    // `--only rss`: one measure, for working on it.
+    let only: Option<String> = std::env::args()
+        .skip_while(|a| a != "--only")
+        .nth(1);
+    if only.as_deref() == Some("review") {
+        let nvim = Nvim::start();
+        let (big_path, big_new) = diff_files(&nvim.cwd, "big.rs", 5 * 1024 * 1024 / 66, 50);
+        let (shown, floor_a, floor_b, stall) = review(&nvim, &big_path, &big_new, if quick { 3 } else { 7 });
+        println!(
+            "openDiff 5 MiB: {shown:.0} ms = {:.2}x floor A ({floor_a:.0} ms), {:.2}x floor B ({floor_b:.0} ms); longest stall {stall:.0} ms",
+            shown / floor_a,
+            shown / floor_b
+        );
+        return;
+    }
+    if only.as_deref() == Some("rss") {
+        let mut v: Vec<f64> = (0..3).map(|_| rss_added().0).collect();
+        v.sort_by(f64::total_cmp);
+        println!("resident memory added (median of 3): {:.2} MiB", v[1] / 1024.0);
+        return;
+    }
     let n = if quick { 200 } else { 1000 };
     let idle_secs = if quick { 2 } else { 10 };
     let runs = if quick { 10 } else { 40 };
