@@ -133,9 +133,16 @@ end
 
 -- After an accept the agent writes the file: reload buffers showing it (unmodified ones only).
 -- A write comes as a burst of events (truncate, write, close) that a loaded machine may spread
--- out: each event restarts a short quiet timer, and watching goes on a little after the first
--- reload, so a buffer never keeps a half-written file.
+-- out: each event restarts a short quiet timer, and watching goes on 2 s after the first
+-- reload (so a buffer never keeps a half-written file), or 30 s when the agent never writes.
+-- One watcher per file: another accept of the same file renews it.
+local watching = {} -- path -> { renew = fn }
+
 local function reload_when_written(path)
+  if watching[path] then
+    watching[path].renew()
+    return
+  end
   local dir, base = vim.fs.dirname(path), vim.fs.basename(path)
   local watcher = vim.uv.new_fs_event()
   if not watcher then
@@ -144,13 +151,14 @@ local function reload_when_written(path)
   local quiet = vim.uv.new_timer()
   local deadline = vim.uv.new_timer()
   local function stop()
+    watching[path] = nil
     for _, h in ipairs({ watcher, quiet, deadline }) do
       if not h:is_closing() then
         h:close()
       end
     end
   end
-  local warned = false
+  local warned, reloaded = false, false
   local function reload()
     local buf = buffers.find(path)
     if not buf or not vim.api.nvim_buf_is_loaded(buf) then
@@ -173,6 +181,10 @@ local function reload_when_written(path)
       vim.cmd("setlocal autoread | silent! checktime " .. buf .. " | setlocal autoread<")
     end)
   end
+  local function wait(ms)
+    deadline:stop()
+    deadline:start(ms, 0, vim.schedule_wrap(stop))
+  end
   watcher:start(dir, {}, function(err, fname)
     if err or (fname and fname ~= base) or quiet:is_closing() then
       return
@@ -181,12 +193,20 @@ local function reload_when_written(path)
     quiet:start(50, 0, function()
       vim.schedule(reload)
       -- Later events of the same write still reload; then watching ends.
-      deadline:stop()
-      deadline:start(2000, 0, vim.schedule_wrap(stop))
+      if not reloaded then
+        reloaded = true
+        wait(2000)
+      end
     end)
   end)
+  watching[path] = {
+    renew = function()
+      reloaded = false
+      wait(30000)
+    end,
+  }
   -- An agent that never writes (it may fail): stop watching after a while.
-  deadline:start(30000, 0, vim.schedule_wrap(stop))
+  wait(30000)
 end
 
 --- Ends a review: answers the agent (once), fires PiIdeDiffClosed, then removes the UI on the

@@ -94,7 +94,8 @@ local function sync()
 end
 
 local function changed(buf)
-  if not native then
+  -- No vim.diagnostic loaded: there are no diagnostics, and none to take away.
+  if not native or not package.loaded["vim.diagnostic"] then
     return
   end
   native.diagnostics_touch()
@@ -121,13 +122,16 @@ function M.attach(mod)
       changed(ev.buf)
     end),
   })
-  -- What exists already.
-  native.diagnostics_touch()
-  for _, d in ipairs(vim.diagnostic.get(nil)) do
-    pending[d.bufnr] = true
+  -- What exists already (nothing, while Neovim has not loaded vim.diagnostic: loading it
+  -- would cost startup several milliseconds).
+  if package.loaded["vim.diagnostic"] then
+    native.diagnostics_touch()
+    for _, d in ipairs(vim.diagnostic.get(nil)) do
+      pending[d.bufnr] = true
+    end
+    scheduled = true
+    vim.schedule(sync)
   end
-  scheduled = true
-  vim.schedule(sync)
 end
 
 function M.detach()

@@ -34,6 +34,87 @@ fn roundtrip_rust(nvim: &Nvim, n: usize) -> (f64, f64, f64) {
     )
 }
 
+/// The floor for a round trip: a bare tokio-tungstenite server (current-thread runtime, like
+/// ours) that answers every text frame with `answer`, byte for byte. Returns its port.
+fn floor_server(answer: String) -> u16 {
+    use futures_util::{SinkExt, StreamExt};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((stream, _)) = listener.accept().await else { continue };
+                let _ = stream.set_nodelay(true);
+                let answer = answer.clone();
+                tokio::spawn(async move {
+                    let Ok(ws) = tokio_tungstenite::accept_async(stream).await else { return };
+                    let (mut sink, mut source) = ws.split();
+                    while let Some(Ok(msg)) = source.next().await {
+                        if msg.is_text() {
+                            let reply = tokio_tungstenite::tungstenite::Message::text(answer.clone());
+                            if sink.send(reply).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+    });
+    port
+}
+
+/// The same getDiagnostics frame sent `n` times to our server and to the floor server that
+/// answers it with our exact bytes: p50 and p99 of each (ms), raw text in and out.
+fn roundtrip_vs_floor(nvim: &Nvim, n: usize) -> ((f64, f64), (f64, f64)) {
+    let frame = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"getDiagnostics","arguments":{}}}"#;
+    let l = nvim.lockfile();
+    let mut ours = pi_ide_peer::Peer::connect(l.port, &l.auth_token).unwrap();
+    ours.initialize().unwrap();
+    ours.inbox.clear();
+    // Our answer's bytes, for the floor to send back.
+    let answer = loop {
+        ours.send_text(frame).unwrap();
+        let t = ours.recv_text().unwrap();
+        if t.contains("\"id\":7") {
+            break t;
+        }
+    };
+    let floor_port = floor_server(answer.clone());
+    let mut floor = pi_ide_peer::Peer::connect(floor_port, "-").unwrap();
+    let measure = |p: &mut pi_ide_peer::Peer| {
+        let mut ms = Vec::with_capacity(n);
+        for k in 0..(n + 100) {
+            let t = Instant::now();
+            p.send_text(frame).unwrap();
+            let got = p.recv_text().unwrap();
+            if k >= 100 {
+                ms.push(t.elapsed().as_secs_f64() * 1e3);
+            }
+            assert_eq!(got.len(), answer.len());
+        }
+        ms.sort_by(f64::total_cmp);
+        (percentile(&ms, 0.5), percentile(&ms, 0.99))
+    };
+    // Interleaved in rounds, so that both see the same machine.
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        a.push(measure(&mut ours));
+        b.push(measure(&mut floor));
+    }
+    let med = |v: &Vec<(f64, f64)>, f: fn(&(f64, f64)) -> f64| median(v.iter().map(f).collect());
+    (
+        (med(&a, |x| x.0), med(&a, |x| x.1)),
+        (med(&b, |x| x.0), med(&b, |x| x.1)),
+    )
+}
+
 fn roundtrip_python(nvim: &Nvim, n: usize) -> Option<(f64, f64)> {
     let py_deps = plugin_root().join(".deps/py");
     let l = nvim.lockfile();
@@ -416,6 +497,12 @@ fn main() {
             shown / floor_a,
             shown / floor_b
         );
+        return;
+    }
+    if only.as_deref() == Some("roundtrip") {
+        let nvim = Nvim::start();
+        let ((o50, o99), (f50, f99)) = roundtrip_vs_floor(&nvim, if quick { 200 } else { 1000 });
+        println!("getDiagnostics: ours p50 {o50:.3} ms p99 {o99:.3} ms; floor p50 {f50:.3} ms p99 {f99:.3} ms; ratio p50 {:.2}", o50 / f50);
         return;
     }
     if only.as_deref() == Some("rss") {
