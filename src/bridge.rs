@@ -333,12 +333,18 @@ impl Shared {
         let (Some(f), Some(args)) = (&p.tool.fallback, &p.args) else {
             return;
         };
-        // getDiagnostics: the snapshot as it is, which is newer than Lua's last full answer.
+        // getDiagnostics: the snapshot when it holds every change; while it is behind, Lua's
+        // last full answer (given when the snapshot was behind, so newer) if there is one.
+        let kept = self.kept.lock().get(p.tool.name).cloned();
         let snapshot = (p.tool.name == "getDiagnostics")
             .then(|| self.diagnostics.render(args))
             .flatten();
-        let answer =
-            snapshot.unwrap_or_else(|| (f.answer)(args, self.kept.lock().get(p.tool.name)));
+        let answer = match (snapshot, kept) {
+            (Some(s), _) if self.diagnostics.fresh() => s,
+            (_, Some(k)) => (f.answer)(args, Some(&k)),
+            (Some(s), None) => s,
+            (None, None) => (f.answer)(args, None),
+        };
         warn!(
             "{}: Neovim did not answer in time (busy, or waiting at a prompt); answered from the last known state",
             p.tool.name
@@ -521,6 +527,8 @@ mod tests {
         let shared = Arc::new(Shared::default());
         let mut rx = client(&shared, 1);
         let tool = tools::find("getDiagnostics").unwrap();
+        // Lua announced a change the snapshot does not hold yet.
+        shared.diagnostics.touch();
         // First call: Lua answers in time; that answer is kept.
         shared.park(1, Id::from_u64(1), tool, json!({})).await;
         let req = match &shared.drain()[..] {

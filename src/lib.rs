@@ -26,6 +26,8 @@ pub mod waker;
 // linked as ordinary executables, so they leave it out.
 #[cfg(all(feature = "module", not(test)))]
 mod lua_api;
+#[cfg(all(feature = "module", not(test)))]
+mod lua_json;
 
 /// Bumped whenever the functions Lua calls change shape; `lua/pi-ide/native.lua` holds the same
 /// number and refuses a library that differs.

@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
-use mlua::{Lua, LuaSerdeExt, Result as LuaResult, Table, Value};
+use mlua::{Lua, Result as LuaResult, Table, Value};
+
+use crate::lua_json::{from_lua, to_lua};
 use parking_lot::Mutex;
 
 use crate::bridge::{Event, Settings, Shared};
@@ -112,7 +114,7 @@ fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
             t.set("req", req)?;
             t.set("client", client)?;
             t.set("tool", tool)?;
-            t.set("args", lua.to_value(&args)?)?;
+            t.set("args", to_lua(lua, &args)?)?;
         }
         Event::ClientConnected { client } => {
             t.set("kind", "client_connected")?;
@@ -135,7 +137,7 @@ fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
             t.set("kind", "response")?;
             t.set("req", req)?;
             match outcome {
-                Ok(v) => t.set("result", lua.to_value(&v)?)?,
+                Ok(v) => t.set("result", to_lua(lua, &v)?)?,
                 Err(e) => {
                     let et = lua.create_table()?;
                     et.set("code", e.code)?;
@@ -147,7 +149,7 @@ fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
         Event::DiffStats { req, stats } => {
             t.set("kind", "diff_stats")?;
             t.set("req", req)?;
-            t.set("stats", lua.to_value(&stats)?)?;
+            t.set("stats", to_lua(lua, &stats)?)?;
         }
         Event::ClientDisconnected { client, abandoned } => {
             t.set("kind", "client_disconnected")?;
@@ -169,9 +171,8 @@ fn drain(lua: &Lua, (): ()) -> LuaResult<Table> {
     Ok(out)
 }
 
-fn respond(lua: &Lua, (req, value): (u64, Value)) -> LuaResult<bool> {
-    let value: serde_json::Value = lua
-        .from_value(value)
+fn respond(_: &Lua, (req, value): (u64, Value)) -> LuaResult<bool> {
+    let value: serde_json::Value = from_lua(value)
         .map_err(|e| err(format!("pi-ide: cannot send this answer as JSON: {e}")))?;
     Ok(with_server(|s| s.shared.respond(req, Ok(value))).unwrap_or(false))
 }
@@ -188,16 +189,15 @@ fn selection_touch(_: &Lua, (): ()) -> LuaResult<()> {
     Ok(())
 }
 
-fn selection_set(lua: &Lua, state: Value) -> LuaResult<bool> {
-    let params: serde_json::Value = lua
-        .from_value(state)
+fn selection_set(_: &Lua, state: Value) -> LuaResult<bool> {
+    let params: serde_json::Value = from_lua(state)
         .map_err(|e| err(format!("pi-ide: bad selection state: {e}")))?;
     Ok(with_server(|s| s.shared.selection_set(params)).unwrap_or(false))
 }
 
 fn selection_last(lua: &Lua, (): ()) -> LuaResult<Value> {
     match with_server(|s| s.shared.selection.last_params()).flatten() {
-        Some(v) => lua.to_value(&v),
+        Some(v) => to_lua(lua, &v),
         None => Ok(Value::Nil),
     }
 }
@@ -249,11 +249,10 @@ fn check_lockfiles(lua: &Lua, (): ()) -> LuaResult<Table> {
 
 /// Sends a request to the agent that initialized last. Returns its number, or nil and why not.
 fn request(
-    lua: &Lua,
+    _: &Lua,
     (method, params, timeout_ms): (String, Value, Option<u64>),
 ) -> LuaResult<(Option<u64>, Option<String>)> {
-    let params: serde_json::Value = lua
-        .from_value(params)
+    let params: serde_json::Value = from_lua(params)
         .map_err(|e| err(format!("pi-ide: bad params: {e}")))?;
     let shared = with_server(|s| s.shared.clone());
     let Some(shared) = shared else {
@@ -270,9 +269,8 @@ fn cancel(_: &Lua, req: u64) -> LuaResult<bool> {
 }
 
 /// Sends a notification to every initialized client; returns how many got it.
-fn notify_clients(lua: &Lua, (method, params): (String, Value)) -> LuaResult<usize> {
-    let params: serde_json::Value = lua
-        .from_value(params)
+fn notify_clients(_: &Lua, (method, params): (String, Value)) -> LuaResult<usize> {
+    let params: serde_json::Value = from_lua(params)
         .map_err(|e| err(format!("pi-ide: bad params: {e}")))?;
     let frame = crate::jsonrpc::notification_frame(&method, &params);
     Ok(with_server(|s| s.shared.broadcast(&frame)).unwrap_or(0))

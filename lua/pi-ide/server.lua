@@ -166,7 +166,7 @@ function M.start()
   })
   require("pi-ide.selection").attach(native)
   require("pi-ide.tools.diagnostics").attach(native)
-  require("pi-ide.suggest").attach()
+  require("pi-ide.suggest.events").attach()
   user_event("PiIdeStarted", { port = info.port, lockfile = info.lockfile })
   return true
 end
@@ -187,7 +187,12 @@ function M.stop()
   end
   require("pi-ide.selection").detach()
   require("pi-ide.tools.diagnostics").detach()
-  require("pi-ide.suggest").detach()
+  local suggest = package.loaded["pi-ide.suggest"]
+  if suggest then
+    suggest.detach()
+  else
+    require("pi-ide.suggest.events").detach()
+  end
   local ok, err = pcall(native.stop)
   if not ok then
     log.error("stop failed: %s", tostring(err))

@@ -538,43 +538,25 @@ function M.stats()
   return out
 end
 
-local augroup
+-- Entry points for the autocmds (suggest/events.lua registers them without loading this file
+-- until the first keystroke in Insert mode).
 
-function M.attach()
-  ghost.define_highlights()
-  augroup = vim.api.nvim_create_augroup("PiIdeSuggest", { clear = true })
-  local au = function(events, cb, opts)
-    local what = "suggestions (" .. table.concat(type(events) == "table" and events or { events }, ", ") .. ")"
-    vim.api.nvim_create_autocmd(events, vim.tbl_extend("force", { group = augroup, callback = log.guard(what, cb) }, opts or {}))
-  end
-  au("TextChangedI", function()
-    state.key_time = hr()
-    on_change()
-  end)
-  au("CursorMovedI", on_cursor_moved)
-  au({ "InsertLeave", "BufLeave", "WinLeave" }, M.clear)
-  -- <C-c> leaves Insert mode without InsertLeave; ModeChanged still sees it.
-  au("ModeChanged", function()
-    if not in_insert_mode() then
-      M.clear()
-    end
-  end, { pattern = "i*:*" })
-  au({ "CompleteChanged", "CompleteDone" }, function()
-    vim.schedule(render)
-  end)
-  au("User", function()
-    vim.schedule(render)
-  end, { pattern = { "BlinkCmpMenuOpen", "BlinkCmpMenuClose", "CmpMenuOpened", "CmpMenuClosed" } })
-  au("ColorScheme", ghost.define_highlights)
-  require("pi-ide.suggest.keys").apply()
+--- TextChangedI.
+function M.on_text_changed()
+  state.key_time = hr()
+  on_change()
+end
+
+M.on_cursor_moved = on_cursor_moved
+
+--- A completion menu opened or closed: draw (or hide) on the next turn.
+function M.render_later()
+  vim.schedule(render)
 end
 
 function M.detach()
   M.clear()
-  if augroup then
-    pcall(vim.api.nvim_del_augroup_by_id, augroup)
-    augroup = nil
-  end
+  require("pi-ide.suggest.events").detach()
 end
 
 return M
