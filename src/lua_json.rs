@@ -59,7 +59,7 @@ fn walk(v: Value, depth: usize) -> LuaResult<Json> {
         Value::Nil => Ok(Json::Null),
         Value::LightUserData(p) if p.0.is_null() => Ok(Json::Null),
         Value::Boolean(b) => Ok(Json::Bool(b)),
-        Value::Integer(i) => Ok(Json::from(i as i64)),
+        Value::Integer(i) => Ok(Json::from(i)),
         Value::Number(f) => number(f),
         Value::String(s) => Ok(Json::String(s.to_str()?.to_string())),
         Value::Table(t) => {
