@@ -107,6 +107,30 @@ struct ErrorObject {
     message: String,
 }
 
+/// Why `text` is not a request envelope: broken JSON, a batch, not an object, or a bad member.
+fn not_an_envelope(text: &str, envelope_error: Option<serde_json::Error>) -> Incoming {
+    let raw: &RawValue = match serde_json::from_str(text) {
+        Ok(raw) => raw,
+        Err(e) => {
+            return Incoming::Invalid {
+                id: None,
+                error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")),
+            }
+        }
+    };
+    match raw.get().trim_start().as_bytes().first() {
+        Some(b'{') => invalid(
+            None,
+            format!(
+                "invalid request: {}",
+                envelope_error.map(|e| e.to_string()).unwrap_or_default()
+            ),
+        ),
+        Some(b'[') => invalid(None, "invalid request: batch requests are not supported"),
+        _ => invalid(None, "invalid request: a message must be a JSON object"),
+    }
+}
+
 fn invalid(id: Option<Id>, message: impl Into<String>) -> Incoming {
     Incoming::Invalid {
         id,
@@ -126,24 +150,15 @@ fn read_id(raw: &RawValue) -> Option<Id> {
 
 /// Classifies one frame. Never panics, whatever the bytes.
 pub fn parse(text: &str) -> Incoming {
-    // Syntax first, so that broken JSON is -32700 and well-formed-but-wrong is -32600.
-    let raw: &RawValue = match serde_json::from_str(text) {
-        Ok(raw) => raw,
-        Err(e) => {
-            return Incoming::Invalid {
-                id: None,
-                error: RpcError::new(PARSE_ERROR, format!("parse error: {e}")),
-            }
-        }
-    };
-    match raw.get().as_bytes().first() {
-        Some(b'{') => {}
-        Some(b'[') => return invalid(None, "invalid request: batch requests are not supported"),
-        _ => return invalid(None, "invalid request: a message must be a JSON object"),
+    // The envelope in one pass (a frame may carry megabytes: an openDiff); only when that fails
+    // is it told apart whether the JSON is broken (-32700) or well-formed but wrong (-32600).
+    // (An array would deserialize into the struct field by field: objects only.)
+    if text.trim_start().as_bytes().first() != Some(&b'{') {
+        return not_an_envelope(text, None);
     }
-    let env: Envelope = match serde_json::from_str(raw.get()) {
+    let env: Envelope = match serde_json::from_str(text) {
         Ok(env) => env,
-        Err(e) => return invalid(None, format!("invalid request: {e}")),
+        Err(e) => return not_an_envelope(text, Some(e)),
     };
     let id = match env.id {
         None => None,
@@ -284,6 +299,18 @@ mod tests {
         );
         let (id, ..) = request(r#"{"jsonrpc":"2.0","id":1.50,"method":"m"}"#);
         assert_eq!(id.raw(), "1.50");
+    }
+
+    #[test]
+    fn only_an_object_is_a_message_and_broken_json_is_a_parse_error() {
+        // An array whose items line up with the envelope's fields is still not a message.
+        assert_eq!(invalid_code(r#"["2.0", 1, "ping"]"#), (None, INVALID_REQUEST));
+        assert_eq!(invalid_code(r#"  [{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).1, INVALID_REQUEST);
+        assert_eq!(invalid_code("42").1, INVALID_REQUEST);
+        assert_eq!(invalid_code(r#"{"jsonrpc":"2.0","id":1,"method":"ping""#).1, PARSE_ERROR);
+        assert_eq!(invalid_code(r#"[1, 2"#).1, PARSE_ERROR);
+        assert_eq!(invalid_code(r#"{"jsonrpc":"2.0","id":1,"method":7}"#).1, INVALID_REQUEST);
+        assert_eq!(invalid_code("").1, PARSE_ERROR);
     }
 
     #[test]

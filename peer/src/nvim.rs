@@ -37,6 +37,23 @@ pub fn nvim_binary() -> PathBuf {
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
+/// A Neovim of its own: home, XDG folders, runtime folder (`home/run`, made beforehand) and lock
+/// folder under `home`, and none of the terminal's pane variables (they name the editor).
+pub(crate) fn isolate(cmd: &mut Command, home: &Path, lock_dir: &Path) {
+    cmd.env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("XDG_RUNTIME_DIR", home.join("run"))
+        .env("PI_IDE_LOCK_DIR", lock_dir)
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .env_remove("WEZTERM_PANE")
+        .env_remove("KITTY_WINDOW_ID")
+        .env_remove("NVIM");
+}
+
 /// A fresh folder under the system temp dir, removed when the `Nvim` using it is dropped.
 pub fn temp_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
@@ -166,17 +183,8 @@ impl Nvim {
         if let Some(b) = &opts.before {
             cmd.arg("--cmd").arg(format!("lua {b}"));
         }
+        isolate(&mut cmd, &home, &lock_dir);
         cmd.current_dir(&cwd)
-            .env("HOME", &home)
-            .env("XDG_CONFIG_HOME", home.join("config"))
-            .env("XDG_STATE_HOME", home.join("state"))
-            .env("XDG_DATA_HOME", home.join("data"))
-            .env("XDG_CACHE_HOME", home.join("cache"))
-            .env("XDG_RUNTIME_DIR", &run_dir)
-            .env("PI_IDE_LOCK_DIR", &lock_dir)
-            .env_remove("TMUX_PANE")
-            .env_remove("WEZTERM_PANE")
-            .env_remove("KITTY_WINDOW_ID")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());

@@ -198,21 +198,10 @@ impl Nvim {
         let (pty, slave) = Pty::open(opts.cols, opts.rows);
         let mut cmd = Command::new(nvim_binary());
         cmd.arg("--listen").arg(&sock).args(&opts.files);
+        crate::nvim::isolate(&mut cmd, &home, &lock_dir);
         cmd.current_dir(&cwd)
-            .env("HOME", &home)
-            .env("XDG_CONFIG_HOME", home.join("config"))
-            .env("XDG_STATE_HOME", home.join("state"))
-            .env("XDG_DATA_HOME", home.join("data"))
-            .env("XDG_CACHE_HOME", home.join("cache"))
-            .env("XDG_RUNTIME_DIR", &run)
-            .env("PI_IDE_LOCK_DIR", &lock_dir)
             .env("TERM", "xterm-256color")
             .env("COLORTERM", "truecolor")
-            .env_remove("TMUX")
-            .env_remove("TMUX_PANE")
-            .env_remove("WEZTERM_PANE")
-            .env_remove("KITTY_WINDOW_ID")
-            .env_remove("NVIM")
             .env_remove("VIMRUNTIME")
             .stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
