@@ -25,19 +25,7 @@ vim.keymap.set("x", "<Plug>(PiIdeSend)", ":PiIde send<CR>", { silent = true, des
 vim.keymap.set("n", "<Plug>(PiIdeSend)", "<Cmd>PiIde send<CR>", { silent = true, desc = "pi-ide: send file" })
 
 -- Insert mode: suggestion actions, for mapping to your own keys (defaults: :help pi-ide-keys).
-for plug, action in pairs({
-  ["<Plug>(PiIdeAccept)"] = { "accept", "all" },
-  ["<Plug>(PiIdeAcceptWord)"] = { "accept", "word" },
-  ["<Plug>(PiIdeAcceptLine)"] = { "accept", "line" },
-  ["<Plug>(PiIdeNext)"] = { "cycle", 1 },
-  ["<Plug>(PiIdePrev)"] = { "cycle", -1 },
-  ["<Plug>(PiIdeDismiss)"] = { "dismiss" },
-  ["<Plug>(PiIdeSuggest)"] = { "trigger", true },
-}) do
-  vim.keymap.set("i", plug, function()
-    require("pi-ide.suggest")[action[1]](action[2])
-  end, { desc = "pi-ide: " .. action[1] })
-end
+require("pi-ide.suggest.keys").define_plugs()
 
 -- Start after VimEnter, so the first screen is never delayed; when the plugin is loaded later
 -- (lazy-loading), on the next turn of the loop, after setup() has run.

@@ -467,12 +467,8 @@ mod tests {
         shared.add_client(id)
     }
 
-    fn frame(rx: &mut Arc<Outbox>) -> Value {
-        use crate::outbox::Outbound;
-        match rx.take().expect("a frame") {
-            Outbound::Frame(f) => serde_json::from_str(&f).unwrap(),
-            other => panic!("{other:?}"),
-        }
+    fn frame(rx: &mut std::sync::Arc<crate::outbox::Outbox>) -> Value {
+        rx.next_json()
     }
 
     #[tokio::test]

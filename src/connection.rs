@@ -485,7 +485,7 @@ pub(crate) async fn handle_text(
             }
         }
         Incoming::Notification { method, .. } => {
-            if !mcp::handle_notification(session, &method) {
+            if !mcp::handle_notification(&method) {
                 debug!("client {client}: ignored notification {method}");
             }
             vec![]

@@ -19,6 +19,7 @@ pub mod outbox;
 pub mod requests;
 pub mod selection;
 pub mod server;
+pub mod stamp;
 pub mod tools;
 pub mod waker;
 
@@ -31,4 +32,4 @@ mod lua_json;
 
 /// Bumped whenever the functions Lua calls change shape; `lua/pi-ide/native.lua` holds the same
 /// number and refuses a library that differs.
-pub const ABI: u32 = 1;
+pub const ABI: u32 = 2;

@@ -327,6 +327,11 @@ fn status(lua: &Lua, (): ()) -> LuaResult<Table> {
     Ok(t)
 }
 
+/// The stamp of the sources under `root` (the plugin's folder), or nil when they are not there.
+fn checkout_stamp(_: &Lua, root: String) -> LuaResult<Option<String>> {
+    Ok(crate::stamp::stamp(Path::new(&root)))
+}
+
 fn set_workspace_folders(_: &Lua, folders: Vec<String>) -> LuaResult<bool> {
     match with_server(|s| s.set_workspace_folders(folders)) {
         Some(r) => r.map_err(err),
@@ -375,6 +380,14 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
     let t = lua.create_table()?;
     t.set("abi", crate::ABI)?;
     t.set("version", env!("CARGO_PKG_VERSION"))?;
+    // What it was built from (build.rs); native.lua compares it with the checkout.
+    t.set("source_stamp", env!("PI_IDE_SOURCE_STAMP"))?;
+    // The JSON-RPC error codes Lua answers with: one definition (jsonrpc.rs).
+    let codes = lua.create_table()?;
+    codes.set("internal_error", crate::jsonrpc::INTERNAL_ERROR)?;
+    codes.set("method_not_found", crate::jsonrpc::METHOD_NOT_FOUND)?;
+    codes.set("invalid_params", crate::jsonrpc::INVALID_PARAMS)?;
+    t.set("codes", codes)?;
     export!(lua, t,
         start => start,
         stop => stop,
@@ -389,6 +402,7 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         notify_clients => notify_clients,
         request => request,
         check_lockfiles => check_lockfiles,
+        checkout_stamp => checkout_stamp,
         diagnostics_touch => diagnostics_touch,
         diagnostics_generation => diagnostics_generation,
         diagnostics_update => diagnostics_update,

@@ -18,7 +18,6 @@ pub const SERVER_NAME: &str = "pi-ide.nvim";
 pub struct Session {
     pub client_name: Option<String>,
     pub client_version: Option<String>,
-    pub initialized: bool,
 }
 
 /// What to do with a request.
@@ -46,12 +45,10 @@ pub fn handle_request(session: &mut Session, method: &str, params: Option<Value>
 }
 
 /// Notifications are never answered; this returns whether we knew the method (for the log).
-pub fn handle_notification(session: &mut Session, method: &str) -> bool {
+pub fn handle_notification(method: &str) -> bool {
     match method {
-        "notifications/initialized" => {
-            session.initialized = true;
-            true
-        }
+        // Nothing to do: `initialize` alone counts (the Pi extension never sends this).
+        "notifications/initialized" => true,
         "notifications/cancelled" => true,
         // Claude Code says hello after connecting; nothing to do.
         "ide_connected" => true,
@@ -69,8 +66,6 @@ fn initialize(session: &mut Session, params: Option<&Value>) -> Value {
         .and_then(|i| i.get("version"))
         .and_then(Value::as_str)
         .map(str::to_owned);
-    // The Pi extension never sends notifications/initialized: count initialize as enough.
-    session.initialized = true;
     let asked = params
         .and_then(|p| p.get("protocolVersion"))
         .and_then(Value::as_str);
@@ -143,7 +138,6 @@ mod tests {
         assert_eq!(r["serverInfo"]["name"], SERVER_NAME);
         assert!(r["capabilities"]["tools"].is_object());
         assert_eq!(s.client_name.as_deref(), Some("pi-ide"));
-        assert!(s.initialized);
         let r = reply(handle_request(
             &mut s,
             "initialize",
@@ -214,9 +208,7 @@ mod tests {
 
     #[test]
     fn notifications() {
-        let mut s = Session::default();
-        assert!(handle_notification(&mut s, "notifications/initialized"));
-        assert!(s.initialized);
-        assert!(!handle_notification(&mut s, "something/else"));
+        assert!(handle_notification("notifications/initialized"));
+        assert!(!handle_notification("something/else"));
     }
 }

@@ -130,6 +130,15 @@ impl Outbox {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// For tests: the next frame written to this client, as JSON (panics on anything else).
+    #[cfg(test)]
+    pub fn next_json(&self) -> serde_json::Value {
+        match self.take().expect("a frame") {
+            Outbound::Frame(f) => serde_json::from_str(&f).unwrap(),
+            other => panic!("{other:?}"),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -138,13 +138,10 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outbox::{Outbound, Outbox};
 
-    fn frame(rx: &mut std::sync::Arc<Outbox>) -> Value {
-        match rx.take().expect("a frame") {
-            Outbound::Frame(f) => serde_json::from_str(&f).unwrap(),
-            other => panic!("{other:?}"),
-        }
+
+    fn frame(rx: &mut std::sync::Arc<crate::outbox::Outbox>) -> Value {
+        rx.next_json()
     }
 
     #[tokio::test]

@@ -330,6 +330,33 @@ fn a_missing_native_library_gives_one_message_naming_the_build_command() {
 }
 
 #[test]
+fn a_library_built_from_other_sources_than_the_checkout_is_refused() {
+    // A checkout with its Rust sources and the library built from them: loads.
+    let dir = plugin_copy("stamp", true, None);
+    let root = plugin_root();
+    copy_tree(&root.join("src"), &dir.join("src"));
+    for f in ["build.rs", "Cargo.toml", "Cargo.lock"] {
+        std::fs::copy(root.join(f), dir.join(f)).unwrap();
+    }
+    let nvim = nvim_with_plugin_at(&dir);
+    nvim.wait_for("require('pi-ide').info().running", PATIENCE);
+    drop(nvim);
+    // A `git pull` changes the Rust code (no version or ABI bump) and nothing is rebuilt.
+    let lib = dir.join("src/lib.rs");
+    let text = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(&lib, format!("{text}\n// a change from upstream\n")).unwrap();
+    let nvim = nvim_with_plugin_at(&dir);
+    nvim.wait_for("#_G.__notes > 0", PATIENCE);
+    let notes = nvim.notes();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("built from other sources than this checkout"), "{notes:?}");
+    assert!(notes[0].contains(":PiIde build"), "{notes:?}");
+    assert_eq!(nvim.lua("return require('pi-ide').info().running"), json!(false));
+    drop(nvim);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn a_stale_native_library_is_refused_with_the_command_to_run() {
     let dir = plugin_copy("stale", true, Some("9.9.9"));
     let nvim = nvim_with_plugin_at(&dir);

@@ -20,13 +20,7 @@ local function key(client, tab_name)
   return tostring(client) .. "\0" .. tab_name
 end
 
--- A handler of the user's that throws must not stop a review from opening or closing.
-local function user_event(pattern, data)
-  local ok, err = pcall(vim.api.nvim_exec_autocmds, "User", { pattern = pattern, data = data, modeline = false })
-  if not ok then
-    log.warn("a User %s handler failed: %s", pattern, tostring(err))
-  end
-end
+local user_event = require("pi-ide.events").fire
 
 local function escape_bar(s)
   return (s:gsub("%%", "%%%%"))

@@ -3,7 +3,7 @@
 local M = {}
 
 -- Must match `ABI` in src/lib.rs and `version` in Cargo.toml (a test checks both).
-M.ABI = 1
+M.ABI = 2
 M.VERSION = "0.1.0"
 
 local sep = package.config:sub(1, 1)
@@ -64,6 +64,16 @@ function M.load()
       M.ABI,
       M.build_hint()
     )
+    return nil, load_error
+  end
+  -- Built from these sources? (A `git pull` that changed Rust without a rebuild, and without
+  -- a bump of the ABI number, would otherwise load old code.)
+  -- The library hashes the checkout itself (src/stamp.rs: the same code that stamped it).
+  local stamp = mod.checkout_stamp and mod.checkout_stamp(M.root)
+  if stamp and stamp ~= mod.source_stamp then
+    load_error = (
+      "the native library was built from other sources than this checkout (stamp %s, the sources are %s); it is stale: %s, then restart Neovim"
+    ):format(tostring(mod.source_stamp), stamp, M.build_hint())
     return nil, load_error
   end
   loaded = mod

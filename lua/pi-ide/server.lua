@@ -16,9 +16,7 @@ local state = {
   folders_pending = false,
 }
 
-local function user_event(pattern, data)
-  vim.api.nvim_exec_autocmds("User", { pattern = pattern, data = data, modeline = false })
-end
+local user_event = require("pi-ide.events").fire
 
 local function on_client_event(ev)
   if ev.kind == "client_connected" then

@@ -48,9 +48,7 @@ local function cfg()
   return config.values.suggestion
 end
 
-local function user_event(pattern, data)
-  vim.api.nvim_exec_autocmds("User", { pattern = pattern, data = data, modeline = false })
-end
+local user_event = require("pi-ide.events").fire
 
 local function auto_enabled(buf)
   local b = vim.b[buf].pi_ide_suggest

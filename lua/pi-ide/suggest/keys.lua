@@ -3,16 +3,26 @@
 -- mapping it had when pi-ide.nvim mapped it, or its own built-in meaning.
 local M = {}
 
--- <Plug> name for each configurable action.
-M.plugs = {
-  accept = "<Plug>(PiIdeAccept)",
-  accept_word = "<Plug>(PiIdeAcceptWord)",
-  accept_line = "<Plug>(PiIdeAcceptLine)",
-  next = "<Plug>(PiIdeNext)",
-  prev = "<Plug>(PiIdePrev)",
-  dismiss = "<Plug>(PiIdeDismiss)",
-  trigger = "<Plug>(PiIdeSuggest)",
+-- Each configurable action: its <Plug> name and what it calls in pi-ide.suggest (with what).
+-- plugin/pi-ide.lua defines the <Plug> maps from this table.
+M.actions = {
+  accept = { plug = "<Plug>(PiIdeAccept)", fn = "accept", arg = "all" },
+  accept_word = { plug = "<Plug>(PiIdeAcceptWord)", fn = "accept", arg = "word" },
+  accept_line = { plug = "<Plug>(PiIdeAcceptLine)", fn = "accept", arg = "line" },
+  next = { plug = "<Plug>(PiIdeNext)", fn = "cycle", arg = 1 },
+  prev = { plug = "<Plug>(PiIdePrev)", fn = "cycle", arg = -1 },
+  dismiss = { plug = "<Plug>(PiIdeDismiss)", fn = "dismiss" },
+  trigger = { plug = "<Plug>(PiIdeSuggest)", fn = "trigger", arg = true },
 }
+
+--- Defines the Insert-mode <Plug> maps (cheap: the suggestion code loads when one is used).
+function M.define_plugs()
+  for _, a in pairs(M.actions) do
+    vim.keymap.set("i", a.plug, function()
+      require("pi-ide.suggest")[a.fn](a.arg)
+    end, { desc = "pi-ide: " .. a.fn })
+  end
+end
 
 -- Actions that only mean something while a suggestion is shown; the rest always act.
 local only_when_shown = { accept = true, accept_word = true, accept_line = true, dismiss = true }
@@ -52,7 +62,8 @@ function M.apply()
   end
   mapped = {}
   local keys = require("pi-ide.config").values.suggestion.keys
-  for action, plug in pairs(M.plugs) do
+  for action, a in pairs(M.actions) do
+    local plug = a.plug
     local lhs = keys[action]
     if lhs then
       if only_when_shown[action] then

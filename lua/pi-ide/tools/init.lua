@@ -48,11 +48,9 @@ M.handlers = {
   end,
 }
 
-local INTERNAL_ERROR = -32603
-local METHOD_NOT_FOUND = -32601
-
 --- Handles one tool_call event from the Rust core.
 function M.dispatch(native, ev)
+  local INTERNAL_ERROR, METHOD_NOT_FOUND = native.codes.internal_error, native.codes.method_not_found
   local answered = false
   local function reply(result, err)
     if answered then
