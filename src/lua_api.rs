@@ -247,21 +247,23 @@ fn check_lockfiles(lua: &Lua, (): ()) -> LuaResult<Table> {
     Ok(out)
 }
 
-/// Sends a request to the agent that initialized last. Returns its number, or nil and why not.
+/// Sends a request to the agent that initialized last. Returns its number, or nil, an error
+/// code (`native.send_errors`) and a sentence for the user.
 fn request(
     _: &Lua,
     (method, params, timeout_ms): (String, Value, Option<u64>),
-) -> LuaResult<(Option<u64>, Option<String>)> {
-    let params: serde_json::Value = from_lua(params)
-        .map_err(|e| err(format!("pi-ide: bad params: {e}")))?;
-    let shared = with_server(|s| s.shared.clone());
-    let Some(shared) = shared else {
-        return Ok((None, Some("the server is not running".into())));
+) -> LuaResult<(Option<u64>, Option<&'static str>, Option<&'static str>)> {
+    use crate::requests::SendError;
+    let params: serde_json::Value =
+        from_lua(params).map_err(|e| err(format!("pi-ide: bad params: {e}")))?;
+    let sent = match with_server(|s| s.shared.clone()) {
+        Some(shared) => shared.request(&method, &params, timeout_ms.map(Duration::from_millis)),
+        None => Err(SendError::NotRunning),
     };
-    match shared.request(&method, &params, timeout_ms.map(Duration::from_millis)) {
-        Ok(req) => Ok((Some(req), None)),
-        Err(e) => Ok((None, Some(e))),
-    }
+    Ok(match sent {
+        Ok(req) => (Some(req), None, None),
+        Err(e) => (None, Some(e.code()), Some(e.message())),
+    })
 }
 
 fn cancel(_: &Lua, req: u64) -> LuaResult<bool> {
@@ -388,6 +390,12 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
     codes.set("method_not_found", crate::jsonrpc::METHOD_NOT_FOUND)?;
     codes.set("invalid_params", crate::jsonrpc::INVALID_PARAMS)?;
     t.set("codes", codes)?;
+    // Why `request` could not send: codes Lua compares.
+    let send_errors = lua.create_table()?;
+    for e in crate::requests::SendError::ALL {
+        send_errors.set(e.code(), e.code())?;
+    }
+    t.set("send_errors", send_errors)?;
     export!(lua, t,
         start => start,
         stop => stop,

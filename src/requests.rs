@@ -14,6 +14,43 @@ use crate::{debug, warn};
 /// Our error code for a request that timed out (the agent's own cancel code is -32800).
 pub const TIMED_OUT: i64 = -32001;
 
+/// Why a request to an agent could not be sent. Lua compares the code, never the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// No client has initialized (no agent to ask).
+    NoAgent,
+    /// The agent is on its way out (its connection is closing).
+    Disconnecting,
+    /// The server is not running.
+    NotRunning,
+}
+
+impl SendError {
+    /// What Lua sees: a stable code to compare ...
+    pub fn code(self) -> &'static str {
+        match self {
+            SendError::NoAgent => "no_agent",
+            SendError::Disconnecting => "disconnecting",
+            SendError::NotRunning => "not_running",
+        }
+    }
+
+    /// ... and a sentence for the user.
+    pub fn message(self) -> &'static str {
+        match self {
+            SendError::NoAgent => "no agent is connected (in Pi, run /ide)",
+            SendError::Disconnecting => "the agent is disconnecting",
+            SendError::NotRunning => "the server is not running",
+        }
+    }
+
+    pub const ALL: [SendError; 3] = [
+        SendError::NoAgent,
+        SendError::Disconnecting,
+        SendError::NotRunning,
+    ];
+}
+
 pub struct Outgoing {
     pub client: u64,
     pub method: String,
@@ -36,8 +73,8 @@ impl Shared {
         method: &str,
         params: &Value,
         timeout: Option<Duration>,
-    ) -> Result<u64, String> {
-        let client = self.request_target().ok_or("no agent is connected")?;
+    ) -> Result<u64, SendError> {
+        let client = self.request_target().ok_or(SendError::NoAgent)?;
         let req = self.next_id();
         self.outgoing.lock().insert(
             req,
@@ -49,7 +86,7 @@ impl Shared {
         let frame = jsonrpc::request_frame(&Id::from_u64(req), method, params);
         if !self.send_to(client, frame) {
             self.outgoing.lock().remove(&req);
-            return Err("the agent is disconnecting".into());
+            return Err(SendError::Disconnecting);
         }
         if let (Some(t), Some(rt)) = (timeout, self.runtime.get()) {
             let shared = self.clone();

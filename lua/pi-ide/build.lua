@@ -73,12 +73,12 @@ function M.run(opts, done)
     return cargo()
   end
   local dest = require("pi-ide.native").path()
-  require("pi-ide.prebuilt").install(M.root, dest, function(ok, msg)
+  require("pi-ide.prebuilt").install(M.root, dest, function(ok, msg, why)
     if ok then
       done(true, msg)
     else
       -- A checksum mismatch is worth the user's eye even when a build follows.
-      if msg:find("checksum", 1, true) then
+      if why == "checksum" then
         vim.notify("pi-ide.nvim: " .. msg, vim.log.levels.WARN)
       end
       cargo(msg)

@@ -50,7 +50,7 @@ function M.pick()
     end)
   end)
   if not req then
-    log.notify(err == "no agent is connected" and "no agent is connected (in Pi, run /ide)" or err, vim.log.levels.WARN)
+    log.notify(err, vim.log.levels.WARN)
   end
 end
 

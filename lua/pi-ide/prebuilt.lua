@@ -83,8 +83,9 @@ local function read(path)
   return data
 end
 
---- Downloads, verifies and installs the prebuilt library for this checkout. `done(ok, msg)`
---- runs on the main loop: msg says what was installed, or why nothing was. `progress(msg)`
+--- Downloads, verifies and installs the prebuilt library for this checkout. `done(ok, msg,
+--- why)` runs on the main loop: msg says what was installed, or why nothing was; `why` is
+--- "checksum" when the download did not match (worth the user's eye). `progress(msg)`
 --- (optional) is told how the download goes.
 function M.install(root, dest, done, progress)
   -- Told from libuv callbacks: onto the main loop first.
@@ -112,11 +113,11 @@ function M.install(root, dest, done, progress)
   vim.fn.mkdir(dir, "p")
   local tmp = ("%s/.%s.download-%d"):format(dir, vim.fs.basename(dest), vim.uv.os_getpid())
   local sum_file = tmp .. ".sha256"
-  local function finish(ok, msg)
+  local function finish(ok, msg, why)
     os.remove(tmp)
     os.remove(sum_file)
     vim.schedule(function()
-      done(ok, msg)
+      done(ok, msg, why)
     end)
   end
   local sum_cmd, lib_cmd = fetch_command(url .. ".sha256", sum_file), fetch_command(url, tmp)
@@ -154,7 +155,8 @@ function M.install(root, dest, done, progress)
             url,
             tostring(got),
             expected
-          )
+          ),
+          "checksum"
         )
       end
       -- Verified: into place by rename (a loaded library keeps its old, unlinked file).

@@ -8,15 +8,16 @@ local waiting = {} -- req -> callback(result, err)
 
 --- Sends a request; `callback(result, err)` runs once with the answer, or with an error
 --- ({ code, message }) for an agent error, a timeout or a disconnect. Returns the request's
---- number, or nil and why it could not be sent (e.g. no agent connected).
+--- number, or nil, a sentence for the user and why it could not be sent as a code the core
+--- defines (`native.send_errors`: "no_agent", "disconnecting", "not_running").
 function M.send(method, params, timeout_ms, callback)
   local native = require("pi-ide.native").get()
   if not native or not require("pi-ide.server").running() then
-    return nil, "the server is not running"
+    return nil, "the server is not running", "not_running"
   end
-  local req, err = native.request(method, params, timeout_ms)
+  local req, code, message = native.request(method, params, timeout_ms)
   if not req then
-    return nil, err
+    return nil, message, code
   end
   waiting[req] = callback
   return req

@@ -300,7 +300,7 @@ function M.trigger(manual)
   end)
   if not req then
     if manual then
-      log.notify(err == "no agent is connected" and "no agent is connected (in Pi, run /ide)" or err, vim.log.levels.WARN)
+      log.notify(err, vim.log.levels.WARN)
     end
     notify_waiters()
     return
