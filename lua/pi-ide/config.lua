@@ -2,70 +2,43 @@
 -- message and ignored; the rest of the configuration still applies.
 local M = {}
 
-M.defaults = {
-  -- Start the server when Neovim starts (after VimEnter, so startup is never slowed).
-  auto_start = true,
-  -- "off", "error", "warn", "info", "debug" or "trace"; the file is stdpath("log")/pi-ide.log.
-  log_level = "info",
-  -- The name Pi's /ide list shows for this editor; a string, or a function returning one.
-  -- nil: "Neovim", plus the terminal pane when one is known (tmux, WezTerm, kitty).
-  ide_name = nil,
-  -- Frames larger than this many bytes are refused (the connection is closed with code 1009).
-  max_message_size = 64 * 1024 * 1024,
-  -- The agent waits for getDiagnostics before every model call. When Neovim cannot answer
-  -- within this many milliseconds (a hit-enter prompt, a blocking input(), a long :!command),
-  -- the server answers with the diagnostics Neovim last gave.
-  diagnostics_timeout_ms = 500,
-  -- selection_changed is sent once the cursor has been still this long (leaving visual mode
-  -- sends at once).
-  selection_debounce_ms = 100,
-  -- The selected text sent to the agent is cut after this many lines.
-  selection_max_lines = 1000,
-  -- Also serve Claude Code (same wire format): a second lockfile in $CLAUDE_CONFIG_DIR/ide
-  -- (or ~/.claude/ide) and its x-claude-code-ide-authorization header.
-  claude_code = false,
-  -- Reviews of the files the agent wants to write (openDiff).
-  diff = {
-    -- false: accept every proposal at once, without showing it.
-    review = true,
-    -- "tab": a new tab page; "vsplit": two new windows in the current tab.
-    layout = "tab",
-    -- Buffer-local keys in both panes of a review; false turns one off.
-    keys = { accept = "<leader>pa", reject = "<leader>pr" },
-  },
-  -- Inline completions from the agent, shown as ghost text in Insert mode.
-  suggestion = {
-    -- Ask while typing (after debounce_ms without a keystroke); :PiIde toggle flips it.
-    auto_trigger = true,
-    debounce_ms = 75,
-    -- An unanswered request ends quietly after this long.
-    timeout_ms = 10000,
-    -- How many alternatives to ask for (1 to 3).
-    count = 3,
-    -- "provider/id" to ask the agent to use; :PiIde model picks one.
-    model = nil,
-    -- Per filetype on/off; "*" for the rest.
-    filetypes = { ["*"] = true, gitcommit = false, gitrebase = false, help = false },
-    -- Larger buffers get no suggestions.
-    max_file_bytes = 2 * 1024 * 1024,
-    -- Hide the ghost text while a completion menu (built-in, nvim-cmp, blink.cmp) is open; it
-    -- comes back when the menu closes. With blink.cmp, the "pi_ide" source (see :help
-    -- pi-ide-blink) shows the suggestion in the menu instead.
-    hide_during_completion = true,
-    context = { before_lines = 20, after_lines = 10, outline_max_bytes = 4000, scope_max_bytes = 4000 },
-    -- Insert-mode keys; false turns one off. Accept, word, line and dismiss act only while a
-    -- suggestion is shown; otherwise the key does what it did before.
-    keys = {
-      accept = "<Tab>",
-      accept_word = "<M-Right>",
-      accept_line = "<M-C-Right>",
-      next = "<M-]>",
-      prev = "<M-[>",
-      dismiss = "<C-]>",
-      trigger = "<M-\\>",
-    },
-  },
-}
+---@class PiIde.Config
+---@field auto_start? boolean Start the server when Neovim starts (default true).
+---@field log_level? "off"|"error"|"warn"|"info"|"debug"|"trace" Log file level (default "info").
+---@field ide_name? string|fun():string The name Pi's /ide list shows (default "Neovim", plus the terminal pane).
+---@field max_message_size? integer Larger frames close that connection with 1009 (default 64 MiB).
+---@field diagnostics_timeout_ms? integer A busy Neovim's getDiagnostics is answered from the snapshot after this (default 500).
+---@field selection_debounce_ms? integer The selection is sent once the cursor is still this long (default 100).
+---@field selection_max_lines? integer The selected text sent is cut after this many lines (default 1000).
+---@field claude_code? boolean Also serve Claude Code (default false).
+---@field diff? PiIde.DiffConfig Reviews of the agent's writes.
+---@field suggestion? PiIde.SuggestionConfig Ghost-text completions.
+
+---@class PiIde.DiffConfig
+---@field review? boolean false: accept every proposal at once, unseen (default true).
+---@field layout? "tab"|"vsplit" Where a review opens (default "tab").
+---@field keys? { accept?: string|false, reject?: string|false } Buffer-local keys in both panes.
+
+---@class PiIde.SuggestionConfig
+---@field auto_trigger? boolean Ask while typing (default true).
+---@field debounce_ms? integer Ask once no key was typed this long (default 75).
+---@field timeout_ms? integer An unanswered request ends quietly after this (default 10000).
+---@field count? 1|2|3 Alternatives to ask for (default 3).
+---@field model? string "provider/id" to ask the agent for (default: the agent's choice).
+---@field filetypes? table<string, boolean> Per filetype on/off; "*" for the rest.
+---@field max_file_bytes? integer Larger buffers get none (default 2 MiB).
+---@field hide_during_completion? boolean Hide the ghost text under a completion menu (default true).
+---@field context? { before_lines?: integer, after_lines?: integer, outline_max_bytes?: integer, scope_max_bytes?: integer }
+---@field keys? PiIde.SuggestionKeys Insert-mode keys; false turns one off.
+
+---@class PiIde.SuggestionKeys
+---@field accept? string|false
+---@field accept_word? string|false
+---@field accept_line? string|false
+---@field next? string|false
+---@field prev? string|false
+---@field dismiss? string|false
+---@field trigger? string|false
 
 local log_levels = { "off", "error", "warn", "info", "debug", "trace" }
 
@@ -92,94 +65,119 @@ local function key_or_false(v)
   end
 end
 
-local function ms(min)
-  return whole_number(min, "milliseconds")
+-- One option: its default, the Lua types it may have, and an extra check returning an error
+-- text. The tree below is the one source: the defaults and the checks are both read from it.
+local function opt(default, types, check)
+  return { is_option = true, default = default, types = types, check = check }
 end
 
-local key = { { "string", "boolean" }, key_or_false }
+local function ms(default, min)
+  return opt(default, { "number" }, whole_number(min, "milliseconds"))
+end
 
--- key -> { types accepted, optional extra check returning an error text, fields = nested schema }
-local schema = {
-  suggestion = {
-    { "table" },
-    fields = {
-      auto_trigger = { { "boolean" } },
-      debounce_ms = { { "number" }, ms(0) },
-      timeout_ms = { { "number" }, ms(1) },
-      count = {
-        { "number" },
-        function(v)
-          if v < 1 or v > 3 or v ~= math.floor(v) then
-            return "must be 1, 2 or 3"
-          end
-        end,
-      },
-      model = { { "nil", "string" } },
-      filetypes = {
-        { "table" },
-        function(v)
-          for ft, on in pairs(v) do
-            if type(ft) ~= "string" or type(on) ~= "boolean" then
-              return "must map filetype names (or \"*\") to true or false"
-            end
-          end
-        end,
-      },
-      max_file_bytes = { { "number" }, whole_number(0, "bytes") },
-      hide_during_completion = { { "boolean" } },
-      context = {
-        { "table" },
-        fields = {
-          before_lines = { { "number" }, whole_number(0, "lines") },
-          after_lines = { { "number" }, whole_number(0, "lines") },
-          outline_max_bytes = { { "number" }, whole_number(0, "bytes") },
-          scope_max_bytes = { { "number" }, whole_number(0, "bytes") },
-        },
-      },
-      keys = {
-        { "table" },
-        fields = {
-          accept = key,
-          accept_word = key,
-          accept_line = key,
-          next = key,
-          prev = key,
-          dismiss = key,
-          trigger = key,
-        },
-      },
-    },
-  },
+local function key(default)
+  return opt(default, { "string", "boolean" }, key_or_false)
+end
+
+local spec = {
+  -- Start the server when Neovim starts (after VimEnter, so startup is never slowed).
+  auto_start = opt(true, { "boolean" }),
+  -- "off", "error", "warn", "info", "debug" or "trace"; the file is stdpath("log")/pi-ide.log.
+  log_level = opt("info", { "string" }, one_of(unpack(log_levels))),
+  -- The name Pi's /ide list shows for this editor; a string, or a function returning one.
+  -- nil: "Neovim", plus the terminal pane when one is known (tmux, WezTerm, kitty).
+  ide_name = opt(nil, { "nil", "string", "function" }, function(v)
+    if v == "" then
+      return "must not be empty"
+    end
+  end),
+  -- Frames larger than this many bytes are refused (the connection is closed with code 1009).
+  max_message_size = opt(64 * 1024 * 1024, { "number" }, whole_number(1024, "bytes")),
+  -- The agent waits for getDiagnostics before every model call; the core answers from a
+  -- snapshot, and only when Neovim must answer but cannot within this many milliseconds (a
+  -- hit-enter prompt, a blocking input(), a long :!command) from what it has.
+  diagnostics_timeout_ms = ms(500, 1),
+  -- selection_changed is sent once the cursor has been still this long (leaving visual mode
+  -- sends at once).
+  selection_debounce_ms = ms(100, 0),
+  -- The selected text sent to the agent is cut after this many lines.
+  selection_max_lines = opt(1000, { "number" }, whole_number(1, "lines")),
+  -- Also serve Claude Code (same wire format): a second lockfile in $CLAUDE_CONFIG_DIR/ide
+  -- (or ~/.claude/ide) and its x-claude-code-ide-authorization header.
+  claude_code = opt(false, { "boolean" }),
+  -- Reviews of the files the agent wants to write (openDiff).
   diff = {
-    { "table" },
-    fields = {
-      review = { { "boolean" } },
-      layout = { { "string" }, one_of("tab", "vsplit") },
-      keys = {
-        { "table" },
-        fields = {
-          accept = { { "string", "boolean" }, key_or_false },
-          reject = { { "string", "boolean" }, key_or_false },
-        },
-      },
+    -- false: accept every proposal at once, without showing it.
+    review = opt(true, { "boolean" }),
+    -- "tab": a new tab page; "vsplit": two new windows in the current tab.
+    layout = opt("tab", { "string" }, one_of("tab", "vsplit")),
+    -- Buffer-local keys in both panes of a review; false turns one off.
+    keys = { accept = key("<leader>pa"), reject = key("<leader>pr") },
+  },
+  -- Inline completions from the agent, shown as ghost text in Insert mode.
+  suggestion = {
+    -- Ask while typing (after debounce_ms without a keystroke); :PiIde toggle flips it.
+    auto_trigger = opt(true, { "boolean" }),
+    debounce_ms = ms(75, 0),
+    -- An unanswered request ends quietly after this long.
+    timeout_ms = ms(10000, 1),
+    -- How many alternatives to ask for (1 to 3).
+    count = opt(3, { "number" }, function(v)
+      if v < 1 or v > 3 or v ~= math.floor(v) then
+        return "must be 1, 2 or 3"
+      end
+    end),
+    -- "provider/id" to ask the agent to use; :PiIde model picks one.
+    model = opt(nil, { "nil", "string" }),
+    -- Per filetype on/off; "*" for the rest. Merged with the default, key by key.
+    filetypes = opt({ ["*"] = true, gitcommit = false, gitrebase = false, help = false }, { "table" }, function(v)
+      for ft, on in pairs(v) do
+        if type(ft) ~= "string" or type(on) ~= "boolean" then
+          return "must map filetype names (or \"*\") to true or false"
+        end
+      end
+    end),
+    -- Larger buffers get no suggestions.
+    max_file_bytes = opt(2 * 1024 * 1024, { "number" }, whole_number(0, "bytes")),
+    -- Hide the ghost text while a completion menu (built-in, nvim-cmp, blink.cmp) is open; it
+    -- comes back when the menu closes. With blink.cmp, the "pi_ide" source (see :help
+    -- pi-ide-blink) shows the suggestion in the menu instead.
+    hide_during_completion = opt(true, { "boolean" }),
+    context = {
+      before_lines = opt(20, { "number" }, whole_number(0, "lines")),
+      after_lines = opt(10, { "number" }, whole_number(0, "lines")),
+      outline_max_bytes = opt(4000, { "number" }, whole_number(0, "bytes")),
+      scope_max_bytes = opt(4000, { "number" }, whole_number(0, "bytes")),
+    },
+    -- Insert-mode keys; false turns one off. Accept, word, line and dismiss act only while a
+    -- suggestion is shown; otherwise the key does what it did before.
+    keys = {
+      accept = key("<Tab>"),
+      accept_word = key("<M-Right>"),
+      accept_line = key("<M-C-Right>"),
+      next = key("<M-]>"),
+      prev = key("<M-[>"),
+      dismiss = key("<C-]>"),
+      trigger = key("<M-\\>"),
     },
   },
-  auto_start = { { "boolean" } },
-  claude_code = { { "boolean" } },
-  log_level = { { "string" }, one_of(unpack(log_levels)) },
-  ide_name = {
-    { "nil", "string", "function" },
-    function(v)
-      if v == "" then
-        return "must not be empty"
-      end
-    end,
-  },
-  diagnostics_timeout_ms = { { "number" }, whole_number(1, "milliseconds") },
-  max_message_size = { { "number" }, whole_number(1024, "bytes") },
-  selection_debounce_ms = { { "number" }, whole_number(0, "milliseconds") },
-  selection_max_lines = { { "number" }, whole_number(1, "lines") },
 }
+
+-- The defaults, read from the tree.
+local function defaults_of(node)
+  local out = {}
+  for name, rule in pairs(node) do
+    if rule.is_option then
+      out[name] = vim.deepcopy(rule.default)
+    else
+      out[name] = defaults_of(rule)
+    end
+  end
+  return out
+end
+
+---@type PiIde.Config
+M.defaults = defaults_of(spec)
 
 local function distance(a, b)
   local prev = {}
@@ -208,27 +206,31 @@ local function suggestion(key, fields)
   return best and (" (did you mean '%s'?)"):format(best) or ""
 end
 
--- Checks one table of options against `fields`, merging the good ones into `merged`.
-local function check_fields(prefix, opts, fields, merged, errors)
+-- Checks one table of options against a node of the tree, merging the good ones into `merged`.
+local function check_fields(prefix, opts, node, merged, errors)
   for key, value in pairs(opts) do
     local name = prefix .. tostring(key)
-    local rule = type(key) == "string" and fields[key]
+    local rule = type(key) == "string" and node[key]
     if not rule then
-      table.insert(errors, ("unknown option '%s'%s"):format(name, suggestion(tostring(key), fields)))
+      table.insert(errors, ("unknown option '%s'%s"):format(name, suggestion(tostring(key), node)))
+    elseif not rule.is_option then
+      -- A group of options (diff, suggestion, keys...).
+      if type(value) ~= "table" then
+        table.insert(errors, ("option '%s' must be a table, got a %s"):format(name, type(value)))
+      else
+        check_fields(name .. ".", value, rule, merged[key], errors)
+      end
     else
-      local kinds, check = rule[1], rule[2]
       local msg
-      if not vim.tbl_contains(kinds, type(value)) then
-        msg = ("must be a %s, got a %s"):format(table.concat(kinds, " or "), type(value))
-      elseif check and value ~= nil then
-        msg = check(value)
+      if not vim.tbl_contains(rule.types, type(value)) then
+        msg = ("must be a %s, got a %s"):format(table.concat(rule.types, " or "), type(value))
+      elseif rule.check and value ~= nil then
+        msg = rule.check(value)
       end
       if msg then
         table.insert(errors, ("option '%s' %s"):format(name, msg))
-      elseif rule.fields then
-        check_fields(name .. ".", value, rule.fields, merged[key], errors)
       elseif type(value) == "table" then
-        -- A table option without fields (filetypes) is merged key by key.
+        -- A table-valued option (filetypes) is merged key by key.
         merged[key] = vim.tbl_extend("force", merged[key] or {}, value)
       else
         merged[key] = value
@@ -247,7 +249,7 @@ function M.resolve(opts)
   if type(opts) ~= "table" then
     return merged, { ("setup() takes a table of options, got a %s"):format(type(opts)) }
   end
-  check_fields("", opts, schema, merged, errors)
+  check_fields("", opts, spec, merged, errors)
   table.sort(errors)
   return merged, errors
 end
@@ -255,6 +257,7 @@ end
 M.values = vim.deepcopy(M.defaults)
 
 --- Applies setup(opts); reports every bad key at once.
+---@param opts? PiIde.Config
 function M.setup(opts)
   local merged, errors = M.resolve(opts)
   M.values = merged

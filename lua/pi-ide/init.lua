@@ -4,6 +4,7 @@ local M = {}
 
 --- Applies options (see :help pi-ide-options). Unknown or ill-typed keys are named in an error
 --- message and ignored.
+---@param opts? PiIde.Config
 function M.setup(opts)
   local config = require("pi-ide.config")
   config.setup(opts)
@@ -23,6 +24,7 @@ function M.stop()
 end
 
 --- A table describing the server (running, port, lockfile, clients, parked, ...).
+---@return table
 function M.info()
   return require("pi-ide.server").status()
 end
@@ -59,6 +61,7 @@ end
 --- Accepts the suggestion shown as ghost text, if there is one. Returns true when it accepted
 --- (for your own <Tab> logic, e.g. LazyVim's `ai_accept` action), false when nothing is shown.
 --- Safe from an <expr> mapping (blink.cmp's keymaps): the text is then inserted right after.
+---@return boolean accepted
 function M.accept()
   local suggest = package.loaded["pi-ide.suggest"]
   if not suggest or not suggest.visible() then
