@@ -1,124 +1,43 @@
-//! The state shared by the server thread and Neovim's main thread: the bounded event queue Lua
-//! drains, the table of parked tool calls Lua answers, and the connected clients.
+//! The state the server thread and Neovim's main thread share, as parts that each own their
+//! data: the event queue Lua drains (events.rs), the connected clients (clients.rs), the tool
+//! calls parked for Lua (parked.rs), the requests sent to agents (requests.rs), the selection
+//! (selection.rs) and the diagnostics snapshot (diagnostics.rs).
 //!
-//! Connection tasks push events and await room in the queue (so a flooding client stops being
-//! read instead of growing memory); Lua drains a bounded batch per wake and answers parked calls
-//! with [`Shared::respond`], which only queues a frame for the client's writer and never blocks.
+//! This file holds the two flows that touch several parts at once: a tool call parked for Lua
+//! and answered once (by Lua, by its fallback timer, or with its abandon answer), and a request
+//! to an agent matched with its answer. `snapshot()` is the one read of all of it for status.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
-use parking_lot::Mutex;
-use serde_json::Value;
-use tokio::sync::mpsc;
+use serde_json::{json, Value};
 
-use crate::jsonrpc::{self, Id, RpcError};
-use crate::outbox::Outbox;
+use crate::clients::Clients;
+use crate::diagnostics;
+use crate::events::{Event, EventQueue};
+use crate::jsonrpc::{self, Id, RpcError, INTERNAL_ERROR};
+use crate::parked::{Parked, ParkedCalls};
+use crate::requests::{OutgoingRequests, SendError, TIMED_OUT};
 use crate::selection::Selection;
 use crate::tools::Tool;
-use crate::waker::Waker;
-use crate::warn;
-
-/// How many events may wait for Lua before connection tasks stop reading their sockets.
-pub const EVENT_QUEUE: usize = 1024;
-/// How many events one drain hands to Lua; the rest wait for the next turn of the main loop,
-/// so that typing is never starved by a busy client.
-pub const DRAIN_BATCH: usize = 128;
-
-#[derive(Debug)]
-pub enum Event {
-    ClientConnected {
-        client: u64,
-    },
-    ClientInitialized {
-        client: u64,
-        name: Option<String>,
-        version: Option<String>,
-    },
-    /// `abandoned`: calls of this client that were parked; their answers are no longer wanted.
-    ClientDisconnected {
-        client: u64,
-        abandoned: Vec<u64>,
-    },
-    ToolCall {
-        req: u64,
-        client: u64,
-        tool: &'static str,
-        args: Value,
-    },
-    /// The cursor has been still for the debounce time: Lua should send the current state.
-    SelectionDue,
-    /// The answer to a request Lua sent to an agent (see requests.rs): a result, an error
-    /// from the agent, or ours (timed out, agent gone).
-    Response {
-        req: u64,
-        outcome: Result<Value, RpcError>,
-    },
-    /// The numbers of an openDiff (parked as `req`), computed after it was handed to Lua.
-    DiffStats {
-        req: u64,
-        stats: Value,
-    },
-}
-
-/// Which agent's dialect a client speaks: told by the header it connected with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Flavor {
-    Pi,
-    /// Came in through Claude Code's lockfile and header: some answers take its shapes.
-    ClaudeCode,
-}
-
-pub struct Client {
-    pub flavor: Flavor,
-    /// What waits to be written to it (bounded; see outbox.rs).
-    pub outbox: Arc<Outbox>,
-    /// Sent `initialize`: it gets notifications from now on.
-    pub initialized: bool,
-    /// Order of initialization: requests go to the client that initialized last.
-    pub initialized_seq: u64,
-    pub name: Option<String>,
-    pub version: Option<String>,
-    pub connected_at: SystemTime,
-}
-
-pub struct Parked {
-    pub client: u64,
-    pub id: Id,
-    pub tool: &'static Tool,
-    /// Kept only for tools with a fallback (their arguments are small).
-    pub args: Option<Value>,
-    /// What an abandon answer needs (openDiff: its tab_name).
-    pub context: Option<String>,
-}
+use crate::{debug, warn};
 
 pub struct Shared {
-    events: mpsc::Sender<Event>,
-    events_rx: Mutex<mpsc::Receiver<Event>>,
-    pub waker: Waker,
-    pub clients: Mutex<HashMap<u64, Client>>,
-    pub parked: Mutex<HashMap<u64, Parked>>,
-    /// Per tool, the last answer Lua gave that its fallback may reuse.
-    kept: Mutex<HashMap<&'static str, Value>>,
-    next_id: AtomicU64,
-    pub stopping: AtomicBool,
-    /// Overrides every tool's fallback deadline (the user's `diagnostics_timeout_ms`).
-    pub fallback_after: Option<Duration>,
+    pub events: EventQueue,
+    pub clients: Clients,
     pub selection: Selection,
-    /// How many clients are initialized (read on every cursor move, so an atomic).
-    initialized: AtomicUsize,
-    /// Client slots taken (upgraded, or passed the check and being upgraded).
-    slots: AtomicUsize,
     /// What getDiagnostics answers without the main loop (see diagnostics.rs).
-    pub diagnostics: crate::diagnostics::Snapshot,
-    /// Bytes that may wait for one client.
-    max_outbox_bytes: usize,
-    /// Requests Lua sent to agents, waiting for their answers (see requests.rs).
-    pub outgoing: Mutex<HashMap<u64, crate::requests::Outgoing>>,
+    pub diagnostics: diagnostics::Snapshot,
+    parked: ParkedCalls,
+    outgoing: OutgoingRequests,
+    /// Numbers for parked calls, requests and clients: unique across all three.
+    next_id: AtomicU64,
+    stopping: AtomicBool,
+    /// Overrides every tool's fallback deadline (the user's `diagnostics_timeout_ms`).
+    fallback_after: Option<Duration>,
     /// The server's runtime, for timers started from the main thread.
-    pub runtime: std::sync::OnceLock<tokio::runtime::Handle>,
+    runtime: OnceLock<tokio::runtime::Handle>,
 }
 
 /// What the user configured that the shared state needs.
@@ -145,49 +64,63 @@ impl Default for Shared {
     }
 }
 
+/// One read of everything `:PiIde status` shows.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub parked: usize,
+    pub wakes: u64,
+    pub requests_in_flight: usize,
+    pub request_target: Option<u64>,
+    pub clients: Vec<ClientSnapshot>,
+}
+
+#[derive(Debug)]
+pub struct ClientSnapshot {
+    pub id: u64,
+    pub name: Option<String>,
+    pub version: Option<String>,
+    pub connected_at: SystemTime,
+    /// Its calls waiting for Lua.
+    pub parked: usize,
+}
+
 impl Shared {
     pub fn new(settings: Settings) -> Self {
-        let (events, events_rx) = mpsc::channel(EVENT_QUEUE);
         Shared {
-            events,
-            events_rx: Mutex::new(events_rx),
-            waker: Waker::default(),
-            clients: Mutex::new(HashMap::new()),
-            parked: Mutex::new(HashMap::new()),
-            kept: Mutex::new(HashMap::new()),
+            events: EventQueue::default(),
+            clients: Clients::new(settings.max_message_size),
+            selection: Selection::new(settings.selection_debounce),
+            diagnostics: diagnostics::Snapshot::default(),
+            parked: ParkedCalls::default(),
+            outgoing: OutgoingRequests::default(),
             next_id: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
             fallback_after: settings.fallback_after,
-            selection: Selection::new(settings.selection_debounce),
-            initialized: AtomicUsize::new(0),
-            slots: AtomicUsize::new(0),
-            diagnostics: crate::diagnostics::Snapshot::default(),
-            max_outbox_bytes: settings.max_message_size,
-            outgoing: Mutex::new(HashMap::new()),
-            runtime: std::sync::OnceLock::new(),
+            runtime: OnceLock::new(),
         }
     }
 
-    /// Marks a client initialized (once), so that it receives notifications.
-    pub fn mark_initialized(&self, client: u64, name: Option<String>, version: Option<String>) {
-        if let Some(c) = self.clients.lock().get_mut(&client) {
-            if !c.initialized {
-                c.initialized = true;
-                self.initialized.fetch_add(1, Ordering::AcqRel);
-            }
-            c.initialized_seq = self.next_id.fetch_add(1, Ordering::Relaxed);
-            c.name = name;
-            c.version = version;
-        }
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub fn initialized_clients(&self) -> usize {
-        self.initialized.load(Ordering::Acquire)
+    /// The runtime timers started from the main thread run on (set once, by the server).
+    pub fn set_runtime(&self, handle: tokio::runtime::Handle) {
+        let _ = self.runtime.set(handle);
+    }
+
+    /// From now on, arriving work is not shown to the user (the editor is going away).
+    pub fn begin_stopping(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
     }
 
     /// A cursor move from Lua. Nothing to do while no client listens.
     pub fn selection_touch(&self) {
-        if self.initialized_clients() > 0 {
+        if self.clients.initialized_count() > 0 {
             self.selection.touch();
         }
     }
@@ -197,75 +130,64 @@ impl Shared {
     pub fn selection_set(&self, params: Value) -> bool {
         match self.selection.set(params) {
             Some(frame) => {
-                for c in self.clients.lock().values().filter(|c| c.initialized) {
-                    c.outbox.set_selection(frame.clone());
-                }
+                self.clients.set_selection(&frame);
                 true
             }
             None => false,
         }
     }
 
-    /// Sends a frame to every initialized client. Returns how many.
-    pub fn broadcast(&self, frame: &str) -> usize {
-        let clients = self.clients.lock();
-        let mut n = 0;
-        for c in clients.values().filter(|c| c.initialized) {
-            if c.outbox.push(frame.to_owned()) {
-                n += 1;
-            }
-        }
-        n
+    /// A client's socket is gone: forgets it, its parked calls and its requests. Returns the
+    /// events for Lua: one per lost request, then the disconnect (with the numbers of its
+    /// parked calls, whose answers are no longer wanted).
+    pub fn forget_client(&self, client: u64) -> Vec<Event> {
+        let name = self.clients.remove(client).and_then(|c| c.name);
+        let abandoned = self.parked.forget_client(client);
+        let lost = self
+            .outgoing
+            .forget_client(client)
+            .into_iter()
+            .map(|(req, method)| {
+                warn!("request {req} ({method}) lost: the agent disconnected");
+                Event::Response {
+                    req,
+                    outcome: Err(RpcError::new(INTERNAL_ERROR, "IDE connection closed")),
+                }
+            });
+        let mut events: Vec<Event> = lost.collect();
+        events.push(Event::ClientDisconnected {
+            client,
+            name,
+            abandoned,
+        });
+        events
     }
 
-    pub fn next_id(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::Relaxed)
+    /// Everything `:PiIde status` shows, read once.
+    pub fn snapshot(&self) -> Snapshot {
+        let per_client = self.parked.count_by_client();
+        let clients = self
+            .clients
+            .statuses()
+            .into_iter()
+            .map(|c| ClientSnapshot {
+                parked: per_client.get(&c.id).copied().unwrap_or(0),
+                id: c.id,
+                name: c.name,
+                version: c.version,
+                connected_at: c.connected_at,
+            })
+            .collect();
+        Snapshot {
+            parked: self.parked.count(),
+            wakes: self.events.waker.wakes_sent(),
+            requests_in_flight: self.outgoing.count(),
+            request_target: self.clients.request_target(),
+            clients,
+        }
     }
 
-    /// Queues an event for Lua, waiting for room. Returns false once the editor has stopped.
-    pub async fn push(&self, event: Event) -> bool {
-        if self.events.send(event).await.is_err() {
-            return false;
-        }
-        self.waker.wake();
-        true
-    }
-
-    /// Queues an event if there is room, without waiting. False when full or stopped.
-    pub fn try_push(&self, event: Event) -> bool {
-        if self.events.try_send(event).is_err() {
-            return false;
-        }
-        self.waker.wake();
-        true
-    }
-
-    /// [`Shared::push`] for threads outside the runtime (the debounce thread).
-    pub fn push_blocking(&self, event: Event) -> bool {
-        if self.events.blocking_send(event).is_err() {
-            return false;
-        }
-        self.waker.wake();
-        true
-    }
-
-    /// Takes up to [`DRAIN_BATCH`] events. If more are waiting, asks for another wake so the
-    /// main loop gets a turn in between.
-    pub fn drain(&self) -> Vec<Event> {
-        self.waker.clear_pending();
-        let mut rx = self.events_rx.lock();
-        let mut out = Vec::new();
-        while out.len() < DRAIN_BATCH {
-            match rx.try_recv() {
-                Ok(ev) => out.push(ev),
-                Err(_) => return out,
-            }
-        }
-        if !rx.is_empty() {
-            self.waker.wake();
-        }
-        out
-    }
+    // -- Tool calls parked for Lua ---------------------------------------------------------
 
     /// Parks a call for Lua and queues the event that tells Lua about it. A tool with a
     /// fallback gets a timer that answers for Lua if the main loop is held up.
@@ -276,17 +198,29 @@ impl Shared {
         tool: &'static Tool,
         args: Value,
     ) -> u64 {
+        self.park_staged(client, id, tool, args, Vec::new()).await
+    }
+
+    /// [`Shared::park`] for a call that owns staged files (openDiff): they are deleted when
+    /// Lua has loaded them or the call ends.
+    pub async fn park_staged(
+        self: &Arc<Self>,
+        client: u64,
+        id: Id,
+        tool: &'static Tool,
+        args: Value,
+        staged: Vec<std::path::PathBuf>,
+    ) -> u64 {
         let req = self.next_id();
-        let kept_args = tool.fallback.as_ref().map(|_| args.clone());
-        let context = tool.abandon_context(&args);
-        let parked = Parked {
+        let call = Parked {
             client,
             id,
             tool,
-            args: kept_args,
-            context,
+            args: tool.fallback.as_ref().map(|_| args.clone()),
+            context: tool.abandon_context(&args),
+            staged,
         };
-        self.parked.lock().insert(req, parked);
+        self.parked.insert(req, call);
         if let Some(fallback) = &tool.fallback {
             let shared = self.clone();
             let after = self.fallback_after.unwrap_or(fallback.after);
@@ -301,7 +235,7 @@ impl Shared {
             tool: tool.name,
             args,
         };
-        if !self.push(event).await {
+        if !self.events.push(event).await {
             // Stopping: the queue is closed; answer it here so it is never left hanging.
             self.abandon(req);
         }
@@ -310,24 +244,25 @@ impl Shared {
 
     /// Lua's answer to a parked call. False when it was already answered or its client left.
     pub fn respond(&self, req: u64, outcome: Result<Value, RpcError>) -> bool {
-        let Some(p) = self.parked.lock().remove(&req) else {
+        let Some(p) = self.parked.take(req) else {
             return false;
         };
         if let (Ok(v), Some(f), Some(args)) = (&outcome, &p.tool.fallback, &p.args) {
             if (f.keep)(args) {
-                self.kept.lock().insert(p.tool.name, v.clone());
+                self.parked.keep(p.tool.name, v.clone());
             }
         }
-        let flavor = self.flavor_of(p.client);
+        let flavor = self.clients.flavor_of(p.client);
         let outcome = outcome.and_then(|v| p.tool.shape_result_for(v, flavor));
         let outcome = p.tool.owed(outcome, p.context.as_deref());
-        self.send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
+        self.clients
+            .send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
         true
     }
 
     /// The fallback timer fired: if Lua has not answered yet, answer from what was kept.
     fn expire(&self, req: u64) {
-        let Some(p) = self.parked.lock().remove(&req) else {
+        let Some(p) = self.parked.take(req) else {
             return;
         };
         let (Some(f), Some(args)) = (&p.tool.fallback, &p.args) else {
@@ -335,7 +270,7 @@ impl Shared {
         };
         // getDiagnostics: the snapshot when it holds every change; while it is behind, Lua's
         // last full answer (given when the snapshot was behind, so newer) if there is one.
-        let kept = self.kept.lock().get(p.tool.name).cloned();
+        let kept = self.parked.kept(p.tool.name);
         let snapshot = (p.tool.name == "getDiagnostics")
             .then(|| self.diagnostics.render(args))
             .flatten();
@@ -349,122 +284,112 @@ impl Shared {
             "{}: Neovim did not answer in time (busy, or waiting at a prompt); answered from the last known state",
             p.tool.name
         );
-        let flavor = self.flavor_of(p.client);
+        let flavor = self.clients.flavor_of(p.client);
         let outcome = p
             .tool
             .owed(p.tool.shape_result_for(answer, flavor), p.context.as_deref());
-        self.send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
+        self.clients
+            .send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
     }
 
     /// Answers a parked call with its tool's abandon answer (the editor is going away).
     fn abandon(&self, req: u64) {
-        let Some(p) = self.parked.lock().remove(&req) else {
+        let Some(p) = self.parked.take(req) else {
             return;
         };
         let outcome = p.tool.abandoned(p.context.as_deref());
-        self.send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
+        self.clients
+            .send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
+    }
+
+    /// Lua has read the files staged for `req` (see parked.rs).
+    pub fn release_staged(&self, req: u64) {
+        self.parked.release_staged(req);
     }
 
     pub fn abandon_all(&self) {
-        let reqs: Vec<u64> = self.parked.lock().keys().copied().collect();
-        for req in reqs {
+        for req in self.parked.reqs() {
             self.abandon(req);
         }
     }
 
-    /// Forgets a client's parked calls (its socket is gone) and returns their numbers.
-    pub fn forget_client(&self, client: u64) -> Vec<u64> {
-        if let Some(c) = self.clients.lock().remove(&client) {
-            if c.initialized {
-                self.initialized.fetch_sub(1, Ordering::AcqRel);
-            }
-            self.release_client();
+    // -- Requests to agents ----------------------------------------------------------------
+
+    /// Sends a request to the client that initialized last; its answer comes back as
+    /// [`Event::Response`] with the returned number.
+    pub fn request(
+        self: &Arc<Self>,
+        method: &str,
+        params: &Value,
+        timeout: Option<Duration>,
+    ) -> Result<u64, SendError> {
+        let client = self.clients.request_target().ok_or(SendError::NoAgent)?;
+        let req = self.next_id();
+        self.outgoing.insert(req, client, method);
+        let frame = jsonrpc::request_frame(&Id::from_u64(req), method, params);
+        if !self.clients.send_to(client, frame) {
+            self.outgoing.remove(req);
+            return Err(SendError::Disconnecting);
         }
-        let mut parked = self.parked.lock();
-        let mut gone: Vec<u64> = parked
-            .iter()
-            .filter(|(_, p)| p.client == client)
-            .map(|(r, _)| *r)
-            .collect();
-        gone.sort_unstable();
-        for r in &gone {
-            parked.remove(r);
+        if let (Some(t), Some(rt)) = (timeout, self.runtime.get()) {
+            let shared = self.clone();
+            rt.spawn(async move {
+                tokio::time::sleep(t).await;
+                shared.time_out(req, t);
+            });
         }
-        gone
+        Ok(req)
     }
 
-    /// The dialect of a client (Pi's when it is gone: nothing will be sent anyway).
-    pub fn flavor_of(&self, client: u64) -> Flavor {
-        self.clients
-            .lock()
-            .get(&client)
-            .map(|c| c.flavor)
-            .unwrap_or(Flavor::Pi)
-    }
-
-    pub fn send_to(&self, client: u64, frame: String) -> bool {
-        match self.clients.lock().get(&client) {
-            Some(c) => c.outbox.push(frame),
-            None => false,
-        }
-    }
-
-    /// Closes the queue: pending and future pushes fail at once, so no task waits on Lua.
-    pub fn close_events(&self) {
-        let mut rx = self.events_rx.lock();
-        rx.close();
-        while rx.try_recv().is_ok() {}
-    }
-
-    /// Takes a slot for a client about to be upgraded, if fewer than `max` are taken.
-    pub fn reserve_client(&self, max: usize) -> bool {
-        self.slots
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .is_ok()
-    }
-
-    /// Gives a client's slot back (it left, or its upgrade failed after the check).
-    pub fn release_client(&self) {
-        let _ = self
-            .slots
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
-    }
-
-    pub fn parked_count(&self) -> usize {
-        self.parked.lock().len()
-    }
-
-    /// Registers a client that completed the upgrade; returns where its outbound frames wait.
-    pub fn add_client(&self, client: u64) -> Arc<Outbox> {
-        self.add_client_as(client, Flavor::Pi)
-    }
-
-    pub fn add_client_as(&self, client: u64, flavor: Flavor) -> Arc<Outbox> {
-        let outbox = Arc::new(Outbox::new(self.max_outbox_bytes));
-        let entry = Client {
-            flavor,
-            outbox: outbox.clone(),
-            initialized: false,
-            initialized_seq: 0,
-            name: None,
-            version: None,
-            connected_at: SystemTime::now(),
+    /// Cancels a request: the agent is told (`request_cancelled`), and its answer, if one still
+    /// comes, is dropped. False when it was already answered.
+    pub fn cancel(&self, req: u64) -> bool {
+        let Some(client) = self.outgoing.remove(req) else {
+            return false;
         };
-        self.clients.lock().insert(client, entry);
-        outbox
+        let frame = jsonrpc::notification_frame("request_cancelled", &json!({ "id": req }));
+        self.clients.send_to(client, frame);
+        true
+    }
+
+    fn time_out(&self, req: u64, after: Duration) {
+        if !self.cancel(req) {
+            return;
+        }
+        debug!("request {req} timed out after {after:?}");
+        let outcome = Err(RpcError::new(
+            TIMED_OUT,
+            format!("no answer within {} ms", after.as_millis()),
+        ));
+        // From a timer, without waiting for room: if Lua is that far behind, a timed-out
+        // request's notice is not worth blocking the runtime for.
+        if !self.events.try_push(Event::Response { req, outcome }) {
+            debug!("event queue full; dropped a timeout notice");
+        }
+    }
+
+    /// An answer from `client`. Returns the event for Lua, or None when nothing waits for it
+    /// (cancelled, timed out, or not ours).
+    pub fn answer(&self, client: u64, id: &Id, outcome: Result<Value, RpcError>) -> Option<Event> {
+        let req: u64 = id.raw().parse().ok()?;
+        if self.outgoing.take_answer(client, req) {
+            Some(Event::Response { req, outcome })
+        } else {
+            debug!("client {client}: late or unknown answer to {}", id.raw());
+            None
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clients::Flavor;
+    use crate::outbox::Outbox;
     use crate::tools;
-    use serde_json::json;
 
     fn client(shared: &Shared, id: u64) -> Arc<Outbox> {
-        shared.add_client(id)
+        shared.clients.add(id, Flavor::Pi)
     }
 
     fn frame(rx: &mut std::sync::Arc<crate::outbox::Outbox>) -> Value {
@@ -477,7 +402,7 @@ mod tests {
         let mut rx = client(&shared, 1);
         let tool = tools::find("getDiagnostics").unwrap();
         shared.park(1, Id::from_u64(9), tool, json!({})).await;
-        let events = shared.drain();
+        let events = shared.events.drain();
         let req = match &events[..] {
             [Event::ToolCall {
                 req,
@@ -506,14 +431,16 @@ mod tests {
         let tool = tools::find("getDiagnostics").unwrap();
         shared.park(1, Id::from_u64(1), tool, json!({})).await;
         shared.park(2, Id::from_u64(2), tool, json!({})).await;
-        assert_eq!(shared.parked_count(), 2);
-        let gone = shared.forget_client(2);
-        assert_eq!(gone.len(), 1);
+        assert_eq!(shared.snapshot().parked, 2);
+        match &shared.forget_client(2)[..] {
+            [Event::ClientDisconnected { abandoned, .. }] => assert_eq!(abandoned.len(), 1),
+            other => panic!("{other:?}"),
+        }
         shared.abandon_all();
-        assert_eq!(shared.parked_count(), 0);
+        assert_eq!(shared.snapshot().parked, 0);
         assert_eq!(frame(&mut rx1)["error"]["code"], jsonrpc::INTERNAL_ERROR);
         // After the queue is closed, a new park is answered at once.
-        shared.close_events();
+        shared.events.close();
         shared.park(1, Id::from_u64(3), tool, json!({})).await;
         assert_eq!(frame(&mut rx1)["id"], 3);
     }
@@ -527,7 +454,7 @@ mod tests {
         shared.diagnostics.touch();
         // First call: Lua answers in time; that answer is kept.
         shared.park(1, Id::from_u64(1), tool, json!({})).await;
-        let req = match &shared.drain()[..] {
+        let req = match &shared.events.drain()[..] {
             [Event::ToolCall { req, .. }] => *req,
             other => panic!("{other:?}"),
         };
@@ -535,7 +462,7 @@ mod tests {
         assert_eq!(frame(&mut rx)["id"], 1);
         // Second call: Lua is held up; after the deadline Rust answers with what was kept.
         shared.park(1, Id::from_u64(2), tool, json!({})).await;
-        let req = match &shared.drain()[..] {
+        let req = match &shared.events.drain()[..] {
             [Event::ToolCall { req, .. }] => *req,
             other => panic!("{other:?}"),
         };
@@ -550,16 +477,5 @@ mod tests {
         // Lua's late answer is refused: one answer per request.
         assert!(!shared.respond(req, Ok(json!({}))));
         assert!(rx.take().is_none());
-    }
-
-    #[tokio::test]
-    async fn drain_is_bounded() {
-        let shared = Shared::default();
-        for i in 0..(DRAIN_BATCH as u64 + 5) {
-            shared.push(Event::ClientConnected { client: i }).await;
-        }
-        assert_eq!(shared.drain().len(), DRAIN_BATCH);
-        assert_eq!(shared.drain().len(), 5);
-        assert!(shared.drain().is_empty());
     }
 }

@@ -15,7 +15,9 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
 use crate::auth::Gate;
-use crate::bridge::{Event, Flavor, Shared};
+use crate::bridge::Shared;
+use crate::clients::Flavor;
+use crate::events::Event;
 use crate::framing::{Frames, Watched};
 use crate::outbox::{Outbound, Outbox};
 use crate::jsonrpc::{self, Incoming, RpcError};
@@ -65,7 +67,7 @@ async fn open_diff(
         Ok(staged) => staged,
         Err(_) => {
             error!("client {client}: staging a proposal failed");
-            shared.send_to(
+            shared.clients.send_to(
                 client,
                 jsonrpc::outcome_frame(&id, &tool.abandoned(context.as_deref())),
             );
@@ -77,20 +79,21 @@ async fn open_diff(
         old,
         contents,
         refused,
+        files,
     } = staged;
-    let req = shared.park(client, id, tool, args).await;
+    let req = shared.park_staged(client, id, tool, args, files).await;
     if refused {
         return;
     }
     if small {
         let stats = crate::diff::stats_for(&old, &contents);
-        shared.push(Event::DiffStats { req, stats }).await;
+        shared.events.push(Event::DiffStats { req, stats }).await;
         return;
     }
     let shared = shared.clone();
     tokio::task::spawn_blocking(move || {
         let stats = crate::diff::stats_for(&old, &contents);
-        shared.push_blocking(Event::DiffStats { req, stats });
+        shared.events.push_blocking(Event::DiffStats { req, stats });
     });
 }
 
@@ -130,7 +133,7 @@ pub async fn serve(
     let mut refused = None;
     let admitted = std::sync::atomic::AtomicBool::new(false);
     let admit = || {
-        let ok = shared.reserve_client(config.limits.max_clients);
+        let ok = shared.clients.reserve(config.limits.max_clients);
         admitted.store(ok, std::sync::atomic::Ordering::Relaxed);
         ok
     };
@@ -161,7 +164,7 @@ pub async fn serve(
     handshakes.end(client);
     if admitted.load(std::sync::atomic::Ordering::Relaxed) && !matches!(upgraded, Some(Ok(_))) {
         // Passed the check, but the upgrade did not complete: give the slot back.
-        shared.release_client();
+        shared.clients.release();
     }
     let ws = match upgraded {
         Some(Ok(ws)) => ws,
@@ -181,9 +184,9 @@ pub async fn serve(
     } else {
         Flavor::Pi
     };
-    let outbox = shared.add_client_as(client, flavor);
+    let outbox = shared.clients.add(client, flavor);
     info!("client {client} connected");
-    shared.push(Event::ClientConnected { client }).await;
+    shared.events.push(Event::ClientConnected { client }).await;
 
     let conn = Conn {
         client,
@@ -198,19 +201,12 @@ pub async fn serve(
     if outcome.is_err() {
         error!("client {client}: connection task panicked; dropping the connection");
     }
-    let abandoned = shared.forget_client(client);
-    let lost = shared.fail_requests_of(client);
-    info!(
-        "client {client} disconnected ({} parked calls abandoned)",
-        abandoned.len()
-    );
-    if !shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
-        for event in lost {
-            shared.push(event).await;
+    let events = shared.forget_client(client);
+    info!("client {client} disconnected");
+    if !shared.is_stopping() {
+        for event in events {
+            shared.events.push(event).await;
         }
-        shared
-            .push(Event::ClientDisconnected { client, abandoned })
-            .await;
     }
 }
 
@@ -421,7 +417,9 @@ pub(crate) async fn handle_text(
                     if method == "initialize" {
                         let (name, version) =
                             (session.client_name.clone(), session.client_version.clone());
-                        shared.mark_initialized(client, name.clone(), version.clone());
+                        shared
+                            .clients
+                            .mark_initialized(client, name.clone(), version.clone());
                         info!(
                             "client {client} initialized: {}",
                             name.as_deref().unwrap_or("(no name)")
@@ -429,6 +427,7 @@ pub(crate) async fn handle_text(
                         // Right after the handshake, never before: what the user is looking at.
                         frames.extend(shared.selection.last_frame());
                         shared
+                            .events
                             .push(Event::ClientInitialized {
                                 client,
                                 name,
@@ -443,7 +442,7 @@ pub(crate) async fn handle_text(
                     // when it is current, without waking Neovim.
                     match shared.diagnostics.answer(&args) {
                         Some(v) => {
-                            let outcome = tool.shape_result_for(v, shared.flavor_of(client));
+                            let outcome = tool.shape_result_for(v, shared.clients.flavor_of(client));
                             vec![jsonrpc::outcome_frame(&id, &outcome)]
                         }
                         None => {
@@ -461,7 +460,7 @@ pub(crate) async fn handle_text(
                         return vec![jsonrpc::outcome_frame(&id, &outcome)];
                     }
                     if tool.name == "openDiff" {
-                        if shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                        if shared.is_stopping() {
                             // Arrived while stopping: nothing will show it; no need to stage it.
                             let context = tool.abandon_context(&args);
                             let outcome = tool.abandoned(context.as_deref());
@@ -492,7 +491,7 @@ pub(crate) async fn handle_text(
         }
         Incoming::Response { id, outcome } => {
             if let Some(event) = shared.answer(client, &id, outcome) {
-                shared.push(event).await;
+                shared.events.push(event).await;
             }
             vec![]
         }

@@ -213,7 +213,13 @@ pub struct Staged {
     pub contents: String,
     /// Refused up front: no stats to compute.
     pub refused: bool,
+    /// The files written. The parked call owns them (parked.rs deletes them when it ends).
+    pub files: Vec<PathBuf>,
 }
+
+/// Keys of openDiff's arguments that staging writes for Lua. An agent's own values for them are
+/// dropped first: Lua reads the files they name, and the core deletes them.
+const STAGED_KEYS: [&str; 4] = ["proposal_file", "old", "new", "stage_error"];
 
 /// Takes the proposal out of openDiff's arguments and stages it in `file`, and the file on disk
 /// beside it (`<file>.old`), so that Lua reads exactly what was diffed and never opens the
@@ -221,6 +227,11 @@ pub struct Staged {
 /// or a staging error is reported to Lua, which then rejects, since an error answer would let
 /// the agent write unreviewed.
 pub fn stage(mut args: Value, file: PathBuf, limit: usize) -> Staged {
+    if let Some(obj) = args.as_object_mut() {
+        for key in STAGED_KEYS {
+            obj.remove(key);
+        }
+    }
     let contents = match args.get_mut("new_file_contents").map(Value::take) {
         Some(Value::String(s)) => s,
         _ => String::new(),
@@ -259,6 +270,7 @@ pub fn stage(mut args: Value, file: PathBuf, limit: usize) -> Staged {
         old: Vec::new(),
         contents: String::new(),
         refused: true,
+        files: Vec::new(),
     }
 }
 
@@ -281,9 +293,12 @@ fn finish_stage(mut args: Value, file: PathBuf, contents: String, old: Old) -> S
         json!({ "eol": e.eol, "crlf": e.crlf, "bytes": contents.len() }),
     );
     let old_file = PathBuf::from(format!("{}.old", file.display()));
+    let mut files = Vec::new();
     let written = write_private(&file, contents.as_bytes()).and_then(|()| {
+        files.push(file.clone());
         if exists && old_info.get("error").is_none() {
             write_private(&old_file, &old_bytes)?;
+            files.push(old_file.clone());
             old_info["file"] = json!(old_file.to_string_lossy());
         }
         Ok(())
@@ -294,7 +309,9 @@ fn finish_stage(mut args: Value, file: PathBuf, contents: String, old: Old) -> S
             obj.insert("proposal_file".into(), json!(file.to_string_lossy()));
         }
         Err(err) => {
-            let _ = std::fs::remove_file(&file);
+            for f in files.drain(..) {
+                let _ = std::fs::remove_file(f);
+            }
             obj.insert(
                 "stage_error".into(),
                 json!(format!(
@@ -309,6 +326,7 @@ fn finish_stage(mut args: Value, file: PathBuf, contents: String, old: Old) -> S
         old: old_bytes,
         contents,
         refused: false,
+        files,
     }
 }
 
@@ -390,6 +408,7 @@ mod tests {
         assert_eq!(args["new"], json!({"eol": false, "crlf": true, "bytes": 4}));
         assert_eq!(args["proposal_file"], file.to_string_lossy().as_ref());
         assert_eq!(std::fs::read(&file).unwrap(), b"a\r\nb");
+        assert_eq!(staged.files, vec![file.clone()]);
         assert_eq!(
             std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
             0o600
@@ -408,6 +427,8 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("cannot stage"));
+        assert!(again.files.is_empty(), "nothing of its own was written");
+        assert!(again.args.get("proposal_file").is_none());
         // The file on disk is staged beside the proposal, exactly as read.
         let old = dir.join("old.rs");
         std::fs::write(&old, "old\n").unwrap();
@@ -419,11 +440,41 @@ mod tests {
         );
         assert_eq!(staged.old, b"old\n");
         let copy = staged.args["old"]["file"].as_str().unwrap().to_owned();
+        assert_eq!(staged.files, vec![dir.join("2.txt"), PathBuf::from(&copy)]);
         assert_eq!(std::fs::read(&copy).unwrap(), b"old\n");
         assert_eq!(
             std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777,
             0o600
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_agents_own_staging_keys_are_dropped_so_nothing_it_names_is_read_or_deleted() {
+        let dir = std::env::temp_dir().join(format!("pi-ide-keys-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim").to_string_lossy().into_owned();
+        let forged = json!({"proposal_file": victim, "old": {"exists": true, "file": victim},
+                            "new": {"bytes": 1}, "stage_error": "x"});
+        // Refused (the old path is a directory): nothing staged, and nothing forged survives.
+        let mut args = forged.clone();
+        args["old_file_path"] = json!(dir.to_string_lossy());
+        args["new_file_contents"] = json!("x");
+        let s = stage(args, dir.join("1.proposal"), 1 << 20);
+        assert!(s.refused && s.files.is_empty());
+        assert!(s.args.get("proposal_file").is_none());
+        assert!(s.args["old"].get("file").is_none());
+        assert_ne!(s.args["stage_error"], "x");
+        // Staging fails (the file exists already): the same.
+        std::fs::write(dir.join("2.proposal"), "taken").unwrap();
+        let mut args = forged;
+        args["old_file_path"] = json!("/nonexistent/x");
+        args["new_file_contents"] = json!("x");
+        let s = stage(args, dir.join("2.proposal"), 1 << 20);
+        assert!(s.files.is_empty());
+        assert!(s.args.get("proposal_file").is_none());
+        assert!(s.args["old"].get("file").is_none());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

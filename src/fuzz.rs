@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::bridge::{Event, Settings, Shared};
+use crate::bridge::{Settings, Shared};
+use crate::clients::Flavor;
+use crate::events::Event;
 use crate::connection::{handle_text, Config};
 use crate::mcp::Session;
 use crate::outbox::Outbound;
@@ -40,8 +42,8 @@ impl Harness {
             max_message_size: 1 << 20,
             ..Settings::default()
         }));
-        let outbox = shared.add_client(CLIENT);
-        shared.mark_initialized(CLIENT, None, None);
+        let outbox = shared.clients.add(CLIENT, Flavor::Pi);
+        shared.clients.mark_initialized(CLIENT, None, None);
         let stage = std::env::temp_dir().join(format!("pi-ide-fuzz-{}", std::process::id()));
         let config = Config {
             token: "t".into(),
@@ -84,7 +86,7 @@ impl Harness {
         for r in &replies {
             check(r);
         }
-        for event in self.shared.drain() {
+        for event in self.shared.events.drain() {
             match event {
                 Event::ToolCall { req, tool, args, .. } => {
                     for key in ["proposal_file"] {

@@ -5,9 +5,11 @@
 
 pub mod auth;
 pub mod bridge;
+pub mod clients;
 pub mod connection;
 pub mod diagnostics;
 pub mod diff;
+pub mod events;
 mod fuzz;
 pub mod framing;
 pub mod jsonrpc;
@@ -16,6 +18,7 @@ pub mod lockfile;
 pub mod log;
 pub mod mcp;
 pub mod outbox;
+pub mod parked;
 pub mod requests;
 pub mod selection;
 pub mod server;
@@ -32,4 +35,4 @@ mod lua_json;
 
 /// Bumped whenever the functions Lua calls change shape; `lua/pi-ide/native.lua` holds the same
 /// number and refuses a library that differs.
-pub const ABI: u32 = 2;
+pub const ABI: u32 = 3;

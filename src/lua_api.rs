@@ -12,7 +12,8 @@ use mlua::{Lua, Result as LuaResult, Table, Value};
 use crate::lua_json::{from_lua, to_lua};
 use parking_lot::Mutex;
 
-use crate::bridge::{Event, Settings, Shared};
+use crate::bridge::{Settings, Shared};
+use crate::events::Event;
 use crate::jsonrpc::RpcError;
 use crate::server::{Options, Server};
 use crate::{log, waker};
@@ -76,7 +77,7 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
     // until after `stop` (which detaches) returns.
     unsafe {
         let ptr = *(handle.to_pointer() as *const *mut c_void);
-        shared.waker.attach(ptr);
+        shared.events.waker.attach(ptr);
     }
     let server = Server::start(options, shared).map_err(err)?;
     let info = lua.create_table()?;
@@ -151,9 +152,14 @@ fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
             t.set("req", req)?;
             t.set("stats", to_lua(lua, &stats)?)?;
         }
-        Event::ClientDisconnected { client, abandoned } => {
+        Event::ClientDisconnected {
+            client,
+            name,
+            abandoned,
+        } => {
             t.set("kind", "client_disconnected")?;
             t.set("client", client)?;
+            t.set("name", name)?;
             t.set("abandoned", abandoned)?;
         }
     }
@@ -162,7 +168,7 @@ fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
 
 fn drain(lua: &Lua, (): ()) -> LuaResult<Table> {
     let events = with_server(|s| s.shared.clone())
-        .map(|sh| sh.drain())
+        .map(|sh| sh.events.drain())
         .unwrap_or_default();
     let out = lua.create_table_with_capacity(events.len(), 0)?;
     for (i, ev) in events.into_iter().enumerate() {
@@ -175,6 +181,27 @@ fn respond(_: &Lua, (req, value): (u64, Value)) -> LuaResult<bool> {
     let value: serde_json::Value = from_lua(value)
         .map_err(|e| err(format!("pi-ide: cannot send this answer as JSON: {e}")))?;
     Ok(with_server(|s| s.shared.respond(req, Ok(value))).unwrap_or(false))
+}
+
+/// The agent suggestions go to (the client that initialized last): `{ id, name, version }`,
+/// or nil. Cheap (statuslines call it).
+fn agent(lua: &Lua, (): ()) -> LuaResult<Value> {
+    match with_server(|s| s.shared.clients.agent()).flatten() {
+        Some(c) => {
+            let t = lua.create_table()?;
+            t.set("id", c.id)?;
+            t.set("name", c.name)?;
+            t.set("version", c.version)?;
+            Ok(Value::Table(t))
+        }
+        None => Ok(Value::Nil),
+    }
+}
+
+/// Lua has loaded the files staged for an openDiff: the core deletes them (it owns them).
+fn staged_loaded(_: &Lua, req: u64) -> LuaResult<()> {
+    with_server(|s| s.shared.release_staged(req));
+    Ok(())
 }
 
 fn respond_error(_: &Lua, (req, code, message): (u64, i64, String)) -> LuaResult<bool> {
@@ -275,7 +302,7 @@ fn notify_clients(_: &Lua, (method, params): (String, Value)) -> LuaResult<usize
     let params: serde_json::Value = from_lua(params)
         .map_err(|e| err(format!("pi-ide: bad params: {e}")))?;
     let frame = crate::jsonrpc::notification_frame(&method, &params);
-    Ok(with_server(|s| s.shared.broadcast(&frame)).unwrap_or(0))
+    Ok(with_server(|s| s.shared.clients.broadcast(&frame)).unwrap_or(0))
 }
 
 fn status(lua: &Lua, (): ()) -> LuaResult<Table> {
@@ -294,36 +321,25 @@ fn status(lua: &Lua, (): ()) -> LuaResult<Table> {
     let info = s.lock_info();
     t.set("ide_name", info.ide_name)?;
     t.set("workspace_folders", info.workspace_folders)?;
-    t.set("parked", s.shared.parked_count())?;
-    t.set("wakes", s.shared.waker.wakes_sent())?;
-    t.set("requests_in_flight", s.shared.outgoing_count())?;
-    t.set("request_target", s.shared.request_target())?;
+    let snap = s.shared.snapshot();
+    t.set("parked", snap.parked)?;
+    t.set("wakes", snap.wakes)?;
+    t.set("requests_in_flight", snap.requests_in_flight)?;
+    t.set("request_target", snap.request_target)?;
     let clients = lua.create_table()?;
-    let parked = s.shared.parked.lock();
-    let mut list: Vec<_> = s
-        .shared
-        .clients
-        .lock()
-        .iter()
-        .map(|(id, c)| {
-            let since = c
-                .connected_at
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0);
-            let n = parked.values().filter(|p| p.client == *id).count();
-            (*id, c.name.clone(), c.version.clone(), since, n)
-        })
-        .collect();
-    list.sort_by_key(|c| c.0);
-    for (id, name, version, since, n) in list {
-        let c = lua.create_table()?;
-        c.set("id", id)?;
-        c.set("name", name)?;
-        c.set("version", version)?;
-        c.set("connected_at", since)?;
-        c.set("parked", n)?;
-        clients.push(c)?;
+    for c in snap.clients {
+        let since = c
+            .connected_at
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let row = lua.create_table()?;
+        row.set("id", c.id)?;
+        row.set("name", c.name)?;
+        row.set("version", c.version)?;
+        row.set("connected_at", since)?;
+        row.set("parked", c.parked)?;
+        clients.push(row)?;
     }
     t.set("clients", clients)?;
     Ok(t)
@@ -402,6 +418,8 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         drain => drain,
         respond => respond,
         respond_error => respond_error,
+        staged_loaded => staged_loaded,
+        agent => agent,
         status => status,
         set_workspace_folders => set_workspace_folders,
         selection_touch => selection_touch,

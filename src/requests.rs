@@ -2,14 +2,9 @@
 //! client that initialized most recently, are matched to their answers by id, can be cancelled
 //! (`request_cancelled`, and a late answer is dropped), and end quietly after a timeout.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
 
-use serde_json::{json, Value};
-
-use crate::bridge::{Event, Shared};
-use crate::jsonrpc::{self, Id, RpcError, INTERNAL_ERROR};
-use crate::{debug, warn};
+use parking_lot::Mutex;
 
 /// Our error code for a request that timed out (the agent's own cancel code is -32800).
 pub const TIMED_OUT: i64 = -32001;
@@ -51,131 +46,73 @@ impl SendError {
     ];
 }
 
-pub struct Outgoing {
-    pub client: u64,
-    pub method: String,
+struct Outgoing {
+    client: u64,
+    method: String,
 }
 
-impl Shared {
-    /// The client requests go to: the one that initialized most recently.
-    pub fn request_target(&self) -> Option<u64> {
-        self.clients
-            .lock()
-            .iter()
-            .filter(|(_, c)| c.initialized)
-            .max_by_key(|(_, c)| c.initialized_seq)
-            .map(|(id, _)| *id)
-    }
+/// Requests sent to agents and waiting for their answers, by number.
+#[derive(Default)]
+pub struct OutgoingRequests {
+    map: Mutex<HashMap<u64, Outgoing>>,
+}
 
-    /// Sends a request; its answer comes back as [`Event::Response`] with the returned number.
-    pub fn request(
-        self: &Arc<Self>,
-        method: &str,
-        params: &Value,
-        timeout: Option<Duration>,
-    ) -> Result<u64, SendError> {
-        let client = self.request_target().ok_or(SendError::NoAgent)?;
-        let req = self.next_id();
-        self.outgoing.lock().insert(
-            req,
-            Outgoing {
-                client,
-                method: method.to_owned(),
-            },
-        );
-        let frame = jsonrpc::request_frame(&Id::from_u64(req), method, params);
-        if !self.send_to(client, frame) {
-            self.outgoing.lock().remove(&req);
-            return Err(SendError::Disconnecting);
-        }
-        if let (Some(t), Some(rt)) = (timeout, self.runtime.get()) {
-            let shared = self.clone();
-            rt.spawn(async move {
-                tokio::time::sleep(t).await;
-                shared.time_out(req, t);
-            });
-        }
-        Ok(req)
-    }
-
-    /// Cancels a request: the agent is told (`request_cancelled`), and its answer, if one still
-    /// comes, is dropped. False when it was already answered.
-    pub fn cancel(&self, req: u64) -> bool {
-        let Some(o) = self.outgoing.lock().remove(&req) else {
-            return false;
+impl OutgoingRequests {
+    pub fn insert(&self, req: u64, client: u64, method: &str) {
+        let o = Outgoing {
+            client,
+            method: method.to_owned(),
         };
-        let frame = jsonrpc::notification_frame("request_cancelled", &json!({ "id": req }));
-        self.send_to(o.client, frame);
-        true
+        self.map.lock().insert(req, o);
     }
 
-    fn time_out(&self, req: u64, after: Duration) {
-        if self.cancel(req) {
-            debug!("request {req} timed out after {after:?}");
-            let outcome = Err(RpcError::new(
-                TIMED_OUT,
-                format!("no answer within {} ms", after.as_millis()),
-            ));
-            self.push_blocking_or_drop(Event::Response { req, outcome });
-        }
+    /// Stops waiting for a request; returns the client it went to. None when nothing waited.
+    pub fn remove(&self, req: u64) -> Option<u64> {
+        self.map.lock().remove(&req).map(|o| o.client)
     }
 
-    /// An answer from `client`. Returns the event for Lua, or None when nothing waits for it
-    /// (cancelled, timed out, or not ours).
-    pub fn answer(&self, client: u64, id: &Id, outcome: Result<Value, RpcError>) -> Option<Event> {
-        let req: u64 = id.raw().parse().ok()?;
-        let mut outgoing = self.outgoing.lock();
-        match outgoing.get(&req) {
+    /// An answer from `client` to `req`: true when it was waited for (and now is not). An
+    /// answer from another client than the one asked is not taken.
+    pub fn take_answer(&self, client: u64, req: u64) -> bool {
+        let mut map = self.map.lock();
+        match map.get(&req) {
             Some(o) if o.client == client => {
-                outgoing.remove(&req);
-                Some(Event::Response { req, outcome })
+                map.remove(&req);
+                true
             }
-            _ => {
-                debug!("client {client}: late or unknown answer to {}", id.raw());
-                None
-            }
+            _ => false,
         }
     }
 
-    /// The client left: every request it had is answered with an error for Lua.
-    pub fn fail_requests_of(&self, client: u64) -> Vec<Event> {
-        let mut outgoing = self.outgoing.lock();
-        let gone: Vec<u64> = outgoing
+    /// Stops waiting for every request of a client that left; returns (number, method) of each.
+    pub fn forget_client(&self, client: u64) -> Vec<(u64, String)> {
+        let mut map = self.map.lock();
+        let mut gone: Vec<u64> = map
             .iter()
             .filter(|(_, o)| o.client == client)
             .map(|(r, _)| *r)
             .collect();
+        gone.sort_unstable();
         gone.into_iter()
-            .map(|req| {
-                let method = outgoing.remove(&req).map(|o| o.method).unwrap_or_default();
-                warn!("request {req} ({method}) lost: the agent disconnected");
-                Event::Response {
-                    req,
-                    outcome: Err(RpcError::new(INTERNAL_ERROR, "IDE connection closed")),
-                }
-            })
+            .filter_map(|r| map.remove(&r).map(|o| (r, o.method)))
             .collect()
     }
 
-    /// Queues an event from a timer task without waiting for room: if Lua is that far behind,
-    /// a timed-out request's notice is not worth blocking the runtime for.
-    fn push_blocking_or_drop(&self, event: Event) {
-        if self.try_push(event) {
-            return;
-        }
-        debug!("event queue full; dropped a timeout notice");
-    }
-
-    /// Requests waiting for an answer.
-    pub fn outgoing_count(&self) -> usize {
-        self.outgoing.lock().len()
+    pub fn count(&self) -> usize {
+        self.map.lock().len()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
+    use crate::bridge::Shared;
+    use crate::clients::Flavor;
+    use crate::events::Event;
+    use crate::jsonrpc::{Id, RpcError};
+    use serde_json::{json, Value};
+    use std::sync::Arc;
+    use std::time::Duration;
 
     fn frame(rx: &mut std::sync::Arc<crate::outbox::Outbox>) -> Value {
         rx.next_json()
@@ -188,10 +125,10 @@ mod tests {
             shared.request("getSuggestions", &json!({}), None).is_err(),
             "no client: an error"
         );
-        let mut a = shared.add_client(1);
-        let b = shared.add_client(2);
-        shared.mark_initialized(2, None, None);
-        shared.mark_initialized(1, None, None);
+        let mut a = shared.clients.add(1, Flavor::Pi);
+        let b = shared.clients.add(2, Flavor::Pi);
+        shared.clients.mark_initialized(2, None, None);
+        shared.clients.mark_initialized(1, None, None);
         let req = shared
             .request("getSuggestions", &json!({"cursorBefore": "x"}), None)
             .unwrap();
@@ -227,8 +164,8 @@ mod tests {
     #[tokio::test]
     async fn cancel_tells_the_agent_and_drops_the_late_answer() {
         let shared = Arc::new(Shared::default());
-        let mut a = shared.add_client(1);
-        shared.mark_initialized(1, None, None);
+        let mut a = shared.clients.add(1, Flavor::Pi);
+        shared.clients.mark_initialized(1, None, None);
         let req = shared.request("getSuggestions", &json!({}), None).unwrap();
         frame(&mut a);
         assert!(shared.cancel(req));
@@ -249,12 +186,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_request_times_out_quietly() {
         let shared = Arc::new(Shared::default());
-        shared
-            .runtime
-            .set(tokio::runtime::Handle::current())
-            .unwrap();
-        let mut a = shared.add_client(1);
-        shared.mark_initialized(1, None, None);
+        shared.set_runtime(tokio::runtime::Handle::current());
+        let mut a = shared.clients.add(1, Flavor::Pi);
+        shared.clients.mark_initialized(1, None, None);
         let req = shared
             .request(
                 "getSuggestions",
@@ -265,7 +199,7 @@ mod tests {
         frame(&mut a);
         tokio::time::sleep(Duration::from_millis(600)).await;
         assert_eq!(frame(&mut a)["method"], "request_cancelled");
-        match &shared.drain()[..] {
+        match &shared.events.drain()[..] {
             [Event::Response {
                 req: r,
                 outcome: Err(e),
@@ -280,21 +214,21 @@ mod tests {
     #[tokio::test]
     async fn a_disconnect_fails_that_clients_requests() {
         let shared = Arc::new(Shared::default());
-        let _a = shared.add_client(1);
-        shared.mark_initialized(1, None, None);
+        let _a = shared.clients.add(1, Flavor::Pi);
+        shared.clients.mark_initialized(1, None, None);
         let req = shared
             .request("listSuggestionModels", &json!({}), None)
             .unwrap();
-        match &shared.fail_requests_of(1)[..] {
+        match &shared.forget_client(1)[..] {
             [Event::Response {
                 req: r,
                 outcome: Err(e),
-            }] => {
+            }, Event::ClientDisconnected { .. }] => {
                 assert_eq!(*r, req);
                 assert!(e.message.contains("closed"));
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(shared.outgoing_count(), 0);
+        assert_eq!(shared.snapshot().requests_in_flight, 0);
     }
 }

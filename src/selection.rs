@@ -3,7 +3,7 @@
 //!
 //! Per cursor move Lua only calls [`Selection::touch`] (a lock, an atomic, no allocation); when
 //! the cursor has been still for the debounce time, the debounce thread asks Lua once for the
-//! full state ([`crate::bridge::Event::SelectionDue`]), which is broadcast if it changed.
+//! full state ([`crate::events::Event::SelectionDue`]), which is broadcast if it changed.
 //!
 //! The debounce runs on a thread of its own with a condition variable rather than on the tokio
 //! runtime: tokio's timer rounds deadlines up to whole milliseconds, which measured as ~1-2 ms

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::bridge::Shared;
+use crate::events::Event;
 use crate::connection;
 use crate::limits::Handshakes;
 use crate::lockfile::{self, LockInfo};
@@ -60,7 +61,17 @@ pub const STOP_GRACE: Duration = Duration::from_millis(
 
 impl Server {
     /// Binds, spawns the server thread and writes the lockfile. Errors are sentences for the user.
+    /// On an error nothing is left running and the waker is detached (Lua may close its handle).
     pub fn start(opts: Options, shared: Arc<Shared>) -> Result<Server, String> {
+        let started = Self::start_threads(opts, shared.clone());
+        if started.is_err() {
+            shared.selection.stop();
+            shared.events.waker.detach();
+        }
+        started
+    }
+
+    fn start_threads(opts: Options, shared: Arc<Shared>) -> Result<Server, String> {
         let listener = StdListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
             .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
         listener.set_nonblocking(true).map_err(|e| e.to_string())?;
@@ -129,12 +140,19 @@ impl Server {
             .name("pi-ide-debounce".into())
             .spawn(move || {
                 while debounce_shared.selection.wait_due() {
-                    if !debounce_shared.push_blocking(crate::bridge::Event::SelectionDue) {
+                    if !debounce_shared.events.push_blocking(Event::SelectionDue) {
                         return;
                     }
                 }
-            })
-            .map_err(|e| format!("cannot start the debounce thread: {e}"))?;
+            });
+        let debounce = match debounce {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = shutdown.send(true);
+                let _ = done.recv_timeout(STOP_GRACE);
+                return Err(format!("cannot start the debounce thread: {e}"));
+            }
+        };
         let mut paths = Vec::new();
         for dir in &lock_dirs {
             match lockfile::write(dir, port, &lock) {
@@ -226,10 +244,8 @@ impl Server {
     pub fn stop(mut self) {
         let shared = &self.shared;
         shared.selection.stop();
-        shared
-            .stopping
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        shared.close_events();
+        shared.begin_stopping();
+        shared.events.close();
         shared.abandon_all();
         // Each connection reads what has begun to arrive, answers it, then sends its Close.
         let _ = self.shutdown.send(true);
@@ -242,7 +258,7 @@ impl Server {
         if let Some(t) = self.debounce.take() {
             let _ = t.join();
         }
-        shared.waker.detach();
+        shared.events.waker.detach();
         // Proposals Lua did not get to read.
         let _ = std::fs::remove_dir_all(&self.stage_dir);
         let token = self.lock.lock().auth_token.clone();
@@ -269,7 +285,7 @@ async fn accept_loop(
     };
     let config = Arc::new(config);
     let handshakes = Arc::new(Handshakes::new(config.limits.max_handshaking));
-    let _ = shared.runtime.set(tokio::runtime::Handle::current());
+    shared.set_runtime(tokio::runtime::Handle::current());
     let mut tasks = JoinSet::new();
     loop {
         tokio::select! {

@@ -389,9 +389,9 @@ impl Tool {
     pub fn shape_result_for(
         &self,
         value: Value,
-        flavor: crate::bridge::Flavor,
+        flavor: crate::clients::Flavor,
     ) -> Result<Value, RpcError> {
-        if self.name == "getDiagnostics" && flavor == crate::bridge::Flavor::ClaudeCode {
+        if self.name == "getDiagnostics" && flavor == crate::clients::Flavor::ClaudeCode {
             return self.shape_result(Value::String(diagnostics_as_claude(&value)));
         }
         self.shape_result(value)
@@ -552,10 +552,10 @@ mod tests {
         assert_eq!(diagnostics_as_claude(&json!("{}")), "[]");
         let t = find("getDiagnostics").unwrap();
         let r = t
-            .shape_result_for(json!("{}"), crate::bridge::Flavor::ClaudeCode)
+            .shape_result_for(json!("{}"), crate::clients::Flavor::ClaudeCode)
             .unwrap();
         assert_eq!(r["content"][0]["text"], "[]");
-        let r = t.shape_result_for(json!("{}"), crate::bridge::Flavor::Pi).unwrap();
+        let r = t.shape_result_for(json!("{}"), crate::clients::Flavor::Pi).unwrap();
         assert_eq!(r["content"][0]["text"], "{}");
     }
 

@@ -92,6 +92,60 @@ fn open_diff_of_what_is_not_a_regular_file_is_refused_at_once() {
     assert_eq!(nvim.lua("return 6 * 7"), json!(42));
 }
 
+#[test]
+fn an_agent_cannot_name_files_for_the_editor_to_read_or_delete() {
+    // openDiff's arguments reach Lua with keys the core writes (where the proposal and the file
+    // on disk were staged). An agent that sends its own values for them must not get a file it
+    // names read into a review or deleted when the review ends.
+    let nvim = Nvim::start();
+    let victim = nvim.home.join("precious.txt");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let v = victim.to_string_lossy().to_string();
+    let forge = |frame: &mut Value| {
+        let a = &mut frame["params"]["arguments"];
+        a["proposal_file"] = json!(v);
+        a["old"] = json!({"exists": true, "file": v});
+        a["new"] = json!({"eol": true, "crlf": false, "bytes": 1});
+    };
+    let mut p = nvim.peer();
+    // Refused up front (a folder): nothing is staged, nothing named is touched.
+    let folder = nvim.home.to_string_lossy().to_string();
+    let mut f = open_diff_frame("r", &folder, &folder, "x\n", "pi-write:r");
+    forge(&mut f);
+    p.send_json(&f).unwrap();
+    assert_eq!(texts(&p.wait_response(&json!("r")).unwrap())[0], "DIFF_REJECTED");
+    // Reviewed: the panes show what the agent proposed and the file as it is on disk.
+    let target = nvim.home.join("target.txt");
+    std::fs::write(&target, "old\n").unwrap();
+    let t = target.to_string_lossy().to_string();
+    let mut f = open_diff_frame("s", &t, &t, "new\n", "pi-write:s");
+    forge(&mut f);
+    p.send_json(&f).unwrap();
+    nvim.wait_for(
+        "(function() for _, b in ipairs(vim.api.nvim_list_bufs()) do \
+           if vim.api.nvim_buf_get_name(b):find('pi-write:s/target.txt', 1, true) and vim.bo[b].buftype == 'acwrite' \
+             and vim.api.nvim_buf_get_lines(b, 0, -1, false)[1] == 'new' then return true end end return false end)()",
+        PATIENCE,
+    );
+    let lines = nvim.lua(
+        "for _, b in ipairs(vim.api.nvim_list_bufs()) do \
+           if vim.api.nvim_buf_get_name(b):find('pi-write:s/disk/', 1, true) then return vim.api.nvim_buf_get_lines(b, 0, -1, false) end end",
+    );
+    assert_eq!(lines, json!(["old"]), "the left pane shows the file on disk, not a file the agent named");
+    // Loaded: the core has deleted what it staged, while the review is still open.
+    nvim.wait_for(
+        "#vim.fn.readdir(vim.fn.stdpath('run') .. '/pi-ide.' .. vim.fn.getpid()) == 0",
+        PATIENCE,
+    );
+    let r = p.call_tool("close_tab", json!({"tab_name": "pi-write:s"})).unwrap();
+    assert_eq!(texts(&r)[0], "TAB_CLOSED");
+    assert_eq!(texts(&p.wait_response(&json!("s")).unwrap())[0], "DIFF_REJECTED");
+    nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    fence(&mut p);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "old\n");
+}
+
 /// Neovim's open sockets (TCP connections and listeners, its own RPC socket).
 fn sockets(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))

@@ -212,12 +212,6 @@ local function finish(r, result, text)
   end
   r.done = true
   forget(r)
-  if r.proposal_file then
-    os.remove(r.proposal_file)
-  end
-  if r.old_file then
-    os.remove(r.old_file)
-  end
   if result == "accepted" then
     reload_when_written(r.path)
     r.reply({ "FILE_SAVED", text })
@@ -374,7 +368,6 @@ local function make_left(r, args)
   -- here (it may have become a FIFO meanwhile, and reading one would hang Neovim).
   if args.old.file then
     load_file(left, args.old.file)
-    os.remove(args.old.file)
   end
   vim.bo[left].modifiable = false
   vim.bo[left].modified = false
@@ -389,7 +382,12 @@ local function make_right(r, args)
   vim.bo[right].swapfile = false
   set_name(right, ("pi-ide://%s/%s"):format(r.tab_name, vim.fs.basename(r.path)))
   load_file(right, r.proposal_file, args.new.crlf and "dos" or "unix")
-  os.remove(r.proposal_file)
+  -- Both staged files are read: the core, which owns them, deletes them now (it also does when
+  -- the call ends, whichever comes first).
+  local native = require("pi-ide.native").get()
+  if native then
+    native.staged_loaded(r.req)
+  end
   vim.bo[right].eol = args.new.eol
   vim.bo[right].fixeol = args.new.eol
   vim.bo[right].modified = false
@@ -597,7 +595,6 @@ function M.open(args, reply, ev)
     path = path,
     old_path = buffers.to_path(args.old_file_path),
     proposal_file = args.proposal_file,
-    old_file = args.old.file,
     stats = nil, -- counted by the core meanwhile; see M.set_stats
     new_file = not args.old.exists,
     old_error = args.old.error,

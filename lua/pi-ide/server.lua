@@ -11,23 +11,18 @@ local state = {
   async = nil, -- the uv_async_t the Rust core wakes us through
   scheduled = false,
   info = nil, -- { port, lockfile }
-  clients = {}, -- id -> { id, name, version, connected_at }
   augroup = nil,
   folders_pending = false,
 }
 
 local user_event = require("pi-ide.events").fire
 
+-- The clients themselves live in the core (native.status(), native.agent()); these events only
+-- tell the user.
 local function on_client_event(ev)
   if ev.kind == "client_connected" then
-    state.clients[ev.client] = { id = ev.client, connected_at = os.time() }
     log.debug("client %d connected", ev.client)
   elseif ev.kind == "client_initialized" then
-    local c = state.clients[ev.client] or { id = ev.client, connected_at = os.time() }
-    c.name, c.version = ev.name, ev.version
-    state.seq = (state.seq or 0) + 1
-    c.seq = state.seq
-    state.clients[ev.client] = c
     log.info("client %d is %s %s", ev.client, tostring(ev.name), tostring(ev.version))
     -- Its first selection_changed went out with the handshake (the last known state); make sure
     -- it is current.
@@ -35,16 +30,14 @@ local function on_client_event(ev)
     vim.notify(("pi-ide.nvim: %s connected"):format(ev.name and (ev.name .. " " .. (ev.version or "")) or "an agent"), vim.log.levels.INFO)
     user_event("PiIdeClientConnected", { client = ev.client, name = ev.name, version = ev.version })
   elseif ev.kind == "client_disconnected" then
-    local c = state.clients[ev.client]
-    state.clients[ev.client] = nil
     log.info("client %d disconnected", ev.client)
-    if c and c.name then
-      vim.notify(("pi-ide.nvim: %s disconnected"):format(c.name), vim.log.levels.INFO)
+    if ev.name then
+      vim.notify(("pi-ide.nvim: %s disconnected"):format(ev.name), vim.log.levels.INFO)
     end
     if #ev.abandoned > 0 then
       require("pi-ide.diff").abandon(ev.abandoned)
     end
-    user_event("PiIdeClientDisconnected", { client = ev.client, name = c and c.name, abandoned = ev.abandoned })
+    user_event("PiIdeClientDisconnected", { client = ev.client, name = ev.name, abandoned = ev.abandoned })
   end
 end
 
@@ -106,15 +99,11 @@ function M.running()
   return state.info ~= nil
 end
 
---- The name of the agent that initialized last (the one suggestions go to), if any.
+--- The name of the agent that initialized last (the one suggestions go to), if any. The core
+--- decides which one that is (requests go there); this only asks.
 function M.agent_name()
-  local best
-  for _, c in pairs(state.clients) do
-    if c.name and (not best or (c.seq or 0) > (best.seq or 0)) then
-      best = c
-    end
-  end
-  return best and best.name
+  local agent = state.info and state.native and state.native.agent()
+  return agent and agent.name or nil
 end
 
 --- Starts the server. Returns true, or false after telling the user why not.
@@ -201,7 +190,7 @@ function M.stop()
   end
   require("pi-ide.requests").reset()
   local info = state.info
-  state.async, state.info, state.clients = nil, nil, {}
+  state.async, state.info = nil, nil
   pcall(vim.api.nvim_del_augroup_by_id, state.augroup)
   log.info("server stopped")
   user_event("PiIdeStopped", { port = info.port })

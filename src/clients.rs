@@ -1,0 +1,229 @@
+//! The connected clients: each one's dialect, outbox and what it said about itself, and the
+//! counts read on hot paths (initialized clients, on every cursor move) as atomics.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use parking_lot::Mutex;
+
+use crate::outbox::Outbox;
+
+/// Which agent's dialect a client speaks: told by the header it connected with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Pi,
+    /// Came in through Claude Code's lockfile and header: some answers take its shapes.
+    ClaudeCode,
+}
+
+struct Client {
+    flavor: Flavor,
+    /// What waits to be written to it (bounded; see outbox.rs).
+    outbox: Arc<Outbox>,
+    /// Sent `initialize`: it gets notifications from now on.
+    initialized: bool,
+    /// Order of initialization: requests go to the client that initialized last.
+    initialized_seq: u64,
+    name: Option<String>,
+    version: Option<String>,
+    connected_at: SystemTime,
+}
+
+/// What `:PiIde status` shows of a client.
+#[derive(Debug, Clone)]
+pub struct ClientStatus {
+    pub id: u64,
+    pub name: Option<String>,
+    pub version: Option<String>,
+    pub connected_at: SystemTime,
+}
+
+pub struct Clients {
+    map: Mutex<HashMap<u64, Client>>,
+    /// How many clients are initialized (read on every cursor move, so an atomic).
+    initialized: AtomicUsize,
+    /// Client slots taken (upgraded, or passed the check and being upgraded).
+    slots: AtomicUsize,
+    seq: AtomicU64,
+    /// Bytes that may wait for one client.
+    max_outbox_bytes: usize,
+}
+
+impl Clients {
+    pub fn new(max_outbox_bytes: usize) -> Clients {
+        Clients {
+            map: Mutex::new(HashMap::new()),
+            initialized: AtomicUsize::new(0),
+            slots: AtomicUsize::new(0),
+            seq: AtomicU64::new(1),
+            max_outbox_bytes,
+        }
+    }
+
+    /// Registers a client that completed the upgrade; returns where its outbound frames wait.
+    pub fn add(&self, client: u64, flavor: Flavor) -> Arc<Outbox> {
+        let outbox = Arc::new(Outbox::new(self.max_outbox_bytes));
+        let entry = Client {
+            flavor,
+            outbox: outbox.clone(),
+            initialized: false,
+            initialized_seq: 0,
+            name: None,
+            version: None,
+            connected_at: SystemTime::now(),
+        };
+        self.map.lock().insert(client, entry);
+        outbox
+    }
+
+    /// Forgets a client (its socket is gone) and gives its slot back. Returns what it was
+    /// (None when unknown).
+    pub fn remove(&self, client: u64) -> Option<ClientStatus> {
+        let c = self.map.lock().remove(&client)?;
+        if c.initialized {
+            self.initialized.fetch_sub(1, Ordering::AcqRel);
+        }
+        self.release();
+        Some(ClientStatus {
+            id: client,
+            name: c.name,
+            version: c.version,
+            connected_at: c.connected_at,
+        })
+    }
+
+    /// Marks a client initialized (once), so that it receives notifications.
+    pub fn mark_initialized(&self, client: u64, name: Option<String>, version: Option<String>) {
+        if let Some(c) = self.map.lock().get_mut(&client) {
+            if !c.initialized {
+                c.initialized = true;
+                self.initialized.fetch_add(1, Ordering::AcqRel);
+            }
+            c.initialized_seq = self.seq.fetch_add(1, Ordering::Relaxed);
+            c.name = name;
+            c.version = version;
+        }
+    }
+
+    pub fn initialized_count(&self) -> usize {
+        self.initialized.load(Ordering::Acquire)
+    }
+
+    /// Takes a slot for a client about to be upgraded, if fewer than `max` are taken.
+    pub fn reserve(&self, max: usize) -> bool {
+        self.slots
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok()
+    }
+
+    /// Gives a slot back (a client left, or its upgrade failed after the check).
+    pub fn release(&self) {
+        let _ = self
+            .slots
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+
+    /// The dialect of a client (Pi's when it is gone: nothing will be sent anyway).
+    pub fn flavor_of(&self, client: u64) -> Flavor {
+        self.map
+            .lock()
+            .get(&client)
+            .map(|c| c.flavor)
+            .unwrap_or(Flavor::Pi)
+    }
+
+    /// Queues a frame for one client. False when it is gone or being closed.
+    pub fn send_to(&self, client: u64, frame: String) -> bool {
+        match self.map.lock().get(&client) {
+            Some(c) => c.outbox.push(frame),
+            None => false,
+        }
+    }
+
+    /// Sends a frame to every initialized client. Returns how many.
+    pub fn broadcast(&self, frame: &str) -> usize {
+        self.map
+            .lock()
+            .values()
+            .filter(|c| c.initialized)
+            .filter(|c| c.outbox.push(frame.to_owned()))
+            .count()
+    }
+
+    /// The selection as it is now, for every initialized client (latest wins).
+    pub fn set_selection(&self, frame: &str) {
+        for c in self.map.lock().values().filter(|c| c.initialized) {
+            c.outbox.set_selection(frame.to_owned());
+        }
+    }
+
+    /// The client requests go to: the one that initialized most recently.
+    pub fn request_target(&self) -> Option<u64> {
+        self.map
+            .lock()
+            .iter()
+            .filter(|(_, c)| c.initialized)
+            .max_by_key(|(_, c)| c.initialized_seq)
+            .map(|(id, _)| *id)
+    }
+
+    /// The agent suggestions go to: the client requests go to, if it said its name.
+    pub fn agent(&self) -> Option<ClientStatus> {
+        let id = self.request_target()?;
+        self.statuses().into_iter().find(|c| c.id == id)
+    }
+
+    /// Every client, by id.
+    pub fn statuses(&self) -> Vec<ClientStatus> {
+        let mut list: Vec<ClientStatus> = self
+            .map
+            .lock()
+            .iter()
+            .map(|(id, c)| ClientStatus {
+                id: *id,
+                name: c.name.clone(),
+                version: c.version.clone(),
+                connected_at: c.connected_at,
+            })
+            .collect();
+        list.sort_by_key(|c| c.id);
+        list
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_go_to_the_client_that_initialized_last_and_slots_come_back() {
+        let c = Clients::new(1 << 20);
+        assert!(c.reserve(2) && c.reserve(2) && !c.reserve(2));
+        let a = c.add(1, Flavor::Pi);
+        let _b = c.add(2, Flavor::ClaudeCode);
+        assert_eq!(c.request_target(), None, "nobody initialized yet");
+        c.mark_initialized(1, Some("pi-ide".into()), None);
+        c.mark_initialized(2, Some("claude".into()), None);
+        assert_eq!(c.request_target(), Some(2));
+        c.mark_initialized(1, Some("pi-ide".into()), None);
+        assert_eq!(c.request_target(), Some(1), "initializing again makes it the latest");
+        assert_eq!(c.initialized_count(), 2);
+        assert_eq!(c.flavor_of(2), Flavor::ClaudeCode);
+        assert_eq!(c.broadcast("x"), 2);
+        assert_eq!(a.take(), Some(crate::outbox::Outbound::Frame("x".into())));
+        assert!(c.send_to(2, "y".into()));
+        assert!(!c.send_to(9, "z".into()), "no such client");
+        assert_eq!(c.agent().and_then(|a| a.name).as_deref(), Some("pi-ide"));
+        assert_eq!(c.remove(1).and_then(|c| c.name).as_deref(), Some("pi-ide"));
+        assert!(c.remove(1).is_none(), "removed once");
+        assert_eq!(c.agent().and_then(|a| a.name).as_deref(), Some("claude"));
+        assert_eq!(c.initialized_count(), 1);
+        assert_eq!(c.request_target(), Some(2));
+        assert!(c.reserve(2), "its slot came back");
+        assert_eq!(c.statuses().iter().map(|s| s.id).collect::<Vec<_>>(), vec![2]);
+    }
+}
