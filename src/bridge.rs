@@ -9,11 +9,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::clients::Clients;
+use crate::clients::{ClientStatus, Clients};
 use crate::diagnostics;
 use crate::events::{Event, EventQueue};
 use crate::jsonrpc::{self, Id, RpcError, INTERNAL_ERROR};
@@ -34,6 +34,9 @@ pub struct Shared {
     /// Numbers for parked calls, requests and clients: unique across all three.
     next_id: AtomicU64,
     stopping: AtomicBool,
+    /// The user's `diff.review`: false answers openDiff at once, unseen. Lua's config owns it;
+    /// setup() pushes each change here (the core answers without waking Neovim).
+    diff_review: AtomicBool,
     /// Overrides every tool's fallback deadline (the user's `diagnostics_timeout_ms`).
     fallback_after: Option<Duration>,
     /// The server's runtime, for timers started from the main thread.
@@ -76,10 +79,7 @@ pub struct Snapshot {
 
 #[derive(Debug)]
 pub struct ClientSnapshot {
-    pub id: u64,
-    pub name: Option<String>,
-    pub version: Option<String>,
-    pub connected_at: SystemTime,
+    pub client: ClientStatus,
     /// Its calls waiting for Lua.
     pub parked: usize,
 }
@@ -95,6 +95,7 @@ impl Shared {
             outgoing: OutgoingRequests::default(),
             next_id: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
+            diff_review: AtomicBool::new(true),
             fallback_after: settings.fallback_after,
             runtime: OnceLock::new(),
         }
@@ -116,6 +117,14 @@ impl Shared {
 
     pub fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
+    }
+
+    pub fn set_diff_review(&self, on: bool) {
+        self.diff_review.store(on, Ordering::Relaxed);
+    }
+
+    pub fn diff_review(&self) -> bool {
+        self.diff_review.load(Ordering::Relaxed)
     }
 
     /// A cursor move from Lua. Nothing to do while no client listens.
@@ -172,10 +181,7 @@ impl Shared {
             .into_iter()
             .map(|c| ClientSnapshot {
                 parked: per_client.get(&c.id).copied().unwrap_or(0),
-                id: c.id,
-                name: c.name,
-                version: c.version,
-                connected_at: c.connected_at,
+                client: c,
             })
             .collect();
         Snapshot {
@@ -233,6 +239,7 @@ impl Shared {
             req,
             client,
             tool: tool.name,
+            lua: tool.lua,
             args,
         };
         if !self.events.push(event).await {

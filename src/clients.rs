@@ -195,6 +195,24 @@ impl Clients {
     }
 }
 
+/// Takes out of `table` every entry of `client` (`owner` says whose an entry is), in order of
+/// their numbers: what a client leaves behind when its socket goes.
+pub fn take_entries_of<V>(
+    table: &mut HashMap<u64, V>,
+    client: u64,
+    owner: impl Fn(&V) -> u64,
+) -> Vec<(u64, V)> {
+    let mut keys: Vec<u64> = table
+        .iter()
+        .filter(|(_, v)| owner(v) == client)
+        .map(|(k, _)| *k)
+        .collect();
+    keys.sort_unstable();
+    keys.into_iter()
+        .filter_map(|k| table.remove(&k).map(|v| (k, v)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,7 +33,6 @@ pub struct Config {
     /// The auth header names accepted (Claude Code's too when its compatibility is on).
     pub auth_headers: Vec<&'static str>,
     /// False: openDiff is accepted at once, without showing anything (`diff.review = false`).
-    pub diff_review: bool,
     /// Where openDiff proposals are staged for Lua to read (private to this user).
     pub stage_dir: std::path::PathBuf,
 }
@@ -452,7 +451,7 @@ pub(crate) async fn handle_text(
                     }
                 }
                 Ok(Dispatch::Park { tool, args }) => {
-                    if tool.name == "openDiff" && !config.diff_review {
+                    if tool.name == "openDiff" && !shared.diff_review() {
                         // The user chose no review: accept the proposal as it is, at once.
                         let contents = args["new_file_contents"].clone();
                         let outcome =

@@ -394,8 +394,8 @@ mod tests {
     #[test]
     fn stage_writes_a_private_file_and_keeps_the_contents_out_of_the_arguments() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("pi-ide-stage-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        // Not there yet: staging creates it, private.
+        let dir = crate::scratch_dir("stage").join("run");
         let file = dir.join("1.txt");
         let args = json!({"old_file_path": "/nonexistent/x.rs", "new_file_path": "/nonexistent/x.rs",
                           "new_file_contents": "a\r\nb", "tab_name": "pi-write:1"});
@@ -446,14 +446,12 @@ mod tests {
             std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777,
             0o600
         );
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
     }
 
     #[test]
     fn an_agents_own_staging_keys_are_dropped_so_nothing_it_names_is_read_or_deleted() {
-        let dir = std::env::temp_dir().join(format!("pi-ide-keys-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch_dir("keys");
         let victim = dir.join("victim").to_string_lossy().into_owned();
         let forged = json!({"proposal_file": victim, "old": {"exists": true, "file": victim},
                             "new": {"bytes": 1}, "stage_error": "x"});
@@ -480,9 +478,7 @@ mod tests {
 
     #[test]
     fn what_is_not_a_regular_file_is_refused_without_being_read() {
-        let dir = std::env::temp_dir().join(format!("pi-ide-refuse-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch_dir("refuse");
         let fifo = dir.join("fifo");
         let c = std::ffi::CString::new(fifo.to_string_lossy().as_bytes()).unwrap();
         // SAFETY: mkfifo with a valid C string.

@@ -36,6 +36,8 @@ pub enum Event {
         req: u64,
         client: u64,
         tool: &'static str,
+        /// The Lua module that answers it (tools.rs).
+        lua: &'static str,
         args: Value,
     },
     /// The cursor has been still for the debounce time: Lua should send the current state.

@@ -145,23 +145,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
 mod tests {
     use super::*;
 
-    /// A masked client frame.
+    /// A masked client frame with `payload_len` bytes of payload.
     fn frame(fin: bool, opcode: u8, payload_len: usize) -> Vec<u8> {
-        let mut f = vec![(if fin { 0x80 } else { 0 }) | opcode];
-        match payload_len {
-            n if n < 126 => f.push(0x80 | n as u8),
-            n if n < 65536 => {
-                f.push(0x80 | 126);
-                f.extend((n as u16).to_be_bytes());
-            }
-            n => {
-                f.push(0x80 | 127);
-                f.extend((n as u64).to_be_bytes());
-            }
-        }
-        f.extend([1, 2, 3, 4]);
-        f.extend(std::iter::repeat_n(b'x', payload_len));
-        f
+        pi_ide_peer::peer::raw_frame(fin, opcode, &vec![b'x'; payload_len])
     }
 
     #[test]

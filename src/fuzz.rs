@@ -50,7 +50,6 @@ impl Harness {
             limits: crate::limits::Limits::for_nofile(1024),
             max_message_size: 1 << 20,
             auth_headers: vec![crate::auth::HEADER],
-            diff_review: true,
             stage_dir: stage.clone(),
         };
         Harness {

@@ -36,3 +36,12 @@ mod lua_json;
 /// Bumped whenever the functions Lua calls change shape; `lua/pi-ide/native.lua` holds the same
 /// number and refuses a library that differs.
 pub const ABI: u32 = 3;
+
+/// For unit tests: an empty folder of this name, private to this test process.
+#[cfg(test)]
+pub(crate) fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("pi-ide-{name}-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -12,7 +12,7 @@ use mlua::{Lua, Result as LuaResult, Table, Value};
 use crate::lua_json::{from_lua, to_lua};
 use parking_lot::Mutex;
 
-use crate::bridge::{Settings, Shared};
+use crate::bridge::{ClientSnapshot, Settings, Shared};
 use crate::events::Event;
 use crate::jsonrpc::RpcError;
 use crate::server::{Options, Server};
@@ -64,7 +64,6 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
         own_names: opts.get("own_names")?,
         diagnostics_timeout: Duration::from_millis(opts.get("diagnostics_timeout_ms")?),
         claude_code: opts.get("claude_code")?,
-        diff_review: opts.get("diff_review")?,
         stage_dir: std::path::PathBuf::from(opts.get::<String>("run_dir")?)
             .join(format!("pi-ide.{}", std::process::id())),
     };
@@ -73,6 +72,7 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
         selection_debounce: Duration::from_millis(opts.get("selection_debounce_ms")?),
         max_message_size: options.max_message_size,
     }));
+    shared.set_diff_review(opts.get("diff_review")?);
     // SAFETY: luv's async userdata holds a pointer to its uv_async_t; Lua keeps the handle open
     // until after `stop` (which detaches) returns.
     unsafe {
@@ -102,66 +102,36 @@ fn stop(_: &Lua, (): ()) -> LuaResult<bool> {
     })
 }
 
+/// Sets each `key => value` on a Lua table (the `?` is the enclosing function's).
+macro_rules! fields {
+    ($t:expr, $($k:literal => $v:expr),* $(,)?) => {{ $($t.set($k, $v)?;)* }};
+}
+
 fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
     let t = lua.create_table()?;
     match ev {
-        Event::ToolCall {
-            req,
-            client,
-            tool,
-            args,
-        } => {
-            t.set("kind", "tool_call")?;
-            t.set("req", req)?;
-            t.set("client", client)?;
-            t.set("tool", tool)?;
-            t.set("args", to_lua(lua, &args)?)?;
-        }
-        Event::ClientConnected { client } => {
-            t.set("kind", "client_connected")?;
-            t.set("client", client)?;
-        }
-        Event::ClientInitialized {
-            client,
-            name,
-            version,
-        } => {
-            t.set("kind", "client_initialized")?;
-            t.set("client", client)?;
-            t.set("name", name)?;
-            t.set("version", version)?;
-        }
-        Event::SelectionDue => {
-            t.set("kind", "selection_due")?;
-        }
+        Event::ToolCall { req, client, tool, lua: module, args } => fields!(t,
+            "kind" => "tool_call", "req" => req, "client" => client, "tool" => tool,
+            "module" => module, "args" => to_lua(lua, &args)?),
+        Event::ClientConnected { client } => fields!(t, "kind" => "client_connected", "client" => client),
+        Event::ClientInitialized { client, name, version } => fields!(t,
+            "kind" => "client_initialized", "client" => client, "name" => name, "version" => version),
+        Event::SelectionDue => fields!(t, "kind" => "selection_due"),
         Event::Response { req, outcome } => {
-            t.set("kind", "response")?;
-            t.set("req", req)?;
+            fields!(t, "kind" => "response", "req" => req);
             match outcome {
-                Ok(v) => t.set("result", to_lua(lua, &v)?)?,
+                Ok(v) => fields!(t, "result" => to_lua(lua, &v)?),
                 Err(e) => {
                     let et = lua.create_table()?;
-                    et.set("code", e.code)?;
-                    et.set("message", e.message)?;
-                    t.set("error", et)?;
+                    fields!(et, "code" => e.code, "message" => e.message);
+                    fields!(t, "error" => et);
                 }
             }
         }
-        Event::DiffStats { req, stats } => {
-            t.set("kind", "diff_stats")?;
-            t.set("req", req)?;
-            t.set("stats", to_lua(lua, &stats)?)?;
-        }
-        Event::ClientDisconnected {
-            client,
-            name,
-            abandoned,
-        } => {
-            t.set("kind", "client_disconnected")?;
-            t.set("client", client)?;
-            t.set("name", name)?;
-            t.set("abandoned", abandoned)?;
-        }
+        Event::DiffStats { req, stats } => fields!(t,
+            "kind" => "diff_stats", "req" => req, "stats" => to_lua(lua, &stats)?),
+        Event::ClientDisconnected { client, name, abandoned } => fields!(t,
+            "kind" => "client_disconnected", "client" => client, "name" => name, "abandoned" => abandoned),
     }
     Ok(t)
 }
@@ -181,6 +151,24 @@ fn respond(_: &Lua, (req, value): (u64, Value)) -> LuaResult<bool> {
     let value: serde_json::Value = from_lua(value)
         .map_err(|e| err(format!("pi-ide: cannot send this answer as JSON: {e}")))?;
     Ok(with_server(|s| s.shared.respond(req, Ok(value))).unwrap_or(false))
+}
+
+/// Every tool and the Lua module that answers it: `{ [name] = module }`.
+fn tools(lua: &Lua, (): ()) -> LuaResult<Table> {
+    let t = lua.create_table()?;
+    for tool in crate::tools::TOOLS {
+        t.set(tool.name, tool.lua)?;
+    }
+    Ok(t)
+}
+
+/// Options that take effect while running (setup() after start): `{ diff_review = bool }`.
+fn configure(_: &Lua, opts: Table) -> LuaResult<()> {
+    let review: Option<bool> = opts.get("diff_review")?;
+    if let Some(review) = review {
+        with_server(|s| s.shared.set_diff_review(review));
+    }
+    Ok(())
 }
 
 /// The agent suggestions go to (the client that initialized last): `{ id, name, version }`,
@@ -327,18 +315,15 @@ fn status(lua: &Lua, (): ()) -> LuaResult<Table> {
     t.set("requests_in_flight", snap.requests_in_flight)?;
     t.set("request_target", snap.request_target)?;
     let clients = lua.create_table()?;
-    for c in snap.clients {
+    for ClientSnapshot { client: c, parked } in snap.clients {
         let since = c
             .connected_at
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
         let row = lua.create_table()?;
-        row.set("id", c.id)?;
-        row.set("name", c.name)?;
-        row.set("version", c.version)?;
-        row.set("connected_at", since)?;
-        row.set("parked", c.parked)?;
+        fields!(row, "id" => c.id, "name" => c.name, "version" => c.version,
+            "connected_at" => since, "parked" => parked);
         clients.push(row)?;
     }
     t.set("clients", clients)?;
@@ -420,6 +405,8 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         respond_error => respond_error,
         staged_loaded => staged_loaded,
         agent => agent,
+        configure => configure,
+        tools => tools,
         status => status,
         set_workspace_folders => set_workspace_folders,
         selection_touch => selection_touch,

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use crate::clients::take_entries_of;
 use crate::jsonrpc::Id;
 use crate::tools::Tool;
 
@@ -68,17 +69,9 @@ impl ParkedCalls {
 
     /// Forgets a client's calls (its socket is gone) and returns their numbers, in order.
     pub fn forget_client(&self, client: u64) -> Vec<u64> {
-        let mut calls = self.calls.lock();
-        let mut gone: Vec<u64> = calls
-            .iter()
-            .filter(|(_, p)| p.client == client)
-            .map(|(r, _)| *r)
-            .collect();
-        gone.sort_unstable();
-        for r in &gone {
-            calls.remove(r);
-        }
-        gone
+        let gone = take_entries_of(&mut self.calls.lock(), client, |p| p.client);
+        // Dropped outside the lock: each one deletes its staged files.
+        gone.into_iter().map(|(req, _)| req).collect()
     }
 
     /// Lua has loaded what was staged for `req`: the files go now, not when the review ends.
@@ -153,9 +146,7 @@ mod tests {
 
     #[test]
     fn staged_files_go_when_lua_has_loaded_them_or_when_the_call_ends() {
-        let dir = std::env::temp_dir().join(format!("pi-ide-parked-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::scratch_dir("parked");
         let file = |n: &str| {
             let f = dir.join(n);
             std::fs::write(&f, "x").unwrap();

@@ -86,16 +86,8 @@ impl OutgoingRequests {
 
     /// Stops waiting for every request of a client that left; returns (number, method) of each.
     pub fn forget_client(&self, client: u64) -> Vec<(u64, String)> {
-        let mut map = self.map.lock();
-        let mut gone: Vec<u64> = map
-            .iter()
-            .filter(|(_, o)| o.client == client)
-            .map(|(r, _)| *r)
-            .collect();
-        gone.sort_unstable();
-        gone.into_iter()
-            .filter_map(|r| map.remove(&r).map(|o| (r, o.method)))
-            .collect()
+        let gone = crate::clients::take_entries_of(&mut self.map.lock(), client, |o| o.client);
+        gone.into_iter().map(|(r, o)| (r, o.method)).collect()
     }
 
     pub fn count(&self) -> usize {

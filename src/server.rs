@@ -32,7 +32,6 @@ pub struct Options {
     /// Also serve Claude Code: its lockfile folder and its auth header.
     pub claude_code: bool,
     /// Show openDiff to the user (false: accept at once).
-    pub diff_review: bool,
     /// A private folder for staged openDiff proposals; removed on stop.
     pub stage_dir: PathBuf,
 }
@@ -115,7 +114,6 @@ impl Server {
             limits: crate::limits::Limits::for_this_process(),
             max_message_size: opts.max_message_size,
             auth_headers,
-            diff_review: opts.diff_review,
             stage_dir: opts.stage_dir.clone(),
         };
         let task_shared = shared.clone();

@@ -1,5 +1,7 @@
-//! The tools we serve over `tools/call`: their names, JSON Schemas, argument checks, how Lua's
-//! answer is shaped into an MCP tool result, and what is answered if a call is abandoned.
+//! The tools we serve over `tools/call`, one entry each in [`TOOLS`]: name, JSON Schema,
+//! argument checks, how Lua's answer is shaped into an MCP tool result (and Claude Code's shape
+//! where it differs), what is answered if a call is abandoned or Neovim is held up, and the Lua
+//! module whose function of the same name answers it. Following one name finds all of a tool.
 //!
 //! Every tool here is answered by Lua (it needs Neovim); Rust validates the arguments first so
 //! that Lua only ever sees well-typed input.
@@ -88,11 +90,31 @@ pub struct Tool {
     pub shape: Shape,
     pub on_abandon: OnAbandon,
     pub fallback: Option<Fallback>,
+    /// Claude Code's shape of the answer, where it differs from ours (getDiagnostics).
+    pub claude_code: Option<fn(&Value) -> String>,
+    /// The Lua module that answers it: `require(lua)[name](args, reply, event)` (see
+    /// lua/pi-ide/tools/init.lua). Everything else about the tool is this entry.
+    pub lua: &'static str,
 }
+
+/// What a tool is unless its entry says otherwise: no parameters, answered as JSON text, an
+/// error if abandoned, no fallback, the same shape for every client.
+const PLAIN: Tool = Tool {
+    name: "",
+    lua: "",
+    description: "",
+    params: &[],
+    shape: Shape::JsonText,
+    on_abandon: OnAbandon::Error,
+    fallback: None,
+    claude_code: None,
+};
 
 pub static TOOLS: &[Tool] = &[
 Tool {
     name: "getDiagnostics",
+    lua: "pi-ide.tools.diagnostics",
+    claude_code: Some(diagnostics_as_claude),
     description: "Diagnostics (errors, warnings, hints) Neovim has for open files, keyed by file URI. \
                   With `uri`, only that file's.",
     params: &[Param {
@@ -101,59 +123,49 @@ Tool {
         required: false,
         description: "A file URI (file:///...) or absolute path; omit for every open file.",
     }],
-    shape: Shape::JsonText,
-    on_abandon: OnAbandon::Error,
     fallback: Some(Fallback {
         after: Duration::from_millis(500),
         keep: |args| args.get("uri").and_then(Value::as_str).is_none_or(str::is_empty),
         answer: diagnostics_fallback,
     }),
+    ..PLAIN
 },
 Tool {
     name: "getOpenEditorTabs",
+    lua: "pi-ide.tools.editors",
     description: "Listed file buffers as a JSON array of {uri, isActive, isDirty, languageId}.",
-    params: &[],
-    shape: Shape::JsonText,
-    on_abandon: OnAbandon::Error,
-    fallback: None,
+    ..PLAIN
 },
 Tool {
     name: "getOpenEditors",
+    lua: "pi-ide.tools.editors",
     description: "Open file buffers as {tabs: [{uri, isActive, isDirty, label, languageId, fileName, lineCount, ...}]}.",
-    params: &[],
-    shape: Shape::JsonText,
-    on_abandon: OnAbandon::Error,
-    fallback: None,
+    ..PLAIN
 },
 Tool {
     name: "getWorkspaceFolders",
+    lua: "pi-ide.tools.editors",
     description: "The workspace folders (Neovim's current directory and LSP workspace folders) as \
                   {success, folders: [{name, uri, path}], rootPath}.",
-    params: &[],
-    shape: Shape::JsonText,
-    on_abandon: OnAbandon::Error,
-    fallback: None,
+    ..PLAIN
 },
 Tool {
     name: "getCurrentSelection",
+    lua: "pi-ide.tools.selection",
     description: "The selection or cursor in the current file now: {success, text, filePath, fileUrl, selection}. \
                   Lines are zero-based, characters in UTF-16 code units.",
-    params: &[],
-    shape: Shape::JsonText,
-    on_abandon: OnAbandon::Error,
-    fallback: None,
+    ..PLAIN
 },
 Tool {
     name: "getLatestSelection",
+    lua: "pi-ide.tools.selection",
     description: "The last selection_changed state sent: {text, filePath, fileUrl, selection}, or \
                   {success: false, message} when there is none.",
-    params: &[],
-    shape: Shape::JsonText,
-    on_abandon: OnAbandon::Error,
-    fallback: None,
+    ..PLAIN
 },
 Tool {
     name: "openFile",
+    lua: "pi-ide.tools.open_file",
     description: "Open a file in Neovim, optionally selecting lines (1-based startLine/endLine) or text.",
     params: &[
         Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path (or relative to Neovim's directory)." },
@@ -166,19 +178,18 @@ Tool {
         Param { name: "makeFrontmost", ty: Ty::Boolean, required: false, description: "Show and focus it (default true); false only loads it, leaving every window as it is." },
     ],
     shape: Shape::Texts,
-    on_abandon: OnAbandon::Error,
-    fallback: None,
+    ..PLAIN
 },
 Tool {
     name: "checkDocumentDirty",
+    lua: "pi-ide.tools.documents",
     description: "Whether the open buffer of a file has unsaved changes: {success, filePath, isDirty, isUntitled}.",
     params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
-    shape: Shape::JsonText,
-    on_abandon: OnAbandon::Error,
-    fallback: None,
+    ..PLAIN
 },
 Tool {
     name: "openDiff",
+    lua: "pi-ide.tools.reviews",
     description: "Show the user a two-pane diff of a file against proposed contents and wait for their \
                   decision: FILE_SAVED with the final contents (they may have edited them) or \
                   DIFF_REJECTED with the tab_name. The editor never writes the file itself.",
@@ -190,31 +201,29 @@ Tool {
     ],
     shape: Shape::Texts,
     on_abandon: OnAbandon::Reject,
-    fallback: None,
+    ..PLAIN
 },
 Tool {
     name: "close_tab",
+    lua: "pi-ide.tools.reviews",
     description: "Close the review with this tab_name if it is open (rejecting it if undecided). TAB_CLOSED.",
     params: &[Param { name: "tab_name", ty: Ty::String, required: true, description: "The openDiff tab_name." }],
     shape: Shape::Texts,
-    on_abandon: OnAbandon::Error,
-    fallback: None,
+    ..PLAIN
 },
 Tool {
     name: "closeAllDiffTabs",
+    lua: "pi-ide.tools.reviews",
     description: "Close every review this client opened (never another agent's, never the user's own diffs): CLOSED_<n>_DIFF_TABS.",
-    params: &[],
     shape: Shape::Texts,
-    on_abandon: OnAbandon::Error,
-    fallback: None,
+    ..PLAIN
 },
 Tool {
     name: "saveDocument",
+    lua: "pi-ide.tools.documents",
     description: "Write the open buffer of a file to disk: {success, filePath, saved, message}.",
     params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
-    shape: Shape::JsonText,
-    on_abandon: OnAbandon::Error,
-    fallback: None,
+    ..PLAIN
 },
 ];
 
@@ -391,8 +400,8 @@ impl Tool {
         value: Value,
         flavor: crate::clients::Flavor,
     ) -> Result<Value, RpcError> {
-        if self.name == "getDiagnostics" && flavor == crate::clients::Flavor::ClaudeCode {
-            return self.shape_result(Value::String(diagnostics_as_claude(&value)));
+        if let (Some(reshape), crate::clients::Flavor::ClaudeCode) = (self.claude_code, flavor) {
+            return self.shape_result(Value::String(reshape(&value)));
         }
         self.shape_result(value)
     }
@@ -480,6 +489,8 @@ mod tests {
     fn required_and_integer_checks() {
         static T: Tool = Tool {
             name: "t",
+            lua: "t",
+            claude_code: None,
             description: "",
             params: &[
                 Param {
@@ -566,6 +577,8 @@ mod tests {
         assert_eq!(r, json!({"content": [{"type": "text", "text": "{}"}]}));
         static T: Tool = Tool {
             name: "t",
+            lua: "t",
+            claude_code: None,
             description: "",
             params: &[],
             shape: Shape::Texts,

@@ -312,7 +312,7 @@ fn copy_tree(from: &Path, to: &Path) {
 fn a_missing_native_library_gives_one_message_naming_the_build_command() {
     let dir = plugin_copy("nolib", false, None);
     let nvim = nvim_with_plugin_at(&dir);
-    nvim.wait_for("#_G.__notes > 0", PATIENCE);
+    nvim.wait_t("any_note", json!([]), PATIENCE);
     let notes = nvim.notes();
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("not built"), "{notes:?}");
@@ -346,7 +346,7 @@ fn a_library_built_from_other_sources_than_the_checkout_is_refused() {
     let text = std::fs::read_to_string(&lib).unwrap();
     std::fs::write(&lib, format!("{text}\n// a change from upstream\n")).unwrap();
     let nvim = nvim_with_plugin_at(&dir);
-    nvim.wait_for("#_G.__notes > 0", PATIENCE);
+    nvim.wait_t("any_note", json!([]), PATIENCE);
     let notes = nvim.notes();
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("built from other sources than this checkout"), "{notes:?}");
@@ -360,7 +360,7 @@ fn a_library_built_from_other_sources_than_the_checkout_is_refused() {
 fn a_stale_native_library_is_refused_with_the_command_to_run() {
     let dir = plugin_copy("stale", true, Some("9.9.9"));
     let nvim = nvim_with_plugin_at(&dir);
-    nvim.wait_for("#_G.__notes > 0", PATIENCE);
+    nvim.wait_t("any_note", json!([]), PATIENCE);
     let notes = nvim.notes();
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("stale"), "{notes:?}");
@@ -401,6 +401,31 @@ fn lua_and_rust_agree_on_abi_and_version() {
         nvim.lua("return require('pi-ide.native').get().version"),
         json!(cargo_version)
     );
+}
+
+#[test]
+fn every_tool_served_has_its_handler_where_its_entry_says() {
+    let nvim = Nvim::start();
+    let mut p = nvim.peer();
+    let listed = p.request("tools/list", json!({})).unwrap()["result"]["tools"].clone();
+    let names: Vec<String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names.len(), 12, "{names:?}");
+    // One entry per tool in src/tools.rs names its Lua module; the handler is the function
+    // of that module named after the tool.
+    let missing = nvim.lua(
+        "local out = {} for name, mod in pairs(require('pi-ide.native').get().tools()) do \
+           local ok, m = pcall(require, mod) \
+           if not (ok and type(m[name]) == 'function') then table.insert(out, name .. ' in ' .. mod) end end \
+         return out",
+    );
+    assert_eq!(missing, json!([]));
+    let served = nvim.lua("return vim.tbl_count(require('pi-ide.native').get().tools())");
+    assert_eq!(served, json!(names.len()));
 }
 
 #[test]

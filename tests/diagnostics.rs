@@ -138,7 +138,7 @@ fn a_failing_handler_answers_an_error_instead_of_stalling_the_agent() {
     let nvim = patient_nvim();
     // The core answers from its snapshot unless that is behind a change: make it behind (a
     // change announced, never converted), so that the call goes to Lua's handler.
-    nvim.lua("require('pi-ide.tools').handlers.getDiagnostics = function() error('boom') end \
+    nvim.lua("require('pi-ide.tools.diagnostics').getDiagnostics = function() error('boom') end \
               require('pi-ide.native').get().diagnostics_touch()");
     let mut p = nvim.peer();
     let r = p.call_tool("getDiagnostics", json!({})).unwrap();
@@ -148,7 +148,7 @@ fn a_failing_handler_answers_an_error_instead_of_stalling_the_agent() {
         "{r}"
     );
     // An answer that cannot be JSON is an error too, not silence.
-    nvim.lua("require('pi-ide.tools').handlers.getDiagnostics = function() return { f = function() end } end");
+    nvim.lua("require('pi-ide.tools.diagnostics').getDiagnostics = function() return { f = function() end } end");
     let r = p.call_tool("getDiagnostics", json!({})).unwrap();
     assert_eq!(error_code(&r), -32603);
 }

@@ -5,20 +5,13 @@ mod common;
 use common::*;
 use pi_ide_peer::nvim::Options;
 
-/// Records PiIdeDiffOpened/Closed into _G.__diff.
+/// Records PiIdeDiffOpened/Closed (see tests/lua/pi_ide_test.lua).
 fn record_events(nvim: &Nvim) {
-    nvim.lua(
-        "_G.__diff = {} for _, p in ipairs({'PiIdeDiffOpened', 'PiIdeDiffClosed'}) do \
-           vim.api.nvim_create_autocmd('User', {pattern = p, callback = function(a) table.insert(_G.__diff, {event = p, data = a.data}) end}) end",
-    );
+    nvim.t("record_events", json!(["PiIdeDiffOpened", "PiIdeDiffClosed"]));
 }
 
-fn opened(nvim: &Nvim) -> usize {
-    nvim.lua(
-        "return #vim.tbl_filter(function(e) return e.event == 'PiIdeDiffOpened' end, _G.__diff)",
-    )
-    .as_u64()
-    .unwrap() as usize
+fn opened(nvim: &Nvim) -> u64 {
+    nvim.t("count_events", json!(["PiIdeDiffOpened"])).as_u64().unwrap()
 }
 
 /// Sends openDiff (not waiting for the answer) and waits until the review is on screen.
@@ -27,7 +20,7 @@ fn open_diff(nvim: &Nvim, p: &mut Peer, id: &str, path: &str, contents: &str, ta
     p.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": contents, "tab_name": tab}}}))
         .unwrap();
-    nvim.wait_for(&format!("#vim.tbl_filter(function(e) return e.event == 'PiIdeDiffOpened' end, _G.__diff) > {before}"), PATIENCE);
+    wait_until("the review on screen", PATIENCE, || opened(nvim) > before);
 }
 
 fn answer(p: &mut Peer, id: &str) -> Vec<String> {
@@ -75,7 +68,9 @@ fn accept_with_w_sends_the_users_edits_and_never_writes_the_file() {
         "fn a() {}\n",
         "the plugin wrote the file"
     );
-    nvim.wait_for("#vim.tbl_filter(function(e) return e.event == 'PiIdeDiffClosed' and e.data.result == 'accepted' end, _G.__diff) == 1", PATIENCE);
+    wait_until("the review accepted", PATIENCE, || {
+        nvim.t("count_events", json!(["PiIdeDiffClosed", "result", "accepted"])) == json!(1)
+    });
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
 }
 
@@ -167,7 +162,7 @@ fn a_disconnect_mid_review_closes_it() {
     nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
     assert_eq!(
-        nvim.lua("return _G.__diff[#_G.__diff].data.result"),
+        nvim.t("last_event", json!(["PiIdeDiffClosed"]))["result"],
         json!("abandoned")
     );
 }
@@ -209,7 +204,7 @@ fn the_core_rejects_a_review_lua_never_answered_when_stopping() {
     // DIFF_REJECTED from the core, never an error that would let the write through.
     let nvim = Nvim::start();
     let path = setup(&nvim, "core.txt", "x\n");
-    nvim.lua("require('pi-ide.tools').handlers.openDiff = function() end");
+    nvim.lua("require('pi-ide.tools.reviews').openDiff = function() end");
     let mut p = nvim.peer();
     p.send_json(&json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "y\n", "tab_name": "pi-write:core"}}})).unwrap();
@@ -293,7 +288,7 @@ fn close_all_diff_tabs_leaves_the_users_own_diff_alone() {
     assert_eq!(answer(&mut p, "2")[0], "DIFF_REJECTED");
     assert_eq!(answer(&mut p, "all"), vec!["CLOSED_2_DIFF_TABS".to_string()]);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
-    let user_diff = nvim.lua("local n = 0 for _, w in ipairs(vim.api.nvim_list_wins()) do if vim.wo[w].diff then n = n + 1 end end return n");
+    let user_diff = nvim.t("diff_windows", json!([]));
     assert_eq!(user_diff, json!(2), "the user's diff windows were touched");
 }
 
@@ -359,7 +354,7 @@ fn the_users_unsaved_edits_are_kept_and_warned_about() {
     // The agent writes the file; the user's modified buffer is left alone, with a warning.
     nvim.record_notify();
     std::fs::write(&path, "agent\n").unwrap();
-    nvim.wait_for("#_G.__notes > 0", PATIENCE);
+    nvim.wait_t("any_note", json!([]), PATIENCE);
     assert!(
         nvim.notes().join("").contains("unsaved edits"),
         "{:?}",
@@ -400,7 +395,7 @@ fn the_layout_comes_back_and_splitright_does_not_flip_the_panes() {
     nvim.command(&format!("edit {path} | vsplit | tabnew | tabprevious"))
         .unwrap();
     nvim.lua("vim.api.nvim_win_set_cursor(0, {4, 0})");
-    let before = nvim.lua("return {vim.api.nvim_get_current_tabpage(), vim.api.nvim_get_current_win(), vim.api.nvim_win_get_cursor(0), vim.fn.winlayout()}");
+    let before = nvim.t("layout", json!([]));
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "l", &path, "a\nb\nc\nD\ne\nf\n", "pi-edit:l");
     // Left pane: the disk; right pane: the proposal, current, cursor on the first hunk.
@@ -413,7 +408,7 @@ fn the_layout_comes_back_and_splitright_does_not_flip_the_panes() {
         PATIENCE,
     );
     nvim.wait_for("vim.fn.bufname():find('pi-ide://') == nil", PATIENCE);
-    let after = nvim.lua("return {vim.api.nvim_get_current_tabpage(), vim.api.nvim_get_current_win(), vim.api.nvim_win_get_cursor(0), vim.fn.winlayout()}");
+    let after = nvim.t("layout", json!([]));
     assert_eq!(before, after);
 }
 
@@ -544,6 +539,18 @@ fn review_false_accepts_at_once_without_showing_anything() {
     let r = p.call_tool("openDiff", json!({"old_file_path": path, "new_file_path": path, "new_file_contents": "y\n", "tab_name": "t"})).unwrap();
     assert_eq!(texts(&r), vec!["FILE_SAVED".to_string(), "y\n".to_string()]);
     assert_eq!(nvim.lua("return #vim.api.nvim_list_tabpages()"), json!(1));
+    // setup() while running turns reviews back on, without a restart...
+    nvim.lua("require('pi-ide').setup({diff = {review = true}})");
+    p.send_json(&json!({"jsonrpc": "2.0", "id": "on", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
+        "old_file_path": path, "new_file_path": path, "new_file_contents": "z\n", "tab_name": "on"}}})).unwrap();
+    nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
+    nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
+    nvim.command("write").unwrap();
+    assert_eq!(answer(&mut p, "on"), vec!["FILE_SAVED".to_string(), "z\n".to_string()]);
+    // ...and off again.
+    nvim.lua("require('pi-ide').setup({diff = {review = false}})");
+    let r = p.call_tool("openDiff", json!({"old_file_path": path, "new_file_path": path, "new_file_contents": "w\n", "tab_name": "off"})).unwrap();
+    assert_eq!(texts(&r), vec!["FILE_SAVED".to_string(), "w\n".to_string()]);
 }
 
 #[test]

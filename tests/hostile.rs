@@ -60,12 +60,9 @@ fn open_diff_of_what_is_not_a_regular_file_is_refused_at_once() {
             vec!["DIFF_REJECTED".to_string(), format!("pi-write:{i}")],
             "{path}"
         );
-        nvim.wait_for(
-            &format!(
-                "#vim.tbl_filter(function(n) return n.msg:find({path:?}, 1, true) and n.msg:find({why:?}, 1, true) end, _G.__notes) == 1"
-            ),
-            PATIENCE,
-        );
+        wait_until("one note naming the path and why", PATIENCE, || {
+            nvim.t("count_notes", json!([path, why])) == json!(1)
+        });
         // The connection keeps serving.
         assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
         assert!(p.call_tool("getDiagnostics", json!({})).unwrap().get("result").is_some());
@@ -121,16 +118,10 @@ fn an_agent_cannot_name_files_for_the_editor_to_read_or_delete() {
     let mut f = open_diff_frame("s", &t, &t, "new\n", "pi-write:s");
     forge(&mut f);
     p.send_json(&f).unwrap();
-    nvim.wait_for(
-        "(function() for _, b in ipairs(vim.api.nvim_list_bufs()) do \
-           if vim.api.nvim_buf_get_name(b):find('pi-write:s/target.txt', 1, true) and vim.bo[b].buftype == 'acwrite' \
-             and vim.api.nvim_buf_get_lines(b, 0, -1, false)[1] == 'new' then return true end end return false end)()",
-        PATIENCE,
-    );
-    let lines = nvim.lua(
-        "for _, b in ipairs(vim.api.nvim_list_bufs()) do \
-           if vim.api.nvim_buf_get_name(b):find('pi-write:s/disk/', 1, true) then return vim.api.nvim_buf_get_lines(b, 0, -1, false) end end",
-    );
+    wait_until("the proposal pane", PATIENCE, || {
+        nvim.t("buffer_lines", json!(["pi-write:s/target.txt"])) == json!(["new"])
+    });
+    let lines = nvim.t("buffer_lines", json!(["pi-write:s/disk/"]));
     assert_eq!(lines, json!(["old"]), "the left pane shows the file on disk, not a file the agent named");
     // Loaded: the core has deleted what it staged, while the review is still open.
     nvim.wait_for(
@@ -250,7 +241,7 @@ fn a_throwing_autocmd_of_another_plugin_does_not_block_reviews() {
     let path = nvim.cwd.join("t.txt");
     std::fs::write(&path, "old\n").unwrap();
     let path = path.to_string_lossy().to_string();
-    nvim.lua("_G.__opened = 0 vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeDiffOpened', callback = function() _G.__opened = _G.__opened + 1 end })");
+    nvim.t("record_events", json!(["PiIdeDiffOpened"]));
     let mut p = nvim.peer();
     let events = [
         "BufEnter", "BufWinEnter", "WinNew", "TabNew", "OptionSet", "DiffUpdated", "BufNew",
@@ -276,7 +267,7 @@ fn a_throwing_autocmd_of_another_plugin_does_not_block_reviews() {
         // The broken plugin's own errors may bring up hit-enter prompts: Enter, as a user would.
         let n = i + 1;
         wait_until(&format!("review {n} opened ({event})"), PATIENCE, || {
-            nvim.lua_through_prompts(&format!("return _G.__opened == {n}")) == json!(true)
+            nvim.lua_through_prompts(&format!("return require('pi_ide_test').count_events('PiIdeDiffOpened') == {n}")) == json!(true)
         });
         assert_eq!(nvim.lua_through_prompts("return vim.bo.buftype"), json!("acwrite"), "{event}");
         assert_eq!(nvim.lua_through_prompts("return vim.wo.diff"), json!(true), "{event}");
@@ -308,7 +299,7 @@ fn an_open_diff_that_fails_anywhere_is_answered_diff_rejected_never_an_error() {
     let mut p = nvim.peer();
     let path = nvim.cwd.join("f.txt").to_string_lossy().to_string();
     // A handler that throws.
-    nvim.lua("require('pi-ide.tools').handlers.openDiff = function() error('boom') end");
+    nvim.lua("require('pi-ide.tools.reviews').openDiff = function() error('boom') end");
     let r = p
         .call_tool(
             "openDiff",
@@ -317,7 +308,7 @@ fn an_open_diff_that_fails_anywhere_is_answered_diff_rejected_never_an_error() {
         .unwrap();
     assert_eq!(texts(&r), vec!["DIFF_REJECTED".to_string(), "pi-write:a".to_string()], "{r}");
     // An answer that is not text items.
-    nvim.lua("require('pi-ide.tools').handlers.openDiff = function() return { 1, 2 } end");
+    nvim.lua("require('pi-ide.tools.reviews').openDiff = function() return { 1, 2 } end");
     let r = p
         .call_tool(
             "openDiff",

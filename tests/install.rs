@@ -114,7 +114,7 @@ fn clone_at_tag() -> PathBuf {
 fn nvim_at(dir: &Path, path: &str, releases: &str) -> Nvim {
     Nvim::start_with(Options {
         before: Some(format!(
-            "vim.opt.rtp:remove('{}') vim.opt.rtp:prepend('{}') _G.__notes = {{}} vim.notify = function(m) table.insert(_G.__notes, {{msg = m}}) end",
+            "vim.opt.rtp:remove('{}') vim.opt.rtp:prepend('{}') require('pi_ide_test').record_notify()",
             plugin_root().display(),
             dir.display()
         )),
@@ -255,7 +255,7 @@ fn without_a_release_server_it_builds_with_cargo_and_without_cargo_it_says_what_
     assert!(out.status.success());
     let nvim = nvim_at(&dir, &format!("{}:{NO_CARGO}", bin.display()), &format!("http://127.0.0.1:{}", server.port));
     nvim.command("PiIde build").unwrap();
-    nvim.wait_for("#vim.tbl_filter(function(n) return n.msg:find('built from source', 1, true) end, _G.__notes) > 0", PATIENCE);
+    nvim.wait_t("has_note", json!(["built from source"]), PATIENCE);
     assert!(marker.exists());
     let notes = nvim.notes().join("\n");
     assert!(notes.contains("not at a release tag"), "{notes}");
@@ -270,7 +270,7 @@ fn piide_build_downloads_in_the_background_with_progress() {
     let nvim = nvim_at(&dir, NO_CARGO, &format!("http://127.0.0.1:{}", server.port));
     nvim.command("PiIde build").unwrap();
     nvim.wait_for(
-        "#vim.tbl_filter(function(n) return n.msg:find('SHA-256 verified', 1, true) end, _G.__notes) > 0",
+        "require('pi_ide_test').has_note('SHA-256 verified')",
         PATIENCE,
     );
     let notes = nvim.notes().join("\n");
@@ -279,6 +279,6 @@ fn piide_build_downloads_in_the_background_with_progress() {
     nvim.wait_for("require('pi-ide').info().running", PATIENCE);
     // `:PiIde build source` skips the download (and here, with no cargo, says so).
     nvim.command("PiIde build source").unwrap();
-    nvim.wait_for("#vim.tbl_filter(function(n) return n.msg:find('cargo was not found', 1, true) end, _G.__notes) > 0", PATIENCE);
+    nvim.wait_t("has_note", json!(["cargo was not found"]), PATIENCE);
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }

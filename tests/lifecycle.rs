@@ -10,7 +10,7 @@ use std::time::Duration;
 fn park_diagnostics(nvim: &Nvim) {
     nvim.lua(
         "require('pi-ide').stop() require('pi-ide').setup({diagnostics_timeout_ms = 600000}) require('pi-ide').start() \
-         _G.__replies = {} require('pi-ide.tools').handlers.getOpenEditors = function(_, reply) table.insert(_G.__replies, reply) end",
+         require('pi_ide_test').park_calls('pi-ide.tools.editors', 'getOpenEditors')",
     );
 }
 
@@ -43,13 +43,13 @@ fn a_parked_call_does_not_block_other_requests_and_is_answered_later() {
     let mut p = nvim.peer();
     p.send_json(&json!({"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"getOpenEditors","arguments":{}}}))
         .unwrap();
-    nvim.wait_for("#_G.__replies == 1", PATIENCE);
+    nvim.wait_for("require('pi_ide_test').parked_calls() == 1", PATIENCE);
     assert_eq!(nvim.lua("return require('pi-ide').info().parked"), json!(1));
     // Other requests are served meanwhile, on the same connection.
     assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
     // Answering later reaches the client, once.
-    assert_eq!(nvim.lua("return _G.__replies[1]({})"), json!(true));
-    assert_eq!(nvim.lua("return _G.__replies[1]({})"), json!(false));
+    assert_eq!(nvim.t("reply", json!([1, {}])), json!(true));
+    assert_eq!(nvim.t("reply", json!([1, {}])), json!(false));
     let r = p.wait_response(&json!("slow")).unwrap();
     assert_eq!(texts(&r), vec!["{}".to_string()]);
     assert_eq!(nvim.lua("return require('pi-ide').info().parked"), json!(0));
@@ -59,19 +59,20 @@ fn a_parked_call_does_not_block_other_requests_and_is_answered_later() {
 fn a_disconnect_abandons_that_clients_parked_calls_and_tells_lua() {
     let nvim = Nvim::start();
     park_diagnostics(&nvim);
-    nvim.lua("_G.__gone = nil vim.api.nvim_create_autocmd('User', {pattern = 'PiIdeClientDisconnected', callback = function(a) _G.__gone = a.data end})");
+    nvim.t("record_events", json!(["PiIdeClientDisconnected"]));
     let mut p = nvim.peer();
     p.send_json(
         &json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"getOpenEditors"}}),
     )
     .unwrap();
-    nvim.wait_for("#_G.__replies == 1", PATIENCE);
+    nvim.wait_for("require('pi_ide_test').parked_calls() == 1", PATIENCE);
     p.kill();
-    nvim.wait_for("_G.__gone ~= nil", PATIENCE);
-    assert_eq!(nvim.lua("return #_G.__gone.abandoned"), json!(1));
+    nvim.wait_t("has_event", json!(["PiIdeClientDisconnected"]), PATIENCE);
+    let gone = nvim.t("last_event", json!(["PiIdeClientDisconnected"]));
+    assert_eq!(gone["abandoned"].as_array().map(Vec::len), Some(1), "{gone}");
     assert_eq!(nvim.lua("return require('pi-ide').info().parked"), json!(0));
     // A late answer is refused quietly.
-    assert_eq!(nvim.lua("return _G.__replies[1]({})"), json!(false));
+    assert_eq!(nvim.t("reply", json!([1, {}])), json!(false));
 }
 
 #[test]
@@ -81,7 +82,7 @@ fn stop_answers_parked_calls_before_the_close_frame() {
     let mut p = nvim.peer();
     p.send_json(&json!({"jsonrpc":"2.0","id":"parked","method":"tools/call","params":{"name":"getOpenEditors"}}))
         .unwrap();
-    nvim.wait_for("#_G.__replies == 1", PATIENCE);
+    nvim.wait_for("require('pi_ide_test').parked_calls() == 1", PATIENCE);
     nvim.command("PiIde stop").unwrap();
     let (frames, end) = read_until_close(&mut p);
     assert_eq!(frames.len(), 1, "{frames:?}");
@@ -100,7 +101,7 @@ fn quitting_with_a_parked_call_answers_it_then_closes_then_exits() {
         &json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"getOpenEditors"}}),
     )
     .unwrap();
-    nvim.wait_for("#_G.__replies == 1", PATIENCE);
+    nvim.wait_for("require('pi_ide_test').parked_calls() == 1", PATIENCE);
     assert!(nvim.quit(PATIENCE), "nvim did not exit");
     let (frames, end) = read_until_close(&mut p);
     assert_eq!(frames.len(), 1, "{frames:?}");

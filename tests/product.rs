@@ -9,7 +9,9 @@ use std::process::Command;
 #[test]
 fn installs_builds_and_rebuilds_like_lazy_nvim() {
     let dir = fresh_copy();
-    assert!(!dir.join("target").exists());
+    assert!(!dir.join("target/release/libpi_ide.so").exists());
+    // Dependencies come from the checkout's cache; this crate is compiled here from scratch.
+    seed_cargo_cache(&dir);
     // Exactly the documented build step, in the fresh copy.
     let out = Command::new("cargo")
         .args(["build", "--release"])
@@ -58,7 +60,7 @@ fn installs_builds_and_rebuilds_like_lazy_nvim() {
     let text = std::fs::read_to_string(&lib).unwrap();
     std::fs::write(&lib, format!("{text}\n// touched by a test\n")).unwrap();
     nvim.command("PiIde build").unwrap();
-    nvim.wait_for("#vim.tbl_filter(function(n) return n.msg:find('built', 1, true) or n.msg:find('failed', 1, true) end, _G.__notes) > 0", 300 * SECOND);
+    nvim.wait_for("require('pi_ide_test').has_note('built') or require('pi_ide_test').has_note('failed')", 300 * SECOND);
     let notes = nvim.notes().join("\n");
     assert!(notes.contains("Restart Neovim"), "{notes}");
     assert_eq!(nvim.lua("return 1 + 1"), json!(2), "Neovim died");
@@ -206,18 +208,17 @@ fn statusline_text_follows_the_state() {
 fn every_event_fires() {
     let nvim = Nvim::start_with(Options {
         before: Some(
-            "_G.__ev = {} for _, e in ipairs({'PiIdeStarted', 'PiIdeStopped', 'PiIdeClientConnected', 'PiIdeClientDisconnected'}) do \
-               vim.api.nvim_create_autocmd('User', { pattern = e, callback = function(a) table.insert(_G.__ev, { e, a.data }) end }) end"
+            "require('pi_ide_test').record_events('PiIdeStarted', 'PiIdeStopped', 'PiIdeClientConnected', 'PiIdeClientDisconnected')"
                 .into(),
         ),
         ..Default::default()
     });
     let p = nvim.peer();
-    nvim.wait_for("#_G.__ev >= 2", PATIENCE);
+    nvim.wait_for("#require('pi_ide_test').recorded() >= 2", PATIENCE);
     p.close();
-    nvim.wait_for("#_G.__ev >= 3", PATIENCE);
+    nvim.wait_for("#require('pi_ide_test').recorded() >= 3", PATIENCE);
     nvim.command("PiIde stop").unwrap();
-    let ev = nvim.lua("return _G.__ev");
+    let ev = nvim.t("recorded", json!([]));
     let names: Vec<&str> = ev
         .as_array()
         .unwrap()

@@ -389,7 +389,7 @@ fn the_model_picker_marks_the_current_model_and_says_when_the_cli_wins() {
         .as_str()
         .unwrap()
         .contains("openai/gpt-x"));
-    nvim.wait_for("#_G.__notes > 0", PATIENCE);
+    nvim.wait_t("any_note", json!([]), PATIENCE);
     let notes = nvim.notes().join("\n");
     assert!(
         notes.contains("deepseek/v4-flash") && notes.contains("wins"),
@@ -421,7 +421,7 @@ fn errors_show_once_for_manual_triggers_and_never_for_typing() {
     let r = suggestions_request(&mut p);
     p.respond_error(&r["id"], -32603, "model not found: x/y")
         .unwrap();
-    nvim.wait_for("#vim.tbl_filter(function(n) return n.msg:find('model not found', 1, true) end, _G.__notes) == 1", PATIENCE);
+    wait_until("one note", PATIENCE, || nvim.t("count_notes", json!(["model not found"])) == json!(1));
 }
 
 #[test]
@@ -430,7 +430,7 @@ fn without_an_agent_a_manual_trigger_says_so() {
     edit_file(&nvim, "n.txt", &[""]);
     nvim.record_notify();
     type_keys(&nvim, "ia<M-\\>");
-    nvim.wait_for("#_G.__notes > 0", PATIENCE);
+    nvim.wait_t("any_note", json!([]), PATIENCE);
     assert!(
         nvim.notes().join("").contains("no agent is connected"),
         "{:?}",

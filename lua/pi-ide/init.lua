@@ -12,6 +12,7 @@ function M.setup(opts)
   if server.running() then
     require("pi-ide.log").set_level(config.values.log_level)
     require("pi-ide.suggest.keys").apply()
+    server.configure()
   end
 end
 
@@ -30,8 +31,8 @@ function M.info()
 end
 
 --- A short text for the statusline: "" when the server is off, else the agent connected (or
---- "no agent"), reviews waiting, and "…" while a suggestion is being asked for. Reads only
---- Lua-side state: cheap enough for every redraw.
+--- "no agent"), reviews waiting, and "…" while a suggestion is being asked for. One short lock
+--- in the core (which agent) and Lua-side counts: cheap enough for every redraw.
 function M.status()
   local server = package.loaded["pi-ide.server"]
   if not server or not server.running() then

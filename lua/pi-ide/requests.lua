@@ -39,10 +39,7 @@ function M.resolve(ev)
   local callback = waiting[ev.req]
   waiting[ev.req] = nil
   if callback then
-    local ok, err = xpcall(callback, debug.traceback, ev.result, ev.error)
-    if not ok then
-      log.error("answer handler failed: %s", tostring(err))
-    end
+    log.guard("an answer handler", callback)(ev.result, ev.error)
   end
 end
 

@@ -145,10 +145,7 @@ end
 
 local function send(state)
   if state and native then
-    local ok, err = pcall(native.selection_set, state)
-    if not ok then
-      log.error("selection: %s", tostring(err))
-    end
+    log.guard("sending the selection", native.selection_set)(state)
   end
 end
 

@@ -9,10 +9,8 @@ local M = {}
 local state = {
   native = nil,
   async = nil, -- the uv_async_t the Rust core wakes us through
-  scheduled = false,
   info = nil, -- { port, lockfile }
   augroup = nil,
-  folders_pending = false,
 }
 
 local user_event = require("pi-ide.events").fire
@@ -44,7 +42,6 @@ end
 -- Runs on the main loop (scheduled): handles one batch. If more events wait, the core wakes us
 -- again, so typing gets a turn between batches.
 local function process()
-  state.scheduled = false
   local native = state.native
   if not native then
     return
@@ -70,16 +67,25 @@ local function process()
   end
 end
 
--- The async callback runs in a fast context (no API calls allowed): schedule the real work.
-local function on_wake()
-  if not state.scheduled then
-    state.scheduled = true
-    vim.schedule(process)
+-- A function that runs `fn` on the main loop once however often it is called before then. Safe
+-- from a fast context (the async callback, where no API call is allowed).
+local function scheduled_once(fn)
+  local pending = false
+  local function run()
+    pending = false
+    fn()
+  end
+  return function()
+    if not pending then
+      pending = true
+      vim.schedule(run)
+    end
   end
 end
 
+local on_wake = scheduled_once(process)
+
 local function update_folders()
-  state.folders_pending = false
   if state.native and state.info then
     local ok, err = pcall(state.native.set_workspace_folders, require("pi-ide.workspace").folders())
     if not ok then
@@ -88,12 +94,7 @@ local function update_folders()
   end
 end
 
-local function schedule_folders()
-  if not state.folders_pending then
-    state.folders_pending = true
-    vim.schedule(update_folders)
-  end
-end
+local schedule_folders = scheduled_once(update_folders)
 
 function M.running()
   return state.info ~= nil
@@ -104,6 +105,13 @@ end
 function M.agent_name()
   local agent = state.info and state.native and state.native.agent()
   return agent and agent.name or nil
+end
+
+--- Tells the running core the options it acts on by itself (setup() after start).
+function M.configure()
+  if state.info and state.native then
+    state.native.configure({ diff_review = config.values.diff.review })
+  end
 end
 
 --- Starts the server. Returns true, or false after telling the user why not.

@@ -180,6 +180,8 @@ impl Nvim {
         let mut cmd = Command::new(nvim_binary());
         cmd.arg("--embed").arg("--headless").arg("--clean");
         cmd.arg("--cmd").arg(format!("set rtp^={}", root.display()));
+        // The tests' Lua helpers (tests/lua/pi_ide_test.lua), for `t` and `wait_t`.
+        cmd.arg("--cmd").arg(format!("set rtp+={}", root.join("tests").display()));
         if let Some(b) = &opts.before {
             cmd.arg("--cmd").arg(format!("lua {b}"));
         }
@@ -319,15 +321,34 @@ impl Nvim {
         }
     }
 
-    /// Messages shown with vim.notify so far (tests install a recorder with `record_notify`).
-    pub fn record_notify(&self) {
-        self.lua(
-            "_G.__notes = {} vim.notify = function(msg, level) table.insert(_G.__notes, {msg = msg, level = level}) end",
-        );
+    /// Calls a function of the tests' Lua helper module (tests/lua/pi_ide_test.lua) by name,
+    /// with `args` (a JSON array) as its arguments; returns its result.
+    pub fn t(&self, name: &str, args: Value) -> Value {
+        self.lua_with(
+            "local name, args = ... return require('pi_ide_test')[name](unpack(vim.json.decode(args)))",
+            vec![Mp::from(name), Mp::from(args.to_string())],
+        )
     }
 
+    /// Polls a helper function (see [`Nvim::t`]) until it returns true.
+    pub fn wait_t(&self, name: &str, args: Value, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while self.t(name, args.clone()) != Value::Bool(true) {
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {name}({args})");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Records what vim.notify shows from now on (read with `notes`, or `t("count_notes", ...)`).
+    pub fn record_notify(&self) {
+        self.t("record_notify", serde_json::json!([]));
+    }
+
+    /// Messages shown with vim.notify since `record_notify`.
     pub fn notes(&self) -> Vec<String> {
-        let v = self.lua("return vim.tbl_map(function(n) return n.msg end, _G.__notes or {})");
+        let v = self.t("notes", serde_json::json!([]));
         v.as_array()
             .map(|a| {
                 a.iter()

@@ -350,3 +350,24 @@ impl Peer {
         )
     }
 }
+
+/// A masked client frame written by hand, to send what a well-behaved library would not: a
+/// message cut in fragments (`fin` false), a control frame in the middle, a header alone.
+pub fn raw_frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![(if fin { 0x80 } else { 0 }) | opcode];
+    let mask = [7u8, 1, 8, 3];
+    match payload.len() {
+        n if n < 126 => f.push(0x80 | n as u8),
+        n if n < 65536 => {
+            f.push(0x80 | 126);
+            f.extend((n as u16).to_be_bytes());
+        }
+        n => {
+            f.push(0x80 | 127);
+            f.extend((n as u64).to_be_bytes());
+        }
+    }
+    f.extend(mask);
+    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    f
+}

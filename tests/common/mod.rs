@@ -75,7 +75,7 @@ pub fn nvim_with_plugin_at(dir: &std::path::Path) -> Nvim {
     use pi_ide_peer::nvim::{plugin_root, Options};
     Nvim::start_with(Options {
         before: Some(format!(
-            "vim.opt.rtp:remove('{}') vim.opt.rtp:prepend('{}') _G.__notes = {{}} vim.notify = function(m) table.insert(_G.__notes, {{msg = m}}) end",
+            "vim.opt.rtp:remove('{}') vim.opt.rtp:prepend('{}') require('pi_ide_test').record_notify()",
             plugin_root().display(),
             dir.display()
         )),
@@ -113,24 +113,9 @@ pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool)
     }
 }
 
-/// A masked client frame, written by hand (to send what a well-behaved library would not).
+/// A whole masked client frame, written by hand (see [`pi_ide_peer::peer::raw_frame`]).
 pub fn raw_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
-    let mut f = vec![0x80 | opcode];
-    let mask = [7u8, 1, 8, 3];
-    match payload.len() {
-        n if n < 126 => f.push(0x80 | n as u8),
-        n if n < 65536 => {
-            f.push(0x80 | 126);
-            f.extend((n as u16).to_be_bytes());
-        }
-        n => {
-            f.push(0x80 | 127);
-            f.extend((n as u64).to_be_bytes());
-        }
-    }
-    f.extend(mask);
-    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-    f
+    pi_ide_peer::peer::raw_frame(true, opcode, payload)
 }
 
 /// The repository's tracked files copied to a fresh folder, as a plugin manager's clone.
@@ -161,3 +146,35 @@ pub fn fresh_copy() -> std::path::PathBuf {
     dest
 }
 
+
+/// Seeds `dest`'s target/release with the checkout's compiled dependencies (hard links, or
+/// copies across file systems), so that a `cargo build --release` there compiles only this
+/// crate: seconds, where a cold build of every dependency takes minutes. Our own crates'
+/// artifacts are left out, so the build of the fresh copy is real. Nothing to seed: a cold build.
+pub fn seed_cargo_cache(dest: &std::path::Path) {
+    fn link_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+        if from.is_dir() {
+            std::fs::create_dir_all(to)?;
+            for e in std::fs::read_dir(from)? {
+                let e = e?;
+                link_tree(&e.path(), &to.join(e.file_name()))?;
+            }
+            return Ok(());
+        }
+        std::fs::hard_link(from, to).or_else(|_| std::fs::copy(from, to).map(|_| ()))
+    }
+    let release = pi_ide_peer::nvim::plugin_root().join("target/release");
+    for sub in ["deps", "build", ".fingerprint"] {
+        let Ok(entries) = std::fs::read_dir(release.join(sub)) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.contains("pi_ide") || name.contains("pi-ide") {
+                continue;
+            }
+            let to = dest.join("target/release").join(sub).join(&name);
+            let _ = link_tree(&e.path(), &to);
+        }
+    }
+}

@@ -141,7 +141,7 @@ function M.detach()
   native, augroup, pending, scheduled = nil, nil, {}, false
 end
 
-function M.handle(args)
+function M.getDiagnostics(args)
   if type(args.uri) == "string" and args.uri ~= "" then
     local buf = buffers.find(args.uri)
     if not buf then

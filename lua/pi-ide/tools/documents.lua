@@ -4,28 +4,23 @@ local buffers = require("pi-ide.buffers")
 
 local M = {}
 
--- The loaded buffer of exactly this file, or nil and the answer for a document not open.
-local function open_buffer(path)
-  local buf = buffers.find(path)
-  if not buf or not vim.api.nvim_buf_is_loaded(buf) then
-    return nil, { success = false, message = "Document not open: " .. path }
+-- A handler for the loaded buffer of exactly args.filePath: `fn(args, buf)`; a document that
+-- is not open is answered as such.
+local function with_open_buffer(fn)
+  return function(args)
+    local buf = buffers.find(args.filePath)
+    if not buf or not vim.api.nvim_buf_is_loaded(buf) then
+      return { success = false, message = "Document not open: " .. args.filePath }
+    end
+    return fn(args, buf)
   end
-  return buf
 end
 
-function M.dirty(args)
-  local buf, not_open = open_buffer(args.filePath)
-  if not buf then
-    return not_open
-  end
+M.checkDocumentDirty = with_open_buffer(function(args, buf)
   return { success = true, filePath = args.filePath, isDirty = vim.bo[buf].modified, isUntitled = false }
-end
+end)
 
-function M.save(args)
-  local buf, not_open = open_buffer(args.filePath)
-  if not buf then
-    return not_open
-  end
+M.saveDocument = with_open_buffer(function(args, buf)
   local ok, err = pcall(vim.api.nvim_buf_call, buf, function()
     vim.cmd("silent write")
   end)
@@ -33,6 +28,6 @@ function M.save(args)
     return { success = false, filePath = args.filePath, message = "Failed to save file: " .. tostring(err) }
   end
   return { success = true, filePath = args.filePath, saved = true, message = "Document saved successfully" }
-end
+end)
 
 return M

@@ -20,7 +20,7 @@ local function language(buf)
 end
 
 --- pi-ide.nvim's tool: a JSON array (an empty one is `[]`).
-function M.open_editor_tabs()
+function M.getOpenEditorTabs()
   local current = vim.api.nvim_get_current_buf()
   local out = {}
   for _, buf in ipairs(file_buffers()) do
@@ -35,7 +35,7 @@ function M.open_editor_tabs()
 end
 
 --- Claude Code's tool: `{tabs = [...]}`.
-function M.open_editors()
+function M.getOpenEditors()
   local current = vim.api.nvim_get_current_buf()
   local tab = vim.api.nvim_tabpage_get_number(0)
   local tabs = {}
@@ -60,7 +60,7 @@ function M.open_editors()
   return vim.json.encode({ tabs = tabs })
 end
 
-function M.workspace_folders()
+function M.getWorkspaceFolders()
   local folders = {}
   for _, path in ipairs(require("pi-ide.workspace").folders()) do
     table.insert(folders, { name = vim.fs.basename(path), uri = vim.uri_from_fname(path), path = path })

@@ -1,52 +1,11 @@
--- Tool calls parked in Rust reach Lua here. A handler gets (args, reply, call) and either
--- returns its answer (answered at once) or returns nil and calls reply(result) later, as the
--- blocking openDiff will. Every call is answered exactly once, even when a handler fails.
+-- Tool calls parked in Rust reach Lua here. Each tool is one entry in src/tools.rs (schema,
+-- checks, result shape, what is answered if the editor stops) that names the Lua module with
+-- its handler: `require(module)[tool](args, reply, call)`. A handler either returns its answer
+-- (answered at once) or returns nil and calls reply(result) later, as the blocking openDiff
+-- does. Every call is answered exactly once, even when a handler fails.
 local log = require("pi-ide.log")
 
 local M = {}
-
--- Each handler is (args, reply, event) -> answer | nil; see above.
-M.handlers = {
-  getDiagnostics = function(args)
-    return require("pi-ide.tools.diagnostics").handle(args)
-  end,
-  getOpenEditorTabs = function()
-    return require("pi-ide.tools.editors").open_editor_tabs()
-  end,
-  getOpenEditors = function()
-    return require("pi-ide.tools.editors").open_editors()
-  end,
-  getWorkspaceFolders = function()
-    return require("pi-ide.tools.editors").workspace_folders()
-  end,
-  getCurrentSelection = function()
-    return require("pi-ide.tools.selection").current(require("pi-ide.native").get())
-  end,
-  getLatestSelection = function()
-    return require("pi-ide.tools.selection").latest(require("pi-ide.native").get())
-  end,
-  openFile = function(args)
-    return require("pi-ide.tools.open_file").handle(args)
-  end,
-  checkDocumentDirty = function(args)
-    return require("pi-ide.tools.documents").dirty(args)
-  end,
-  saveDocument = function(args)
-    return require("pi-ide.tools.documents").save(args)
-  end,
-  -- Answered when the user decides (see diff.lua).
-  openDiff = function(args, reply, ev)
-    require("pi-ide.diff").open(args, reply, ev)
-  end,
-  -- Each client closes its own reviews only.
-  close_tab = function(args, _, ev)
-    require("pi-ide.diff").close(args.tab_name, ev.client)
-    return "TAB_CLOSED"
-  end,
-  closeAllDiffTabs = function(_, _, ev)
-    return ("CLOSED_%d_DIFF_TABS"):format(require("pi-ide.diff").close_all(ev.client))
-  end,
-}
 
 --- Handles one tool_call event from the Rust core.
 function M.dispatch(native, ev)
@@ -68,8 +27,9 @@ function M.dispatch(native, ev)
     return sent
   end
 
-  local handler = M.handlers[ev.tool]
-  if not handler then
+  local found, mod = pcall(require, ev.module)
+  local handler = found and type(mod) == "table" and mod[ev.tool] or nil
+  if type(handler) ~= "function" then
     answered = true
     native.respond_error(ev.req, METHOD_NOT_FOUND, "tool not available in this editor: " .. tostring(ev.tool))
     return

@@ -76,7 +76,7 @@ local function apply_selection(win, buf, args)
   end
 end
 
-function M.handle(args)
+function M.openFile(args)
   local path = buffers.to_path(args.filePath)
   local buf = buffers.find(path)
   local stat = vim.uv.fs_stat(path)

@@ -1,7 +1,8 @@
 -- getCurrentSelection (read now) and getLatestSelection (the last state sent).
 local M = {}
 
-function M.current(native)
+function M.getCurrentSelection()
+  local native = require("pi-ide.native").get()
   local state = require("pi-ide.selection").compute() or native.selection_last()
   if not state then
     return { success = false, message = "No active editor found" }
@@ -10,7 +11,8 @@ function M.current(native)
   return state
 end
 
-function M.latest(native)
+function M.getLatestSelection()
+  local native = require("pi-ide.native").get()
   return native.selection_last() or { success = false, message = "No selection available" }
 end
 

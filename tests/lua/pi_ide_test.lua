@@ -1,0 +1,150 @@
+-- What the Rust tests ask of Neovim, by name: `nvim.t("layout", json!([]))` runs
+-- `require("pi_ide_test").layout()`. Lua the tests share lives here, as Lua, not in strings.
+-- (tests/ is on the runtimepath of every Neovim the tests start; see peer/src/nvim.rs.)
+local M = {}
+
+-- Notifications ------------------------------------------------------------------------------
+
+local notes = {}
+
+--- Records what vim.notify shows from now on.
+function M.record_notify()
+  notes = {}
+  vim.notify = function(msg, level)
+    table.insert(notes, { msg = tostring(msg), level = level })
+  end
+end
+
+--- Every message shown so far.
+function M.notes()
+  return vim.tbl_map(function(n)
+    return n.msg
+  end, notes)
+end
+
+--- How many messages contain every one of the given pieces of text.
+function M.count_notes(...)
+  local pieces, n = { ... }, 0
+  for _, note in ipairs(notes) do
+    local all = true
+    for _, p in ipairs(pieces) do
+      all = all and note.msg:find(p, 1, true) ~= nil
+    end
+    n = n + (all and 1 or 0)
+  end
+  return n
+end
+
+--- Whether a message contains every one of the given pieces (for waiting on).
+function M.has_note(...)
+  return M.count_notes(...) > 0
+end
+
+--- Whether any message was shown at all.
+function M.any_note()
+  return #notes > 0
+end
+
+-- User events --------------------------------------------------------------------------------
+
+local events = {}
+
+--- Records these User events (with their data) from now on.
+function M.record_events(...)
+  events = {}
+  for _, pattern in ipairs({ ... }) do
+    vim.api.nvim_create_autocmd("User", {
+      pattern = pattern,
+      callback = function(a)
+        table.insert(events, { event = pattern, data = a.data })
+      end,
+    })
+  end
+end
+
+--- How many of `event` were recorded; with `key` and `value`, only those whose data has them.
+function M.count_events(event, key, value)
+  local n = 0
+  for _, e in ipairs(events) do
+    if e.event == event and (key == nil or (e.data or {})[key] == value) then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+--- Whether `event` was recorded (for waiting on).
+function M.has_event(event)
+  return M.count_events(event) > 0
+end
+
+--- Every event recorded, in order, as { name, data }.
+function M.recorded()
+  return vim.tbl_map(function(e)
+    return { e.event, e.data }
+  end, events)
+end
+
+--- The data of the last `event` recorded.
+function M.last_event(event)
+  for i = #events, 1, -1 do
+    if events[i].event == event then
+      return events[i].data
+    end
+  end
+end
+
+-- Tools --------------------------------------------------------------------------------------
+
+local replies = {}
+
+--- Makes a tool park its calls: each call's reply function is kept, for `reply` to answer.
+function M.park_calls(module, tool)
+  replies = {}
+  require(module)[tool] = function(_, reply)
+    table.insert(replies, reply)
+  end
+end
+
+function M.parked_calls()
+  return #replies
+end
+
+--- Answers the i-th parked call with `value`; returns what reply returned (false: too late).
+function M.reply(i, value)
+  return replies[i](value)
+end
+
+-- Windows and buffers ------------------------------------------------------------------------
+
+--- Where the user is: tab, window, cursor and the layout of windows.
+function M.layout()
+  return {
+    vim.api.nvim_get_current_tabpage(),
+    vim.api.nvim_get_current_win(),
+    vim.api.nvim_win_get_cursor(0),
+    vim.fn.winlayout(),
+  }
+end
+
+--- How many windows are in diff mode.
+function M.diff_windows()
+  local n = 0
+  for _, w in ipairs(vim.api.nvim_list_wins()) do
+    if vim.wo[w].diff then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+--- The lines of the buffer whose name contains `part` (nil when there is none).
+function M.buffer_lines(part)
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(b):find(part, 1, true) then
+      return vim.api.nvim_buf_get_lines(b, 0, -1, false)
+    end
+  end
+end
+
+return M
