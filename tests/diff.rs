@@ -572,3 +572,34 @@ fn a_review_waits_while_the_user_types_in_insert_mode() {
     nvim.command("write").unwrap();
     assert_eq!(answer(&mut p, "i")[0], "FILE_SAVED");
 }
+
+#[test]
+fn the_winbar_shows_only_whole_key_hints_and_follows_the_width() {
+    let nvim = Nvim::start();
+    let path = setup(&nvim, "narrow.txt", "a\n");
+    let mut p = nvim.peer();
+    nvim.command("set columns=200").unwrap();
+    open_diff(&nvim, &mut p, "w", &path, "b\n", "pi-edit:w");
+    nvim.wait_for("vim.wo.winbar:find('1 hunk', 1, true) ~= nil", PATIENCE);
+    let bar = || nvim.lua("return vim.wo.winbar").as_str().unwrap().to_string();
+    let all = bar();
+    for hint in [":w accept", "pa accept", "pr reject"] {
+        assert!(all.contains(hint), "{hint} missing in a wide window: {all}");
+    }
+    // Narrow: the hints that do not fit are left out whole (never cut to "<t"), ":w accept" last.
+    nvim.command("vertical resize 50").unwrap();
+    nvim.wait_for("vim.wo.winbar:find('pr reject', 1, true) == nil", PATIENCE);
+    let narrow = bar();
+    assert!(narrow.contains(":w accept") && !narrow.contains("pa accept"), "{narrow}");
+    assert!(!narrow.contains("%<"), "{narrow}");
+    assert_eq!(
+        nvim.lua("return vim.fn.strdisplaywidth(vim.wo.winbar) <= vim.api.nvim_win_get_width(0)"),
+        json!(true),
+        "{narrow}"
+    );
+    // Wide again: every hint is back.
+    nvim.command("vertical resize 150").unwrap();
+    nvim.wait_for("vim.wo.winbar:find('pa accept', 1, true) ~= nil", PATIENCE);
+    nvim.command("PiIde reject").unwrap();
+    assert_eq!(answer(&mut p, "w")[0], "DIFF_REJECTED");
+}

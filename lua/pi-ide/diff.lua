@@ -35,6 +35,23 @@ local function display_name(path)
   return vim.fn.fnamemodify(path, ":~:.")
 end
 
+-- The key hints that fit whole after `head` in the window, in their order (a hint cut to "<t"
+-- helps no one). When room is short the accept key goes first, then the reject hint; ":w accept"
+-- stays longest.
+local function fit_hints(win, head, hints)
+  if not vim.api.nvim_win_is_valid(win) then
+    return hints
+  end
+  local room = vim.api.nvim_win_get_width(win) - vim.fn.strdisplaywidth(head) - #"  ·  "
+  local width = function(list)
+    return vim.fn.strdisplaywidth(table.concat(list, "  "))
+  end
+  while #hints > 0 and width(hints) > room do
+    table.remove(hints, math.min(2, #hints))
+  end
+  return hints
+end
+
 -- Winbars: the proposal says what changed, where it stands among open reviews, and the keys.
 local function refresh_winbars()
   local keys = config.values.diff.keys
@@ -58,13 +75,10 @@ local function refresh_winbars()
       if keys.accept then
         table.insert(hints, key_label(keys.accept) .. " accept")
       end
-      if keys.reject then
-        table.insert(hints, key_label(keys.reject) .. " reject")
-      else
-        table.insert(hints, ":q reject")
-      end
-      -- When the window is narrow, the key hints are cut first (%<).
-      local right_bar = " " .. escape_bar(table.concat(parts, "  ·  ")) .. "  ·  %<" .. escape_bar(table.concat(hints, "  "))
+      table.insert(hints, keys.reject and (key_label(keys.reject) .. " reject") or ":q reject")
+      local head = " " .. table.concat(parts, "  ·  ")
+      local shown = fit_hints(r.ui.right_win, head, hints)
+      local right_bar = escape_bar(head) .. (#shown > 0 and ("  ·  " .. escape_bar(table.concat(shown, "  "))) or "")
       local left_bar = " "
         .. escape_bar(
           display_name(r.old_path)
@@ -402,6 +416,11 @@ local function attach(r, left, right)
     callback = log.guard("accepting a review (:w)", function()
       M.accept(r)
     end),
+  })
+  -- The key hints shown depend on the window's width.
+  vim.api.nvim_create_autocmd({ "VimResized", "WinResized" }, {
+    group = group,
+    callback = log.guard("fitting a review's winbar", refresh_winbars),
   })
   -- However the proposal disappears (:q, :tabclose, :bwipe, :bd), that is a rejection.
   vim.api.nvim_create_autocmd({ "BufWipeout", "BufUnload" }, {
