@@ -32,7 +32,6 @@ pub struct Config {
     pub max_message_size: usize,
     /// The auth header names accepted (Claude Code's too when its compatibility is on).
     pub auth_headers: Vec<&'static str>,
-    /// False: openDiff is accepted at once, without showing anything (`diff.review = false`).
     /// Where openDiff proposals are staged for Lua to read (private to this user).
     pub stage_dir: std::path::PathBuf,
 }
@@ -51,17 +50,11 @@ async fn open_diff(
     let file = config
         .stage_dir
         .join(format!("{}.proposal", shared.next_id()));
-    // Small proposals are staged and diffed right here (well under a millisecond); large ones on
-    // a worker, so that other clients are not kept waiting.
-    let small = args["new_file_contents"]
-        .as_str()
-        .is_some_and(|c| c.len() < SMALL_PROPOSAL);
+    // Staging reads the file on disk (up to max_message_size, whatever the proposal's size) and
+    // may meet a slow filesystem: always on a worker, so that other clients are never kept
+    // waiting, and so that a panic there is a JoinError answered DIFF_REJECTED below.
     let limit = config.max_message_size;
-    let staged = if small {
-        Ok(crate::diff::stage(args, file, limit))
-    } else {
-        tokio::task::spawn_blocking(move || crate::diff::stage(args, file, limit)).await
-    };
+    let staged = tokio::task::spawn_blocking(move || crate::diff::stage(args, file, limit)).await;
     let staged = match staged {
         Ok(staged) => staged,
         Err(_) => {
@@ -84,20 +77,12 @@ async fn open_diff(
     if refused {
         return;
     }
-    if small {
-        let stats = crate::diff::stats_for(&old, &contents);
-        shared.events.push(Event::DiffStats { req, stats }).await;
-        return;
-    }
     let shared = shared.clone();
     tokio::task::spawn_blocking(move || {
         let stats = crate::diff::stats_for(&old, &contents);
         shared.events.push_blocking(Event::DiffStats { req, stats });
     });
 }
-
-/// Proposals below this size are staged and diffed on the server thread itself.
-const SMALL_PROPOSAL: usize = 256 * 1024;
 
 type Ws = WebSocketStream<Watched<TcpStream>>;
 
@@ -259,11 +244,10 @@ impl Conn<'_> {
                         return false;
                     }
                 }
-                Outbound::Close { code, reason } => {
-                    if code == 1008 {
-                        warn!("client {}: {reason}; closing it (1008)", self.client);
-                    }
-                    let close = sink.send(close_message(CloseCode::from(code), &reason));
+                Outbound::GiveUp => {
+                    let reason = crate::outbox::NOT_READING;
+                    warn!("client {}: {reason}; closing it (1008)", self.client);
+                    let close = sink.send(close_message(CloseCode::Policy, reason));
                     let _ = tokio::time::timeout(FLUSH_GRACE, close).await;
                     return false;
                 }

@@ -16,7 +16,8 @@ pub const MAX_FRAMES: usize = 1024;
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outbound {
     Frame(String),
-    Close { code: u16, reason: String },
+    /// Over the bound: close the connection with 1008 ([`NOT_READING`]). Given once.
+    GiveUp,
 }
 
 #[derive(Default)]
@@ -24,9 +25,10 @@ struct Queue {
     frames: VecDeque<String>,
     bytes: usize,
     selection: Option<String>,
-    close: Option<(u16, String)>,
     /// Over the bound: nothing more is queued, the writer closes.
     overflowed: bool,
+    /// The writer has taken its GiveUp.
+    given_up: bool,
 }
 
 pub struct Outbox {
@@ -48,10 +50,10 @@ impl Outbox {
         }
     }
 
-    /// Queues a frame. False when the client is being closed (overflowed or closing).
+    /// Queues a frame. False when the client is being given up.
     pub fn push(&self, frame: String) -> bool {
         let mut q = self.queue.lock();
-        if q.overflowed || q.close.is_some() {
+        if q.overflowed {
             return false;
         }
         q.bytes += frame.len();
@@ -61,7 +63,6 @@ impl Outbox {
             q.frames.clear();
             q.bytes = 0;
             q.selection = None;
-            q.close = Some((1008, NOT_READING.into()));
         }
         drop(q);
         self.ready.notify_one();
@@ -71,7 +72,7 @@ impl Outbox {
     /// The selection as it is now, replacing one not yet written.
     pub fn set_selection(&self, frame: String) -> bool {
         let mut q = self.queue.lock();
-        if q.overflowed || q.close.is_some() {
+        if q.overflowed {
             return false;
         }
         q.selection = Some(frame);
@@ -80,41 +81,24 @@ impl Outbox {
         true
     }
 
-    /// Asks the writer to close after what is queued.
-    pub fn close(&self, code: u16, reason: &str) {
-        let mut q = self.queue.lock();
-        if q.close.is_none() {
-            q.close = Some((code, reason.to_owned()));
-        }
-        drop(q);
-        self.ready.notify_one();
-    }
-
     /// Whether the client was given up for not reading (its writer must not wait on it).
     pub fn overflowed(&self) -> bool {
         self.queue.lock().overflowed
     }
 
-    /// The next thing to write, if any: queued frames in order, then the latest selection,
-    /// then a close.
+    /// The next thing to write, if any: queued frames in order, then the latest selection; once
+    /// over the bound, only GiveUp.
     pub fn take(&self) -> Option<Outbound> {
         let mut q = self.queue.lock();
         if q.overflowed {
-            return q
-                .close
-                .take()
-                .map(|(code, reason)| Outbound::Close { code, reason });
+            let first = !std::mem::replace(&mut q.given_up, true);
+            return first.then_some(Outbound::GiveUp);
         }
         if let Some(f) = q.frames.pop_front() {
             q.bytes -= f.len();
             return Some(Outbound::Frame(f));
         }
-        if let Some(s) = q.selection.take() {
-            return Some(Outbound::Frame(s));
-        }
-        q.close
-            .take()
-            .map(|(code, reason)| Outbound::Close { code, reason })
+        q.selection.take().map(Outbound::Frame)
     }
 
     /// Waits until something may be there to take.
@@ -168,35 +152,13 @@ mod tests {
         assert!(o.overflowed());
         assert!(o.is_empty());
         assert!(!o.push("more".into()), "nothing is queued after the overflow");
-        assert_eq!(
-            o.take(),
-            Some(Outbound::Close {
-                code: 1008,
-                reason: NOT_READING.into()
-            })
-        );
+        assert_eq!(o.take(), Some(Outbound::GiveUp));
+        assert_eq!(o.take(), None, "given up once");
         // Bytes: one large frame is fine; a second one beyond the bound is not.
         let o = Outbox::new(1000);
         assert!(o.push("x".repeat(5000)));
         assert!(!o.overflowed());
         o.push("y".into());
         assert!(o.overflowed());
-    }
-
-    #[test]
-    fn close_comes_after_what_is_queued() {
-        let o = Outbox::new(1 << 20);
-        o.push("a".into());
-        o.close(1001, "bye");
-        assert!(!o.push("late".into()));
-        assert_eq!(o.take(), Some(Outbound::Frame("a".into())));
-        assert_eq!(
-            o.take(),
-            Some(Outbound::Close {
-                code: 1001,
-                reason: "bye".into()
-            })
-        );
-        assert_eq!(o.take(), None);
     }
 }

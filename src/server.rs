@@ -31,7 +31,6 @@ pub struct Options {
     pub diagnostics_timeout: Duration,
     /// Also serve Claude Code: its lockfile folder and its auth header.
     pub claude_code: bool,
-    /// Show openDiff to the user (false: accept at once).
     /// A private folder for staged openDiff proposals; removed on stop.
     pub stage_dir: PathBuf,
 }
