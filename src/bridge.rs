@@ -342,7 +342,7 @@ impl Shared {
             let shared = self.clone();
             rt.spawn(async move {
                 tokio::time::sleep(t).await;
-                shared.time_out(req, t);
+                shared.time_out(req, t).await;
             });
         }
         Ok(req)
@@ -359,7 +359,7 @@ impl Shared {
         true
     }
 
-    fn time_out(&self, req: u64, after: Duration) {
+    async fn time_out(&self, req: u64, after: Duration) {
         if !self.cancel(req) {
             return;
         }
@@ -368,11 +368,9 @@ impl Shared {
             TIMED_OUT,
             format!("no answer within {} ms", after.as_millis()),
         ));
-        // From a timer, without waiting for room: if Lua is that far behind, a timed-out
-        // request's notice is not worth blocking the runtime for.
-        if !self.events.try_push(Event::Response { req, outcome }) {
-            debug!("event queue full; dropped a timeout notice");
-        }
+        // Lua's callback waits for exactly one answer, this one: wait for room (this timer's
+        // own task; after stop the queue is closed and this returns at once).
+        self.events.push(Event::Response { req, outcome }).await;
     }
 
     /// An answer from `client`. Returns the event for Lua, or None when nothing waits for it

@@ -83,15 +83,6 @@ impl EventQueue {
         true
     }
 
-    /// Queues an event if there is room, without waiting. False when full or stopped.
-    pub fn try_push(&self, event: Event) -> bool {
-        if self.tx.try_send(event).is_err() {
-            return false;
-        }
-        self.waker.wake();
-        true
-    }
-
     /// [`EventQueue::push`] for threads outside the runtime (the debounce thread).
     pub fn push_blocking(&self, event: Event) -> bool {
         if self.tx.blocking_send(event).is_err() {
