@@ -163,18 +163,12 @@ impl Clients {
 
     /// The client requests go to: the one that initialized most recently.
     pub fn request_target(&self) -> Option<u64> {
-        self.map
-            .lock()
-            .iter()
-            .filter(|(_, c)| c.initialized)
-            .max_by_key(|(_, c)| c.initialized_seq)
-            .map(|(id, _)| *id)
+        newest_initialized(&self.map.lock()).map(|(id, _)| id)
     }
 
     /// The agent suggestions go to: the client requests go to, if it said its name.
     pub fn agent(&self) -> Option<ClientStatus> {
-        let id = self.request_target()?;
-        self.statuses().into_iter().find(|c| c.id == id)
+        newest_initialized(&self.map.lock()).map(|(id, c)| status_of(id, c))
     }
 
     /// Every client, by id.
@@ -183,15 +177,26 @@ impl Clients {
             .map
             .lock()
             .iter()
-            .map(|(id, c)| ClientStatus {
-                id: *id,
-                name: c.name.clone(),
-                version: c.version.clone(),
-                connected_at: c.connected_at,
-            })
+            .map(|(id, c)| status_of(*id, c))
             .collect();
         list.sort_by_key(|c| c.id);
         list
+    }
+}
+
+fn newest_initialized(map: &HashMap<u64, Client>) -> Option<(u64, &Client)> {
+    map.iter()
+        .filter(|(_, c)| c.initialized)
+        .max_by_key(|(_, c)| c.initialized_seq)
+        .map(|(id, c)| (*id, c))
+}
+
+fn status_of(id: u64, c: &Client) -> ClientStatus {
+    ClientStatus {
+        id,
+        name: c.name.clone(),
+        version: c.version.clone(),
+        connected_at: c.connected_at,
     }
 }
 

@@ -76,50 +76,51 @@ impl Snapshot {
     /// The answer from the snapshot as it is (also when it may be behind: the busy-editor
     /// fallback). None when `uri` is not an absolute, normalised path (Lua resolves those).
     pub fn render(&self, args: &Value) -> Option<Value> {
-        let files = self.files.lock();
         let wanted = args
             .get("uri")
             .and_then(Value::as_str)
             .filter(|u| !u.is_empty());
-        let mut out = String::from("{");
-        let mut add = |e: &Entry| {
-            if out.len() > 1 {
-                out.push(',');
-            }
-            out.push_str(&Value::String(e.uri.clone()).to_string());
-            out.push(':');
-            out.push_str(&e.items);
+        let Some(uri) = wanted else {
+            return Some(object(self.files.lock().values()));
         };
-        match wanted {
-            None => files.values().for_each(&mut add),
-            Some(uri) => {
-                let path = crate::tools::uri_path(uri);
-                if !plain_absolute(&path) {
-                    return None;
-                }
-                let found = files.values().find(|e| e.path == path).or_else(|| {
-                    let real = std::fs::canonicalize(&path).ok()?;
-                    let real = real.to_string_lossy();
-                    files
-                        .values()
-                        .find(|e| e.real.as_deref().unwrap_or(&e.path) == real)
-                });
-                if let Some(e) = found {
-                    add(e);
-                }
+        let path = crate::tools::uri_path(uri);
+        if !plain_absolute(&path) {
+            return None;
+        }
+        {
+            let files = self.files.lock();
+            if let Some(e) = files.values().find(|e| e.path == path) {
+                return Some(object(std::iter::once(e)));
             }
         }
-        out.push('}');
-        Some(Value::String(out))
+        // Not open under that name: perhaps through a link. Resolved without the lock, so that
+        // a slow filesystem never holds up Lua's updates on the main thread.
+        let real = std::fs::canonicalize(&path)
+            .ok()
+            .map(|p| p.to_string_lossy().into_owned());
+        let files = self.files.lock();
+        let found = real.and_then(|real| {
+            files
+                .values()
+                .find(|e| e.real.as_deref().unwrap_or(&e.path) == real)
+        });
+        Some(object(found.into_iter()))
     }
+}
 
-    pub fn len(&self) -> usize {
-        self.files.lock().len()
+/// A getDiagnostics answer: `{uri: [items...]}`, the items as Lua encoded them.
+fn object<'a>(entries: impl Iterator<Item = &'a Entry>) -> Value {
+    let mut out = String::from("{");
+    for e in entries {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(&Value::String(e.uri.clone()).to_string());
+        out.push(':');
+        out.push_str(&e.items);
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
+    out.push('}');
+    Value::String(out)
 }
 
 /// An absolute path with nothing Lua would normalise (`//`, `.`, `..`, a trailing `/`, `~`).
