@@ -69,19 +69,7 @@ end
 
 -- A function that runs `fn` on the main loop once however often it is called before then. Safe
 -- from a fast context (the async callback, where no API call is allowed).
-local function scheduled_once(fn)
-  local pending = false
-  local function run()
-    pending = false
-    fn()
-  end
-  return function()
-    if not pending then
-      pending = true
-      vim.schedule(run)
-    end
-  end
-end
+local scheduled_once = require("pi-ide.schedule").once
 
 local on_wake = scheduled_once(process)
 

@@ -1,8 +1,8 @@
 -- getDiagnostics {uri?}: what vim.diagnostic holds, keyed by file URI, in the shape the Pi
 -- extension reads (zero-based lines, UTF-16 characters). It is called before every model call
 -- and waited for without a timeout, so it must always answer, and fast: the core answers it
--- from a snapshot this file keeps current (attach), and only asks here (handle) while the
--- snapshot is behind a change.
+-- from a snapshot this file keeps current (attach), and only asks here (getDiagnostics) while
+-- the snapshot is behind a change.
 local buffers = require("pi-ide.buffers")
 
 local M = {}
@@ -34,6 +34,14 @@ local function convert(buf, d, lines)
   }
 end
 
+local function items_of(buf, list)
+  local lines, items = {}, {}
+  for i, d in ipairs(list) do
+    items[i] = convert(buf, d, lines)
+  end
+  return items
+end
+
 local function collect(bufnr)
   local out = {}
   local by_buf = {}
@@ -44,22 +52,18 @@ local function collect(bufnr)
   for buf, list in pairs(by_buf) do
     local uri = vim.api.nvim_buf_is_valid(buf) and buffers.uri(buf)
     if uri then
-      local lines = {}
-      local items = {}
-      for i, d in ipairs(list) do
-        items[i] = convert(buf, d, lines)
-      end
-      out[uri] = items
+      out[uri] = items_of(buf, list)
     end
   end
   return out
 end
 
 -- The snapshot in the core: buffers whose diagnostics changed are converted once per turn of
--- the loop; the core is told at once that something changed, so until then it asks `handle`.
+-- the loop; the core is told at once that something changed, so until then it asks
+-- getDiagnostics.
+local log = require("pi-ide.log")
 local native, augroup
 local pending = {} -- buf -> true
-local scheduled = false
 
 local function entry(buf)
   if not vim.api.nvim_buf_is_valid(buf) then
@@ -70,17 +74,13 @@ local function entry(buf)
   if #list == 0 then
     return { buf = buf }
   end
-  local lines, items = {}, {}
-  for i, d in ipairs(list) do
-    items[i] = convert(buf, d, lines)
-  end
+  local items = items_of(buf, list)
   local path = vim.api.nvim_buf_get_name(buf)
   local real = vim.uv.fs_realpath(path)
   return { buf = buf, uri = uri, path = path, real = real ~= path and real or nil, items = vim.json.encode(items) }
 end
 
 local function sync()
-  scheduled = false
   if not native then
     return
   end
@@ -93,6 +93,8 @@ local function sync()
   native.diagnostics_update(list, as_of)
 end
 
+local flush = require("pi-ide.schedule").once(log.guard("diagnostics snapshot", sync))
+
 local function changed(buf)
   -- No vim.diagnostic loaded: there are no diagnostics, and none to take away.
   if not native or not package.loaded["vim.diagnostic"] then
@@ -100,22 +102,13 @@ local function changed(buf)
   end
   native.diagnostics_touch()
   pending[buf] = true
-  if not scheduled then
-    scheduled = true
-    vim.schedule(function()
-      local ok, err = pcall(sync)
-      if not ok then
-        require("pi-ide.log").error("diagnostics snapshot: %s", tostring(err))
-      end
-    end)
-  end
+  flush()
 end
 
 --- Starts keeping the core's snapshot current (from the server's start to its stop).
 function M.attach(mod)
   native = mod
   augroup = vim.api.nvim_create_augroup("PiIdeDiagnostics", { clear = true })
-  local log = require("pi-ide.log")
   vim.api.nvim_create_autocmd({ "DiagnosticChanged", "BufWipeout", "BufFilePost" }, {
     group = augroup,
     callback = log.guard("diagnostics snapshot", function(ev)
@@ -129,8 +122,7 @@ function M.attach(mod)
     for _, d in ipairs(vim.diagnostic.get(nil)) do
       pending[d.bufnr] = true
     end
-    scheduled = true
-    vim.schedule(sync)
+    flush()
   end
 end
 
@@ -138,7 +130,7 @@ function M.detach()
   if augroup then
     pcall(vim.api.nvim_del_augroup_by_id, augroup)
   end
-  native, augroup, pending, scheduled = nil, nil, {}, false
+  native, augroup, pending = nil, nil, {}
 end
 
 function M.getDiagnostics(args)
