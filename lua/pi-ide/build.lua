@@ -8,7 +8,7 @@
 -- $PI_IDE_BUILD=source (or :PiIde build source) skips the download.
 local M = {}
 
-M.root = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h:h")
+M.root = require("pi-ide.native").root
 M.command = { "cargo", "build", "--release" }
 
 local function tail(text, n)
@@ -28,10 +28,7 @@ local function from_source_only(force)
   return force or vim.env.PI_IDE_BUILD == "source"
 end
 
---- Gets the library: `done(ok, message)` runs on the main loop. `opts.source` skips the
---- download; `opts.progress(msg)` is told how it goes.
-function M.run(opts, done)
-  opts = opts or {}
+local function run(opts, done)
   local progress = opts.progress or function() end
   local function cargo(why_no_prebuilt)
     if vim.fn.executable("cargo") ~= 1 then
@@ -75,15 +72,34 @@ function M.run(opts, done)
   local dest = require("pi-ide.native").path()
   require("pi-ide.prebuilt").install(M.root, dest, function(ok, msg, why)
     if ok then
-      done(true, msg)
-    else
-      -- A checksum mismatch is worth the user's eye even when a build follows.
-      if why == "checksum" then
-        vim.notify("pi-ide.nvim: " .. msg, vim.log.levels.WARN)
-      end
-      cargo(msg)
+      return done(true, msg)
+    end
+    -- A checksum mismatch is worth the user's eye even when a build follows.
+    if why == "checksum" then
+      vim.notify("pi-ide.nvim: " .. msg, vim.log.levels.WARN)
+    end
+    local started, err = pcall(cargo, msg)
+    if not started then
+      done(false, "cannot start cargo: " .. tostring(err))
     end
   end, progress)
+end
+
+--- Gets the library: `done(ok, message)` runs once, on the main loop, whatever fails on the
+--- way (a build that could never end would leave :PiIde build "already running" for good).
+--- `opts.source` skips the download; `opts.progress(msg)` is told how it goes.
+function M.run(opts, done)
+  local finished = false
+  local function finish(ok, msg)
+    if not finished then
+      finished = true
+      done(ok, msg)
+    end
+  end
+  local ok, err = pcall(run, opts or {}, finish)
+  if not ok then
+    finish(false, "getting the core failed: " .. tostring(err))
+  end
 end
 
 --- Gets the library and waits; raises a readable error on failure (what lazy.nvim shows).

@@ -101,9 +101,9 @@ M.subcommands = {
       return
     end
     require("pi-ide.build").async(function(ok)
-      -- A library that was missing can be loaded now; a loaded one is kept until restart.
+      -- A library that was missing can be loaded now (build.async let it be retried); a
+      -- loaded one is kept until restart.
       if ok and not require("pi-ide.native").get() then
-        require("pi-ide.native").retry()
         require("pi-ide").autostart()
       end
     end, { source = opts.fargs[2] == "source" })

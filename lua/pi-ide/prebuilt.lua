@@ -8,8 +8,6 @@ local sha256 = require("pi-ide.sha256")
 
 local M = {}
 
-M.root = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h:h")
-
 --- The Rust target of this machine's prebuilt library and its file extension, or nil and why.
 function M.target()
   local u = vim.uv.os_uname()
@@ -147,7 +145,10 @@ function M.install(root, dest, done, progress)
       if d.code ~= 0 then
         return finish(false, ("the download of %s failed (%s)"):format(url, vim.trim(d.stderr or "exit " .. d.code)))
       end
-      local got = sha256.file(tmp)
+      local got, read_err = sha256.file(tmp)
+      if not got then
+        return finish(false, ("cannot read the download of %s: %s"):format(url, tostring(read_err)))
+      end
       if got ~= expected then
         return finish(
           false,
