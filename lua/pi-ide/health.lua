@@ -118,9 +118,11 @@ local function check_suggestions()
       local m = vim.api.nvim_buf_call(in_buf, function()
         return vim.fn.maparg(lhs, "i", false, true)
       end)
-      if m.lhs and not (m.desc or ""):find("^pi%-ide") and falls_back_to_us(m, lhs) then
-        h.ok(("%s (%s): %s"):format(lhs, action, falls_back_to_us(m, lhs)))
-      elseif m.lhs and not (m.desc or ""):find("^pi%-ide") then
+      local other = m.lhs and not (m.desc or ""):find("^pi%-ide")
+      local fallback = other and falls_back_to_us(m, lhs)
+      if fallback then
+        h.ok(("%s (%s): %s"):format(lhs, action, fallback))
+      elseif other then
         h.warn(
           ("%s (%s) in Insert mode is mapped by something else%s: pi-ide's mapping is used only if that one hands the key on"):format(
             lhs,

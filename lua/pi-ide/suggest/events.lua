@@ -11,6 +11,12 @@ local function loaded()
   return package.loaded["pi-ide.suggest"]
 end
 
+--- Insert mode proper (not Replace, not a completion submode's neighbours).
+function M.in_insert_mode()
+  local m = vim.api.nvim_get_mode().mode
+  return m == "i" or m == "ic" or m == "ix"
+end
+
 function M.attach()
   local ghost = require("pi-ide.suggest.ghost")
   ghost.define_highlights()
@@ -37,8 +43,7 @@ function M.attach()
   au({ "InsertLeave", "BufLeave", "WinLeave" }, clear)
   -- <C-c> leaves Insert mode without InsertLeave; ModeChanged still sees it.
   au("ModeChanged", function()
-    local m = vim.api.nvim_get_mode().mode
-    if not (m == "i" or m == "ic" or m == "ix") then
+    if not M.in_insert_mode() then
       clear()
     end
   end, { pattern = "i*:*" })

@@ -82,10 +82,7 @@ function M.allowed(buf)
   return true
 end
 
-local function in_insert_mode()
-  local m = vim.api.nvim_get_mode().mode
-  return m == "i" or m == "ic" or m == "ix"
-end
+local in_insert_mode = require("pi-ide.suggest.events").in_insert_mode
 
 -- A completion menu (the built-in one, nvim-cmp's or blink.cmp's) hides the ghost text.
 local function menu_visible()
