@@ -73,7 +73,7 @@ pub fn refusal_response(refusal: &Refusal) -> ErrorResponse {
 
 /// A tungstenite handshake callback that applies [`check`] and records the outcome. A client
 /// that asks for the `mcp` subprotocol (Claude Code does) gets it echoed.
-pub struct Gate<'a> {
+pub struct UpgradeCheck<'a> {
     pub token: &'a str,
     pub accepted: &'a [&'a str],
     pub refused: &'a mut Option<Refusal>,
@@ -93,7 +93,7 @@ fn asks_for_mcp(request: &Request) -> bool {
         .any(|p| p.trim() == "mcp")
 }
 
-impl tokio_tungstenite::tungstenite::handshake::server::Callback for Gate<'_> {
+impl tokio_tungstenite::tungstenite::handshake::server::Callback for UpgradeCheck<'_> {
     fn on_request(
         self,
         request: &Request,

@@ -18,9 +18,10 @@ use crate::diagnostics;
 use crate::events::{Event, EventQueue};
 use crate::jsonrpc::{self, Id, RpcError, INTERNAL_ERROR};
 use crate::parked::{Parked, ParkedCalls};
-use crate::requests::{OutgoingRequests, SendError, TIMED_OUT};
+use crate::outbox::Queued;
+use crate::requests::{OutgoingRequests, Requested, SendError, TIMED_OUT};
 use crate::selection::Selection;
-use crate::tools::Tool;
+use crate::tools::{Hook, Tool};
 use crate::{debug, warn};
 
 pub struct Shared {
@@ -41,6 +42,10 @@ pub struct Shared {
     fallback_after: Option<Duration>,
     /// The server's runtime, for timers started from the main thread.
     runtime: OnceLock<tokio::runtime::Handle>,
+    /// The largest message a client may send (the user's `max_message_size`).
+    pub max_message_size: usize,
+    /// Where openDiff proposals are staged for Lua to read (private to this user).
+    pub stage_dir: std::path::PathBuf,
 }
 
 /// What the user configured that the shared state needs.
@@ -49,6 +54,8 @@ pub struct Settings {
     pub selection_debounce: Duration,
     /// The largest frame accepted; also how many bytes may wait for one client.
     pub max_message_size: usize,
+    /// A private folder for staged openDiff proposals (removed on stop).
+    pub stage_dir: std::path::PathBuf,
 }
 
 impl Default for Settings {
@@ -57,6 +64,7 @@ impl Default for Settings {
             fallback_after: None,
             selection_debounce: Duration::from_millis(100),
             max_message_size: 64 * 1024 * 1024,
+            stage_dir: std::env::temp_dir().join(format!("pi-ide-stage-{}", std::process::id())),
         }
     }
 }
@@ -98,6 +106,8 @@ impl Shared {
             diff_review: AtomicBool::new(true),
             fallback_after: settings.fallback_after,
             runtime: OnceLock::new(),
+            max_message_size: settings.max_message_size,
+            stage_dir: settings.stage_dir,
         }
     }
 
@@ -146,10 +156,21 @@ impl Shared {
         }
     }
 
-    /// A client's socket is gone: forgets it, its parked calls and its requests. Returns the
-    /// events for Lua: one per lost request, then the disconnect (with the numbers of its
-    /// parked calls, whose answers are no longer wanted).
-    pub fn forget_client(&self, client: u64) -> Vec<Event> {
+    /// The one rule of every close path: before a connection closes, each of its parked calls
+    /// is answered with its tool's abandon answer (openDiff: DIFF_REJECTED), queued ahead of
+    /// the Close. Returns their numbers (Lua takes their reviews away).
+    pub fn abandon_client(&self, client: u64) -> Vec<u64> {
+        let reqs = self.parked.reqs_of(client);
+        for &req in &reqs {
+            self.abandon(req);
+        }
+        reqs
+    }
+
+    /// A client's socket is gone: forgets it, its parked calls and its requests. `reason`: why
+    /// the editor closed it, if it did. Returns the events for Lua: one per lost request, then
+    /// the disconnect (with the numbers of its parked calls, whose answers are no longer wanted).
+    pub fn forget_client(&self, client: u64, reason: Option<String>) -> Vec<Event> {
         let name = self.clients.remove(client).and_then(|c| c.name);
         let abandoned = self.parked.forget_client(client);
         let lost = self
@@ -168,6 +189,7 @@ impl Shared {
             client,
             name,
             abandoned,
+            reason,
         });
         events
     }
@@ -204,7 +226,7 @@ impl Shared {
         tool: &'static Tool,
         args: Value,
     ) -> u64 {
-        self.park_staged(client, id, tool, args, Vec::new()).await
+        self.park_staged(client, id, tool, args, Vec::new(), 0).await
     }
 
     /// [`Shared::park`] for a call that owns staged files (openDiff): they are deleted when
@@ -216,6 +238,7 @@ impl Shared {
         tool: &'static Tool,
         args: Value,
         staged: Vec<std::path::PathBuf>,
+        staged_bytes: u64,
     ) -> u64 {
         let req = self.next_id();
         let call = Parked {
@@ -225,6 +248,7 @@ impl Shared {
             args: tool.fallback.as_ref().map(|_| args.clone()),
             context: tool.abandon_context(&args),
             staged,
+            staged_bytes,
         };
         self.parked.insert(req, call);
         if let Some(fallback) = &tool.fallback {
@@ -232,7 +256,7 @@ impl Shared {
             let after = self.fallback_after.unwrap_or(fallback.after);
             tokio::spawn(async move {
                 tokio::time::sleep(after).await;
-                shared.expire(req);
+                shared.expire(req).await;
             });
         }
         let event = Event::ToolCall {
@@ -263,24 +287,26 @@ impl Shared {
         let outcome = outcome.and_then(|v| p.tool.shape_result_for(v, flavor));
         let outcome = p.tool.owed(outcome, p.context.as_deref());
         self.clients
-            .send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
+            .answer_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
         true
     }
 
     /// The fallback timer fired: if Lua has not answered yet, answer from what was kept.
-    fn expire(&self, req: u64) {
+    async fn expire(&self, req: u64) {
         let Some(p) = self.parked.take(req) else {
             return;
         };
         let (Some(f), Some(args)) = (&p.tool.fallback, &p.args) else {
             return;
         };
-        // getDiagnostics: the snapshot when it holds every change; while it is behind, Lua's
-        // last full answer (given when the snapshot was behind, so newer) if there is one.
+        // A tool answered from the snapshot (getDiagnostics): the snapshot when it holds every
+        // change; while it is behind, Lua's last full answer (given when the snapshot was
+        // behind, so newer) if there is one.
         let kept = self.parked.kept(p.tool.name);
-        let snapshot = (p.tool.name == "getDiagnostics")
-            .then(|| self.diagnostics.render(args))
-            .flatten();
+        let snapshot = match p.tool.hook {
+            Hook::Snapshot => diagnostics::render_bounded(&self.diagnostics, args).await,
+            _ => None,
+        };
         let answer = match (snapshot, kept) {
             (Some(s), _) if self.diagnostics.fresh() => s,
             (_, Some(k)) => (f.answer)(args, Some(&k)),
@@ -296,7 +322,7 @@ impl Shared {
             .tool
             .owed(p.tool.shape_result_for(answer, flavor), p.context.as_deref());
         self.clients
-            .send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
+            .answer_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
     }
 
     /// Answers a parked call with its tool's abandon answer (the editor is going away).
@@ -306,12 +332,17 @@ impl Shared {
         };
         let outcome = p.tool.abandoned(p.context.as_deref());
         self.clients
-            .send_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
+            .answer_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
     }
 
     /// Lua has read the files staged for `req` (see parked.rs).
     pub fn release_staged(&self, req: u64) {
         self.parked.release_staged(req);
+    }
+
+    /// How many calls of `tool` one client has waiting, and the bytes they hold staged.
+    pub fn load_of(&self, client: u64, tool: &str) -> (usize, u64) {
+        self.parked.load_of(client, tool)
     }
 
     pub fn abandon_all(&self) {
@@ -323,20 +354,28 @@ impl Shared {
     // -- Requests to agents ----------------------------------------------------------------
 
     /// Sends a request to the client that initialized last; its answer comes back as
-    /// [`Event::Response`] with the returned number.
+    /// [`Event::Response`] with the returned number. A request of the same method that was
+    /// still waiting to be written is replaced: its number comes back as `superseded` (it
+    /// will get no answer; Lua ends it).
     pub fn request(
         self: &Arc<Self>,
         method: &str,
         params: &Value,
         timeout: Option<Duration>,
-    ) -> Result<u64, SendError> {
+    ) -> Result<Requested, SendError> {
         let client = self.clients.request_target().ok_or(SendError::NoAgent)?;
         let req = self.next_id();
         self.outgoing.insert(req, client, method);
         let frame = jsonrpc::request_frame(&Id::from_u64(req), method, params);
-        if !self.clients.send_to(client, frame) {
-            self.outgoing.remove(req);
-            return Err(SendError::Disconnecting);
+        let superseded = match self.clients.request_to(client, req, method, frame) {
+            Some(Queued::Yes { superseded }) => superseded,
+            Some(Queued::No) | None => {
+                self.outgoing.remove(req);
+                return Err(SendError::Disconnecting);
+            }
+        };
+        if let Some(old) = superseded {
+            self.outgoing.remove(old);
         }
         if let (Some(t), Some(rt)) = (timeout, self.runtime.get()) {
             let shared = self.clone();
@@ -345,17 +384,18 @@ impl Shared {
                 shared.time_out(req, t).await;
             });
         }
-        Ok(req)
+        Ok(Requested { req, superseded })
     }
 
-    /// Cancels a request: the agent is told (`request_cancelled`), and its answer, if one still
-    /// comes, is dropped. False when it was already answered.
+    /// Cancels a request: the agent is told (`request_cancelled`) unless the request never
+    /// went out (then it is simply not sent), and its answer, if one still comes, is dropped.
+    /// False when it was already answered.
     pub fn cancel(&self, req: u64) -> bool {
         let Some(client) = self.outgoing.remove(req) else {
             return false;
         };
         let frame = jsonrpc::notification_frame("request_cancelled", &json!({ "id": req }));
-        self.clients.send_to(client, frame);
+        self.clients.cancel_to(client, req, frame);
         true
     }
 
@@ -425,7 +465,7 @@ mod tests {
         let f = frame(&mut rx);
         assert_eq!(f["id"], 9);
         assert_eq!(f["result"]["content"][0]["text"], "{}");
-        assert!(rx.take().is_none());
+        assert!(rx.take(true).is_none());
     }
 
     #[tokio::test]
@@ -437,7 +477,7 @@ mod tests {
         shared.park(1, Id::from_u64(1), tool, json!({})).await;
         shared.park(2, Id::from_u64(2), tool, json!({})).await;
         assert_eq!(shared.snapshot().parked, 2);
-        match &shared.forget_client(2)[..] {
+        match &shared.forget_client(2, None)[..] {
             [Event::ClientDisconnected { abandoned, .. }] => assert_eq!(abandoned.len(), 1),
             other => panic!("{other:?}"),
         }
@@ -472,7 +512,7 @@ mod tests {
             other => panic!("{other:?}"),
         };
         tokio::time::sleep(Duration::from_millis(400)).await;
-        assert!(rx.take().is_none(), "answered before the deadline");
+        assert!(rx.take(true).is_none(), "answered before the deadline");
         tokio::time::sleep(Duration::from_millis(200)).await;
         let f = frame(&mut rx);
         assert_eq!(f["id"], 2);
@@ -481,6 +521,6 @@ mod tests {
         assert_eq!(text["file:///a.rs"][0]["message"], "m");
         // Lua's late answer is refused: one answer per request.
         assert!(!shared.respond(req, Ok(json!({}))));
-        assert!(rx.take().is_none());
+        assert!(rx.take(true).is_none());
     }
 }

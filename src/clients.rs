@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use parking_lot::Mutex;
 
-use crate::outbox::Outbox;
+use crate::outbox::{Cancelled, Outbox, Queued};
 
 /// Which agent's dialect a client speaks: told by the header it connected with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,21 +136,36 @@ impl Clients {
             .unwrap_or(Flavor::Pi)
     }
 
-    /// Queues a frame for one client. False when it is gone or being closed.
-    pub fn send_to(&self, client: u64, frame: String) -> bool {
-        match self.map.lock().get(&client) {
-            Some(c) => c.outbox.push(frame),
-            None => false,
+    fn outbox_of(&self, client: u64) -> Option<Arc<Outbox>> {
+        self.map.lock().get(&client).map(|c| c.outbox.clone())
+    }
+
+    /// Queues the answer to one of a client's calls (never dropped). False when it is gone.
+    pub fn answer_to(&self, client: u64, frame: String) -> bool {
+        self.outbox_of(client).is_some_and(|o| o.push_answer(frame))
+    }
+
+    /// Queues a request of ours for a client (see [`Outbox::push_request`]); None when it is
+    /// gone.
+    pub fn request_to(&self, client: u64, req: u64, method: &str, frame: String) -> Option<Queued> {
+        Some(self.outbox_of(client)?.push_request(req, method, frame))
+    }
+
+    /// `request_cancelled` for a request of ours (see [`Outbox::push_cancel`]).
+    pub fn cancel_to(&self, client: u64, req: u64, frame: String) -> Cancelled {
+        match self.outbox_of(client) {
+            Some(o) => o.push_cancel(req, frame),
+            None => Cancelled::Closing,
         }
     }
 
-    /// Sends a frame to every initialized client. Returns how many.
+    /// Sends a notification to every initialized client. Returns how many.
     pub fn broadcast(&self, frame: &str) -> usize {
         self.map
             .lock()
             .values()
             .filter(|c| c.initialized)
-            .filter(|c| c.outbox.push(frame.to_owned()))
+            .filter(|c| c.outbox.push_notification(frame.to_owned()))
             .count()
     }
 
@@ -237,9 +252,9 @@ mod tests {
         assert_eq!(c.initialized_count(), 2);
         assert_eq!(c.flavor_of(2), Flavor::ClaudeCode);
         assert_eq!(c.broadcast("x"), 2);
-        assert_eq!(a.take(), Some(crate::outbox::Outbound::Frame("x".into())));
-        assert!(c.send_to(2, "y".into()));
-        assert!(!c.send_to(9, "z".into()), "no such client");
+        assert_eq!(a.take(true), Some(crate::outbox::Outbound::Frame("x".into())));
+        assert!(c.answer_to(2, "y".into()));
+        assert!(!c.answer_to(9, "z".into()), "no such client");
         assert_eq!(c.agent().and_then(|a| a.name).as_deref(), Some("pi-ide"));
         assert_eq!(c.remove(1).and_then(|c| c.name).as_deref(), Some("pi-ide"));
         assert!(c.remove(1).is_none(), "removed once");

@@ -11,8 +11,12 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use std::path::Path;
+
 use parking_lot::Mutex;
 use serde_json::Value;
+
+use crate::resolve::{Resolved, CALL_DEADLINE, PATHS};
 
 /// One buffer's diagnostics, as Lua converted them.
 #[derive(Debug, Clone)]
@@ -64,48 +68,75 @@ impl Snapshot {
         self.synced.load(Ordering::Acquire) >= self.changed.load(Ordering::Acquire)
     }
 
-    /// The answer to getDiagnostics `args`, when the snapshot is current and can answer exactly
-    /// as Lua would; None: ask Lua.
-    pub fn answer(&self, args: &Value) -> Option<Value> {
-        if !self.fresh() {
-            return None;
-        }
-        self.render(args)
-    }
-
-    /// The answer from the snapshot as it is (also when it may be behind: the busy-editor
-    /// fallback). None when `uri` is not an absolute, normalised path (Lua resolves those).
-    pub fn render(&self, args: &Value) -> Option<Value> {
+    /// The answer to getDiagnostics `args` from the snapshot as it is (also when it may be
+    /// behind: the busy-editor fallback). None when `uri` is not an absolute, normalised path
+    /// (Lua resolves those). A path that is not open under that name may be open through a
+    /// link: that takes its real path, which only [`render_bounded`] looks up.
+    pub fn lookup(&self, args: &Value) -> Option<Lookup> {
         let wanted = args
             .get("uri")
             .and_then(Value::as_str)
             .filter(|u| !u.is_empty());
         let Some(uri) = wanted else {
-            return Some(object(self.files.lock().values()));
+            return Some(Lookup::Answer(object(self.files.lock().values())));
         };
         let path = crate::tools::uri_path(uri);
         if !plain_absolute(&path) {
             return None;
         }
-        {
-            let files = self.files.lock();
-            if let Some(e) = files.values().find(|e| e.path == path) {
-                return Some(object(std::iter::once(e)));
-            }
-        }
-        // Not open under that name: perhaps through a link. Resolved without the lock, so that
-        // a slow filesystem never holds up Lua's updates on the main thread.
-        let real = std::fs::canonicalize(&path)
-            .ok()
-            .map(|p| p.to_string_lossy().into_owned());
+        let files = self.files.lock();
+        Some(match files.values().find(|e| e.path == path) {
+            Some(e) => Lookup::Answer(object(std::iter::once(e))),
+            None => Lookup::ByRealPath(path),
+        })
+    }
+
+    /// The answer for a file found by its real path (None: no open file has it).
+    pub fn by_real_path(&self, real: Option<&str>) -> Value {
         let files = self.files.lock();
         let found = real.and_then(|real| {
             files
                 .values()
                 .find(|e| e.real.as_deref().unwrap_or(&e.path) == real)
         });
-        Some(object(found.into_iter()))
+        object(found.into_iter())
     }
+}
+
+/// What the snapshot can say at once.
+#[derive(Debug)]
+pub enum Lookup {
+    Answer(Value),
+    /// Not open under this path: resolve it, then [`Snapshot::by_real_path`].
+    ByRealPath(String),
+}
+
+/// The answer to getDiagnostics `args` from the snapshot as it is; a link is resolved off the
+/// runtime thread, within a deadline (a hung mount answers "no diagnostics" for that file).
+pub async fn render_bounded(snapshot: &Snapshot, args: &Value) -> Option<Value> {
+    match snapshot.lookup(args)? {
+        Lookup::Answer(v) => Some(v),
+        Lookup::ByRealPath(path) => {
+            let real = match PATHS.resolve(Path::new(&path), CALL_DEADLINE).await {
+                Resolved::Real(real) => Some(real.to_string_lossy().into_owned()),
+                Resolved::Missing => None,
+                Resolved::TimedOut => {
+                    crate::warn!("getDiagnostics: resolving {path} took longer than {CALL_DEADLINE:?}; answered without it");
+                    None
+                }
+            };
+            Some(snapshot.by_real_path(real.as_deref()))
+        }
+    }
+}
+
+/// The answer to getDiagnostics `args` when the snapshot is current and can answer exactly as
+/// Lua would; None: ask Lua.
+pub async fn answer_bounded(snapshot: &Snapshot, args: &Value) -> Option<Value> {
+    if !snapshot.fresh() {
+        return None;
+    }
+    render_bounded(snapshot, args).await
 }
 
 /// A getDiagnostics answer: `{uri: [items...]}`, the items as Lua encoded them.
@@ -148,6 +179,17 @@ mod tests {
 
     fn parsed(v: Option<Value>) -> Value {
         serde_json::from_str(v.unwrap().as_str().unwrap()).unwrap()
+    }
+
+    impl Snapshot {
+        fn answer(&self, args: &Value) -> Option<Value> {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(answer_bounded(self, args))
+        }
+        fn render(&self, args: &Value) -> Option<Value> {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(render_bounded(self, args))
+        }
     }
 
     #[test]

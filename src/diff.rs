@@ -204,28 +204,56 @@ fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     f.write_all(contents)
 }
 
+/// Staged files not yet owned by a parked call: deleted if dropped (a staging that finished
+/// after its call was given up leaves nothing behind).
+#[derive(Debug, Default)]
+pub struct StagedFiles(Vec<PathBuf>);
+
+impl StagedFiles {
+    /// Hands the files over to their owner (the parked call), which deletes them in turn.
+    pub fn take(&mut self) -> Vec<PathBuf> {
+        std::mem::take(&mut self.0)
+    }
+
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.0
+    }
+}
+
+impl Drop for StagedFiles {
+    fn drop(&mut self) {
+        for f in self.0.drain(..) {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+}
+
 /// What staging an openDiff produced: the arguments Lua gets (they say where the proposal and
-/// the file on disk were staged, how the proposal ends, whether the old file exists, or why the
+/// the file on disk were staged, how the proposal ends, whether the file exists, or why the
 /// review is refused), and what the stats are computed from.
 pub struct Staged {
     pub args: Value,
+    /// The file as it is now, and the proposal (both without a byte order mark).
     pub old: Vec<u8>,
     pub contents: String,
     /// Refused up front: no stats to compute.
     pub refused: bool,
-    /// The files written. The parked call owns them (parked.rs deletes them when it ends).
-    pub files: Vec<PathBuf>,
+    /// The files written.
+    pub files: StagedFiles,
 }
 
 /// Keys of openDiff's arguments that staging writes for Lua. An agent's own values for them are
 /// dropped first: Lua reads the files they name, and the core deletes them.
-const STAGED_KEYS: [&str; 4] = ["proposal_file", "old", "new", "stage_error"];
+const STAGED_KEYS: [&str; 5] = ["proposal_file", "old", "new", "stage_error", "format_changes"];
 
-/// Takes the proposal out of openDiff's arguments and stages it in `file`, and the file on disk
-/// beside it (`<file>.old`), so that Lua reads exactly what was diffed and never opens the
-/// user's path itself (which may have become a FIFO meanwhile). Never fails the call: a refusal
-/// or a staging error is reported to Lua, which then rejects, since an error answer would let
-/// the agent write unreviewed.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// Takes the proposal out of openDiff's arguments and stages it in `file`, and the file it will
+/// replace beside it (`<file>.old`), so that Lua reads exactly what was diffed and never opens
+/// the user's path itself (which may have become a FIFO meanwhile). The file shown and diffed is
+/// `new_file_path`, the one the agent writes on acceptance (`old_file_path` may name another).
+/// Never fails the call: a refusal or a staging error is reported to Lua, which then rejects,
+/// since an error answer would let the agent write unreviewed.
 pub fn stage(mut args: Value, file: PathBuf, limit: usize) -> Staged {
     if let Some(obj) = args.as_object_mut() {
         for key in STAGED_KEYS {
@@ -236,69 +264,92 @@ pub fn stage(mut args: Value, file: PathBuf, limit: usize) -> Staged {
         Some(Value::String(s)) => s,
         _ => String::new(),
     };
-    let path_arg = |name: &str| {
-        args.get(name)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let (old_path, new_path) = (path_arg("old_file_path"), path_arg("new_file_path"));
+    let new_path = args
+        .get("new_file_path")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let obj = args.as_object_mut().expect("validated as an object");
     obj.remove("new_file_contents");
-    let old = read_old(&old_path, limit);
-    let refusal = match &old {
-        Old::Refused(why) => Some(format!("cannot review {old_path}: {why}")),
-        // The file the agent will write must be a file too (or not exist yet).
-        _ if new_path != old_path => std::fs::metadata(&new_path)
-            .ok()
-            .as_ref()
-            .and_then(not_a_file)
-            .map(|why| format!("cannot review a write to {new_path}: {why}")),
-        _ => None,
-    };
-    let Some(refusal) = refusal else {
+    crate::failpoint::hang_if_under(Path::new(&new_path));
+    let old = read_old(&new_path, limit);
+    let Old::Refused(why) = old else {
         return finish_stage(args, file, contents, old);
     };
-    obj.insert("stage_error".into(), json!(refusal));
+    obj.insert("stage_error".into(), json!(format!("cannot review a write to {new_path}: {why}")));
     obj.insert("old".into(), json!({ "exists": true }));
     obj.insert(
         "new".into(),
-        json!({ "eol": true, "crlf": false, "bytes": 0 }),
+        json!({ "eol": true, "crlf": false, "bom": false, "bytes": 0 }),
     );
     Staged {
         args,
         old: Vec::new(),
         contents: String::new(),
         refused: true,
-        files: Vec::new(),
+        files: StagedFiles::default(),
     }
 }
 
+/// A text without its UTF-8 byte order mark, and whether it had one.
+fn without_bom(bytes: &[u8]) -> (&[u8], bool) {
+    match bytes.strip_prefix(BOM) {
+        Some(rest) => (rest, true),
+        None => (bytes, false),
+    }
+}
+
+/// How the proposal's form differs from the file's where the two panes cannot show it (both
+/// hide the byte order mark, and a whole file's line breaks when they are alike within it).
+fn format_changes(old: &[u8], old_bom: bool, new: &[u8], new_bom: bool) -> Vec<&'static str> {
+    let (o, n) = (endings(old), endings(new));
+    let mut changes = Vec::new();
+    if o.crlf != n.crlf && !old.is_empty() && !new.is_empty() {
+        changes.push(if n.crlf { "line breaks LF → CRLF" } else { "line breaks CRLF → LF" });
+    }
+    if o.eol != n.eol && !old.is_empty() && !new.is_empty() {
+        changes.push(if n.eol { "adds the final newline" } else { "no newline at end of file" });
+    }
+    if old_bom != new_bom {
+        changes.push(if new_bom { "adds a byte order mark" } else { "removes the byte order mark" });
+    }
+    changes
+}
+
 fn finish_stage(mut args: Value, file: PathBuf, contents: String, old: Old) -> Staged {
-    let e = endings(contents.as_bytes());
-    let obj = args.as_object_mut().expect("validated as an object");
-    let (exists, old_bytes, old_error) = match old {
+    let (exists, mut old_bytes, old_error) = match old {
         Old::Missing => (false, Vec::new(), None),
         Old::Contents(b) => (true, b, None),
         Old::Unreadable(e) => (true, Vec::new(), Some(e)),
         Old::Refused(_) => unreachable!("handled by stage"),
     };
-    let mut old_info = json!({ "exists": exists });
+    let (new_text, new_bom) = without_bom(contents.as_bytes());
+    let (old_text, old_bom) = without_bom(&old_bytes);
+    let e = endings(new_text);
+    let mut old_info = json!({ "exists": exists, "bom": old_bom,
+                               "utf8": std::str::from_utf8(old_text).is_ok() });
     if let Some(e) = old_error {
         // Only when there is one: a JSON null would reach Lua as vim.NIL, which is truthy.
         old_info["error"] = json!(e);
     }
+    let changes = if exists && old_info.get("error").is_none() {
+        format_changes(old_text, old_bom, new_text, new_bom)
+    } else {
+        Vec::new()
+    };
+    let obj = args.as_object_mut().expect("validated as an object");
     obj.insert(
         "new".into(),
-        json!({ "eol": e.eol, "crlf": e.crlf, "bytes": contents.len() }),
+        json!({ "eol": e.eol, "crlf": e.crlf, "bom": new_bom, "bytes": new_text.len() }),
     );
+    obj.insert("format_changes".into(), json!(changes));
     let old_file = PathBuf::from(format!("{}.old", file.display()));
-    let mut files = Vec::new();
-    let written = write_private(&file, contents.as_bytes()).and_then(|()| {
-        files.push(file.clone());
+    let mut files = StagedFiles::default();
+    let written = write_private(&file, new_text).and_then(|()| {
+        files.0.push(file.clone());
         if exists && old_info.get("error").is_none() {
-            write_private(&old_file, &old_bytes)?;
-            files.push(old_file.clone());
+            write_private(&old_file, old_text)?;
+            files.0.push(old_file.clone());
             old_info["file"] = json!(old_file.to_string_lossy());
         }
         Ok(())
@@ -309,9 +360,7 @@ fn finish_stage(mut args: Value, file: PathBuf, contents: String, old: Old) -> S
             obj.insert("proposal_file".into(), json!(file.to_string_lossy()));
         }
         Err(err) => {
-            for f in files.drain(..) {
-                let _ = std::fs::remove_file(f);
-            }
+            drop(std::mem::take(&mut files));
             obj.insert(
                 "stage_error".into(),
                 json!(format!(
@@ -321,6 +370,13 @@ fn finish_stage(mut args: Value, file: PathBuf, contents: String, old: Old) -> S
             );
         }
     }
+    if old_bom {
+        old_bytes.drain(..BOM.len());
+    }
+    let contents = match new_bom {
+        true => contents[BOM.len()..].to_owned(),
+        false => contents,
+    };
     Staged {
         args,
         old: old_bytes,
@@ -405,10 +461,10 @@ mod tests {
         let args = staged.args;
         assert!(args.get("new_file_contents").is_none());
         assert_eq!(args["old"]["exists"], false);
-        assert_eq!(args["new"], json!({"eol": false, "crlf": true, "bytes": 4}));
+        assert_eq!(args["new"], json!({"eol": false, "crlf": true, "bom": false, "bytes": 4}));
         assert_eq!(args["proposal_file"], file.to_string_lossy().as_ref());
         assert_eq!(std::fs::read(&file).unwrap(), b"a\r\nb");
-        assert_eq!(staged.files, vec![file.clone()]);
+        assert_eq!(staged.files.paths(), std::slice::from_ref(&file));
         assert_eq!(
             std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
             0o600
@@ -427,7 +483,7 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("cannot stage"));
-        assert!(again.files.is_empty(), "nothing of its own was written");
+        assert!(again.files.paths().is_empty(), "nothing of its own was written");
         assert!(again.args.get("proposal_file").is_none());
         // The file on disk is staged beside the proposal, exactly as read.
         let old = dir.join("old.rs");
@@ -440,7 +496,7 @@ mod tests {
         );
         assert_eq!(staged.old, b"old\n");
         let copy = staged.args["old"]["file"].as_str().unwrap().to_owned();
-        assert_eq!(staged.files, vec![dir.join("2.txt"), PathBuf::from(&copy)]);
+        assert_eq!(staged.files.paths(), [dir.join("2.txt"), PathBuf::from(&copy)]);
         assert_eq!(std::fs::read(&copy).unwrap(), b"old\n");
         assert_eq!(
             std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777,
@@ -457,22 +513,65 @@ mod tests {
                             "new": {"bytes": 1}, "stage_error": "x"});
         // Refused (the old path is a directory): nothing staged, and nothing forged survives.
         let mut args = forged.clone();
-        args["old_file_path"] = json!(dir.to_string_lossy());
+        args["new_file_path"] = json!(dir.to_string_lossy());
         args["new_file_contents"] = json!("x");
         let s = stage(args, dir.join("1.proposal"), 1 << 20);
-        assert!(s.refused && s.files.is_empty());
+        assert!(s.refused && s.files.paths().is_empty());
         assert!(s.args.get("proposal_file").is_none());
         assert!(s.args["old"].get("file").is_none());
         assert_ne!(s.args["stage_error"], "x");
         // Staging fails (the file exists already): the same.
         std::fs::write(dir.join("2.proposal"), "taken").unwrap();
         let mut args = forged;
-        args["old_file_path"] = json!("/nonexistent/x");
+        args["new_file_path"] = json!("/nonexistent/x");
         args["new_file_contents"] = json!("x");
         let s = stage(args, dir.join("2.proposal"), 1 << 20);
-        assert!(s.files.is_empty());
+        assert!(s.files.paths().is_empty());
         assert!(s.args.get("proposal_file").is_none());
         assert!(s.args["old"].get("file").is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_file_shown_is_the_one_written_and_what_the_panes_hide_is_named() {
+        let dir = crate::scratch_dir("shown");
+        let (old, new) = (dir.join("old.txt"), dir.join("new.txt"));
+        std::fs::write(&old, "old\n").unwrap();
+        std::fs::write(&new, "\u{feff}a\r\nb\r\n").unwrap();
+        let s = stage(
+            json!({"old_file_path": old.to_string_lossy(), "new_file_path": new.to_string_lossy(),
+                   "new_file_contents": "a\nb"}),
+            dir.join("1.proposal"),
+            1 << 20,
+        );
+        assert_eq!(s.old, b"a\r\nb\r\n", "new_file_path is what is shown, without its BOM");
+        assert_eq!(s.args["old"]["bom"], true);
+        assert_eq!(s.args["old"]["utf8"], true);
+        assert_eq!(
+            s.args["format_changes"],
+            json!(["line breaks CRLF → LF", "no newline at end of file", "removes the byte order mark"])
+        );
+        // A proposal's BOM is kept aside for Lua ('bomb'), not staged as text.
+        let s = stage(
+            json!({"new_file_path": "/nonexistent/x", "new_file_contents": "\u{feff}\u{e9}t\u{e9}\n"}),
+            dir.join("2.proposal"),
+            1 << 20,
+        );
+        assert_eq!(s.args["new"]["bom"], true);
+        assert_eq!(std::fs::read(dir.join("2.proposal")).unwrap(), "\u{e9}t\u{e9}\n".as_bytes());
+        assert_eq!(s.args["format_changes"], json!([]), "a new file has nothing to compare");
+        // A staging whose call was given up meanwhile leaves nothing behind.
+        drop(s);
+        assert!(!dir.join("2.proposal").exists());
+        // Latin-1 bytes on disk are not UTF-8: Lua decodes them as the user's Neovim would.
+        std::fs::write(&new, b"\xe9t\xe9\n").unwrap();
+        let s = stage(
+            json!({"new_file_path": new.to_string_lossy(), "new_file_contents": "x\n"}),
+            dir.join("3.proposal"),
+            1 << 20,
+        );
+        assert_eq!(s.args["old"]["utf8"], false);
+        drop(s);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -25,12 +25,30 @@ pub enum Event {
         name: Option<String>,
         version: Option<String>,
     },
-    /// `abandoned`: calls of this client that were parked; their answers are no longer wanted.
+    /// The connection of `client` is closing: the core answered its parked calls `reqs` (openDiff:
+    /// DIFF_REJECTED); Lua takes their reviews away now (the client may take long to read the
+    /// answers). `reason`: why the editor closes it, when it does.
+    Abandoned {
+        client: u64,
+        reqs: Vec<u64>,
+        reason: Option<String>,
+    },
+    /// `abandoned`: calls of this client still parked when it was forgotten (Lua's answers to
+    /// them are no longer wanted).
     ClientDisconnected {
         client: u64,
         /// The name it gave in `initialize`, if it got that far.
         name: Option<String>,
         abandoned: Vec<u64>,
+        /// Why the editor closed it, when it did (not reading, a message too big, ...).
+        reason: Option<String>,
+    },
+    /// Something the user should be told, in one line. `key` groups repeats: Lua shows the
+    /// first at once and sums up the rest of a burst.
+    Notice {
+        key: &'static str,
+        level: Level,
+        message: String,
     },
     ToolCall {
         req: u64,
@@ -53,6 +71,24 @@ pub enum Event {
         req: u64,
         stats: Value,
     },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+impl Level {
+    /// The name Lua maps to `vim.log.levels`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Error => "error",
+        }
+    }
 }
 
 pub struct EventQueue {
@@ -81,6 +117,16 @@ impl EventQueue {
         }
         self.waker.wake();
         true
+    }
+
+    /// Tells the user something (see [`Event::Notice`]); also logged.
+    pub async fn notice(&self, key: &'static str, level: Level, message: String) {
+        match level {
+            Level::Error => crate::error!("{message}"),
+            Level::Warn => crate::warn!("{message}"),
+            Level::Info => crate::info!("{message}"),
+        }
+        self.push(Event::Notice { key, level, message }).await;
     }
 
     /// [`EventQueue::push`] for threads outside the runtime (the debounce thread).

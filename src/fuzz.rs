@@ -1,5 +1,5 @@
 //! A fuzzer for everything a frame goes through before and after Lua: the real frame handler
-//! (`connection::handle_text`: UTF-8, JSON-RPC framing, MCP dispatch, tool argument checks,
+//! (`dispatch::handle_text`: UTF-8, JSON-RPC framing, MCP dispatch, tool argument checks,
 //! openDiff's staging and diffing, answers from the agent to our requests), then Lua's side
 //! played with random answers (`Shared::respond`, well-formed or not). Every frame sent back
 //! must be JSON, and an openDiff must never be answered with an error. It needs no nightly
@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::bridge::{Settings, Shared};
 use crate::clients::Flavor;
 use crate::events::Event;
-use crate::connection::{handle_text, Config};
+use crate::dispatch::handle_text;
 use crate::mcp::Session;
 use crate::outbox::Outbound;
 
@@ -27,7 +27,6 @@ struct Harness {
     runtime: tokio::runtime::Runtime,
     shared: Arc<Shared>,
     outbox: Arc<crate::outbox::Outbox>,
-    config: Config,
     session: Session,
     stage: std::path::PathBuf,
 }
@@ -38,25 +37,18 @@ impl Harness {
             .enable_all()
             .build()
             .unwrap();
+        let stage = std::env::temp_dir().join(format!("pi-ide-fuzz-{}", std::process::id()));
         let shared = Arc::new(Shared::new(Settings {
             max_message_size: 1 << 20,
+            stage_dir: stage.clone(),
             ..Settings::default()
         }));
         let outbox = shared.clients.add(CLIENT, Flavor::Pi);
         shared.clients.mark_initialized(CLIENT, None, None);
-        let stage = std::env::temp_dir().join(format!("pi-ide-fuzz-{}", std::process::id()));
-        let config = Config {
-            token: "t".into(),
-            limits: crate::limits::Limits::for_nofile(1024),
-            max_message_size: 1 << 20,
-            auth_headers: vec![crate::auth::HEADER],
-            stage_dir: stage.clone(),
-        };
         Harness {
             runtime,
             shared,
             outbox,
-            config,
             session: Session::default(),
             stage,
         }
@@ -79,7 +71,6 @@ impl Harness {
             text,
             CLIENT,
             &self.shared,
-            &self.config,
             &mut self.session,
         ));
         for r in &replies {
@@ -103,7 +94,7 @@ impl Harness {
                 _ => {}
             }
         }
-        while let Some(out) = self.outbox.take() {
+        while let Some(out) = self.outbox.take(true) {
             if let Outbound::Frame(f) = out {
                 check(&f);
             }

@@ -48,6 +48,13 @@ impl Id {
     pub fn from_u64(n: u64) -> Self {
         Id(n.to_string().into_boxed_str())
     }
+    /// An id from its raw JSON text, if that is a string, a number or null.
+    pub fn from_raw(text: &str) -> Option<Id> {
+        match serde_json::from_str::<Value>(text).ok()? {
+            Value::String(_) | Value::Number(_) | Value::Null => Some(Id(text.trim().into())),
+            _ => None,
+        }
+    }
     /// The id as a JSON value (for logs and for handing to Lua).
     pub fn to_value(&self) -> Value {
         serde_json::from_str(&self.0).unwrap_or(Value::Null)

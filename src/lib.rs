@@ -6,24 +6,28 @@
 pub mod auth;
 pub mod bridge;
 pub mod clients;
-pub mod connection;
 pub mod diagnostics;
 pub mod diff;
+pub mod dispatch;
 pub mod events;
+pub mod failpoint;
 mod fuzz;
-pub mod framing;
 pub mod jsonrpc;
 pub mod limits;
 pub mod lockfile;
 pub mod log;
 pub mod mcp;
 pub mod outbox;
+pub mod oversized;
 pub mod parked;
 pub mod requests;
+pub mod resolve;
+pub mod review;
 pub mod selection;
 pub mod server;
 pub mod stamp;
 pub mod tools;
+pub mod transport;
 pub mod waker;
 
 // The Lua entry point needs the Lua C API, which only exists inside Neovim; unit tests are

@@ -60,17 +60,16 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
     let options = Options {
         ide_name: opts.get("ide_name")?,
         workspace_folders: opts.get("workspace_folders")?,
-        max_message_size: opts.get("max_message_size")?,
         own_names: opts.get("own_names")?,
         diagnostics_timeout: Duration::from_millis(opts.get("diagnostics_timeout_ms")?),
         claude_code: opts.get("claude_code")?,
-        stage_dir: std::path::PathBuf::from(opts.get::<String>("run_dir")?)
-            .join(format!("pi-ide.{}", std::process::id())),
     };
     let shared = Arc::new(Shared::new(Settings {
         fallback_after: Some(options.diagnostics_timeout),
         selection_debounce: Duration::from_millis(opts.get("selection_debounce_ms")?),
-        max_message_size: options.max_message_size,
+        max_message_size: opts.get("max_message_size")?,
+        stage_dir: std::path::PathBuf::from(opts.get::<String>("run_dir")?)
+            .join(format!("pi-ide.{}", std::process::id())),
     }));
     shared.set_diff_review(opts.get("diff_review")?);
     // SAFETY: luv's async userdata holds a pointer to its uv_async_t; Lua keeps the handle open
@@ -130,8 +129,13 @@ fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
         }
         Event::DiffStats { req, stats } => fields!(t,
             "kind" => "diff_stats", "req" => req, "stats" => to_lua(lua, &stats)?),
-        Event::ClientDisconnected { client, name, abandoned } => fields!(t,
-            "kind" => "client_disconnected", "client" => client, "name" => name, "abandoned" => abandoned),
+        Event::ClientDisconnected { client, name, abandoned, reason } => fields!(t,
+            "kind" => "client_disconnected", "client" => client, "name" => name, "abandoned" => abandoned,
+            "reason" => reason),
+        Event::Abandoned { client, reqs, reason } => fields!(t,
+            "kind" => "abandoned", "client" => client, "reqs" => reqs, "reason" => reason),
+        Event::Notice { key, level, message } => fields!(t,
+            "kind" => "notice", "key" => key, "level" => level.name(), "message" => message),
     }
     Ok(t)
 }
@@ -263,11 +267,10 @@ fn check_lockfiles(lua: &Lua, (): ()) -> LuaResult<Table> {
 }
 
 /// Sends a request to the agent that initialized last. Returns its number, or nil, an error
-/// code (`native.send_errors`) and a sentence for the user.
-fn request(
-    _: &Lua,
-    (method, params, timeout_ms): (String, Value, Option<u64>),
-) -> LuaResult<(Option<u64>, Option<&'static str>, Option<&'static str>)> {
+/// code (`native.send_errors`) and a sentence for the user; and, fourth, the number of an older
+/// request of the same method it replaced before that one went out (it gets no answer).
+type Sent = (Option<u64>, Option<&'static str>, Option<&'static str>, Option<u64>);
+fn request(_: &Lua, (method, params, timeout_ms): (String, Value, Option<u64>)) -> LuaResult<Sent> {
     use crate::requests::SendError;
     let params: serde_json::Value =
         from_lua(params).map_err(|e| err(format!("pi-ide: bad params: {e}")))?;
@@ -276,9 +279,26 @@ fn request(
         None => Err(SendError::NotRunning),
     };
     Ok(match sent {
-        Ok(req) => (Some(req), None, None),
-        Err(e) => (None, Some(e.code()), Some(e.message())),
+        Ok(r) => (Some(r.req), None, None, r.superseded),
+        Err(e) => (None, Some(e.code()), Some(e.message()), None),
     })
+}
+
+/// The real path of a path the agent chose, resolved off the main thread and waited for at
+/// most a short deadline (a hung mount must not freeze Neovim): the path, or nil and
+/// "missing" or "timeout".
+fn realpath(_: &Lua, path: String) -> LuaResult<(Option<String>, Option<&'static str>)> {
+    use crate::resolve::{Resolved, MAIN_THREAD_DEADLINE, PATHS};
+    Ok(match PATHS.blocking(Path::new(&path), MAIN_THREAD_DEADLINE) {
+        Resolved::Real(p) => (Some(p.to_string_lossy().into_owned()), None),
+        Resolved::Missing => (None, Some("missing")),
+        Resolved::TimedOut => (None, Some("timeout")),
+    })
+}
+
+/// Where a text stops being valid UTF-8: nil when it is valid, else the 0-based byte offset.
+fn utf8_error(_: &Lua, text: mlua::LuaString) -> LuaResult<Option<usize>> {
+    Ok(std::str::from_utf8(&text.as_bytes()).err().map(|e| e.valid_up_to()))
 }
 
 fn cancel(_: &Lua, req: u64) -> LuaResult<bool> {
@@ -420,6 +440,8 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         diagnostics_generation => diagnostics_generation,
         diagnostics_update => diagnostics_update,
         cancel => cancel,
+        realpath => realpath,
+        utf8_error => utf8_error,
         log_configure => log_configure,
         log => log_write,
     );

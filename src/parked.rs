@@ -27,8 +27,9 @@ pub struct Parked {
     pub args: Option<Value>,
     /// What an abandon answer needs (openDiff: its tab_name).
     pub context: Option<String>,
-    /// Files staged for this call, deleted with it.
+    /// Files staged for this call, deleted with it, and their size in bytes.
     pub staged: Vec<PathBuf>,
+    pub staged_bytes: u64,
 }
 
 impl Drop for Parked {
@@ -67,6 +68,23 @@ impl ParkedCalls {
         reqs
     }
 
+    /// The numbers of one client's waiting calls, in order.
+    pub fn reqs_of(&self, client: u64) -> Vec<u64> {
+        let mut reqs: Vec<u64> = (self.calls.lock().iter())
+            .filter(|(_, p)| p.client == client)
+            .map(|(req, _)| *req)
+            .collect();
+        reqs.sort_unstable();
+        reqs
+    }
+
+    /// One client's waiting calls of `tool`, and the bytes they still hold staged.
+    pub fn load_of(&self, client: u64, tool: &str) -> (usize, u64) {
+        (self.calls.lock().values())
+            .filter(|p| p.client == client && p.tool.name == tool)
+            .fold((0, 0), |(n, bytes), p| (n + 1, bytes + p.staged_bytes))
+    }
+
     /// Forgets a client's calls (its socket is gone) and returns their numbers, in order.
     pub fn forget_client(&self, client: u64) -> Vec<u64> {
         let gone = take_entries_of(&mut self.calls.lock(), client, |p| p.client);
@@ -77,7 +95,10 @@ impl ParkedCalls {
     /// Lua has loaded what was staged for `req`: the files go now, not when the review ends.
     pub fn release_staged(&self, req: u64) {
         let files = match self.calls.lock().get_mut(&req) {
-            Some(p) => std::mem::take(&mut p.staged),
+            Some(p) => {
+                p.staged_bytes = 0;
+                std::mem::take(&mut p.staged)
+            }
             None => return,
         };
         remove(files);
@@ -124,6 +145,7 @@ mod tests {
             args: None,
             context: None,
             staged,
+            staged_bytes: 0,
         }
     }
 

@@ -46,6 +46,14 @@ impl SendError {
     ];
 }
 
+/// A request sent: its number, and the older request of the same method it replaced before
+/// that one was written (it gets no answer; the caller ends it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Requested {
+    pub req: u64,
+    pub superseded: Option<u64>,
+}
+
 struct Outgoing {
     client: u64,
     method: String,
@@ -123,10 +131,11 @@ mod tests {
         shared.clients.mark_initialized(1, None, None);
         let req = shared
             .request("getSuggestions", &json!({"cursorBefore": "x"}), None)
-            .unwrap();
+            .unwrap()
+            .req;
         let f = frame(&mut a);
         assert!(
-            b.take().is_none(),
+            b.take(true).is_none(),
             "went to the client that initialized first"
         );
         assert_eq!(f["method"], "getSuggestions");
@@ -158,7 +167,8 @@ mod tests {
         let shared = Arc::new(Shared::default());
         let mut a = shared.clients.add(1, Flavor::Pi);
         shared.clients.mark_initialized(1, None, None);
-        let req = shared.request("getSuggestions", &json!({}), None).unwrap();
+        let req = shared.request("getSuggestions", &json!({}), None).unwrap()
+            .req;
         frame(&mut a);
         assert!(shared.cancel(req));
         let n = frame(&mut a);
@@ -175,6 +185,24 @@ mod tests {
             .is_none());
     }
 
+    #[tokio::test]
+    async fn a_request_not_yet_written_is_replaced_or_cancelled_without_a_word_on_the_wire() {
+        let shared = Arc::new(Shared::default());
+        let a = shared.clients.add(1, Flavor::Pi);
+        shared.clients.mark_initialized(1, None, None);
+        // The agent reads nothing meanwhile (suspended): its queue does not drain.
+        let first = shared.request("getSuggestions", &json!({}), None).unwrap();
+        assert!(shared.cancel(first.req), "cancelled before it went out");
+        let second = shared.request("getSuggestions", &json!({}), None).unwrap();
+        assert_eq!(second.superseded, None);
+        let third = shared.request("getSuggestions", &json!({}), None).unwrap();
+        assert_eq!(third.superseded, Some(second.req), "at most one waits");
+        assert_eq!(shared.snapshot().requests_in_flight, 1);
+        let f = a.next_json();
+        assert_eq!(f["id"], third.req, "only the newest goes out");
+        assert!(a.take(true).is_none(), "no request_cancelled for what never went out");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_request_times_out_quietly() {
         let shared = Arc::new(Shared::default());
@@ -187,7 +215,8 @@ mod tests {
                 &json!({}),
                 Some(Duration::from_millis(500)),
             )
-            .unwrap();
+            .unwrap()
+            .req;
         frame(&mut a);
         tokio::time::sleep(Duration::from_millis(600)).await;
         assert_eq!(frame(&mut a)["method"], "request_cancelled");
@@ -210,8 +239,9 @@ mod tests {
         shared.clients.mark_initialized(1, None, None);
         let req = shared
             .request("listSuggestionModels", &json!({}), None)
-            .unwrap();
-        match &shared.forget_client(1)[..] {
+            .unwrap()
+            .req;
+        match &shared.forget_client(1, None)[..] {
             [Event::Response {
                 req: r,
                 outcome: Err(e),

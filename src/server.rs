@@ -14,8 +14,8 @@ use tokio::task::JoinSet;
 
 use crate::bridge::Shared;
 use crate::events::Event;
-use crate::connection;
 use crate::limits::Handshakes;
+use crate::transport::websocket;
 use crate::lockfile::{self, LockInfo};
 use crate::{auth, debug, error, info};
 
@@ -24,15 +24,12 @@ use crate::{auth, debug, error, info};
 pub struct Options {
     pub ide_name: String,
     pub workspace_folders: Vec<String>,
-    pub max_message_size: usize,
     /// Names (prefixes) of editors whose dead lockfiles we may clean up.
     pub own_names: Vec<String>,
     /// How long Lua may take on getDiagnostics before Rust answers from the last answer.
     pub diagnostics_timeout: Duration,
     /// Also serve Claude Code: its lockfile folder and its auth header.
     pub claude_code: bool,
-    /// A private folder for staged openDiff proposals; removed on stop.
-    pub stage_dir: PathBuf,
 }
 
 pub struct Server {
@@ -44,7 +41,6 @@ pub struct Server {
     /// Every folder we keep a lockfile in (ours first).
     lock_dirs: Vec<PathBuf>,
     lock: Mutex<LockInfo>,
-    stage_dir: PathBuf,
     shutdown: watch::Sender<bool>,
     done: std::sync::mpsc::Receiver<()>,
     debounce: Option<std::thread::JoinHandle<()>>,
@@ -54,7 +50,7 @@ pub struct Server {
 /// arrive, answer it and send their Close (each step bounded; see connection.rs). Only an
 /// openDiff still arriving takes more than a few milliseconds.
 pub const STOP_GRACE: Duration = Duration::from_millis(
-    connection::DRAIN_MAX.as_millis() as u64 + 3 * connection::FLUSH_GRACE.as_millis() as u64,
+    websocket::DRAIN_MAX.as_millis() as u64 + 3 * websocket::FLUSH_GRACE.as_millis() as u64,
 );
 
 impl Server {
@@ -108,12 +104,10 @@ impl Server {
         if opts.claude_code {
             auth_headers.push(auth::CLAUDE_HEADER);
         }
-        let config = connection::Config {
+        let config = websocket::Config {
             token: lock.auth_token.clone(),
             limits: crate::limits::Limits::for_this_process(),
-            max_message_size: opts.max_message_size,
             auth_headers,
-            stage_dir: opts.stage_dir.clone(),
         };
         let task_shared = shared.clone();
         std::thread::Builder::new()
@@ -179,7 +173,6 @@ impl Server {
             claude_lock_path,
             lock_dirs,
             lock: Mutex::new(lock),
-            stage_dir: opts.stage_dir,
             shutdown,
             done,
             debounce: Some(debounce),
@@ -237,14 +230,14 @@ impl Server {
         Ok(true)
     }
 
-    /// Stops in protocol order. Every parked call is answered before any Close frame.
+    /// Stops in protocol order. Every parked call is answered before any Close frame: each
+    /// connection reads what has begun to arrive, answers it and every call of its client
+    /// still parked, then sends its Close (transport/websocket.rs, `close`).
     pub fn stop(mut self) {
         let shared = &self.shared;
         shared.selection.stop();
         shared.begin_stopping();
         shared.events.close();
-        shared.abandon_all();
-        // Each connection reads what has begun to arrive, answers it, then sends its Close.
         let _ = self.shutdown.send(true);
         if self.done.recv_timeout(STOP_GRACE + Duration::from_millis(500)).is_err() {
             debug!(
@@ -256,8 +249,9 @@ impl Server {
             let _ = t.join();
         }
         shared.events.waker.detach();
-        // Proposals Lua did not get to read.
-        let _ = std::fs::remove_dir_all(&self.stage_dir);
+        // Proposals Lua did not get to read; and calls whose connection never got to close.
+        shared.abandon_all();
+        let _ = std::fs::remove_dir_all(&shared.stage_dir);
         let token = self.lock.lock().auth_token.clone();
         lockfile::remove(&self.lock_path, &token);
         if let Some(p) = &self.claude_lock_path {
@@ -270,7 +264,7 @@ impl Server {
 async fn accept_loop(
     listener: StdListener,
     shared: Arc<Shared>,
-    config: connection::Config,
+    config: websocket::Config,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let listener = match TcpListener::from_std(listener) {
@@ -281,7 +275,7 @@ async fn accept_loop(
         }
     };
     let config = Arc::new(config);
-    let handshakes = Arc::new(Handshakes::new(config.limits.max_handshaking));
+    let handshakes = Arc::new(Handshakes::new(config.limits));
     shared.set_runtime(tokio::runtime::Handle::current());
     let mut tasks = JoinSet::new();
     loop {
@@ -291,7 +285,7 @@ async fn accept_loop(
                     let _ = stream.set_nodelay(true);
                     let client = shared.next_id();
                     debug!("tcp connection {client} from {peer}");
-                    tasks.spawn(connection::serve(stream, client, shared.clone(), config.clone(), shutdown.clone(), handshakes.clone()));
+                    tasks.spawn(websocket::serve(stream, client, shared.clone(), config.clone(), shutdown.clone(), handshakes.clone()));
                 }
                 // Out of file descriptors and the like: wait a moment instead of spinning.
                 Err(e) => {

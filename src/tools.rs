@@ -82,6 +82,21 @@ pub struct Fallback {
     pub answer: fn(&Value, Option<&Value>) -> Value,
 }
 
+/// What the core does with a call of the tool before, or instead of, handing it to Lua. Each
+/// variant is carried out in one place (dispatch.rs names them); no transport and no other
+/// part of the core looks at a tool's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// Parked for Lua.
+    Lua,
+    /// Answered from the diagnostics snapshot while it is current (diagnostics.rs); else Lua.
+    /// Its fallback answers from the snapshot too.
+    Snapshot,
+    /// A review (review.rs): at most a few pending per client, staged on a worker, parked for
+    /// Lua; accepted at once, unseen, when the user turned reviews off.
+    Review,
+}
+
 #[derive(Debug)]
 pub struct Tool {
     pub name: &'static str,
@@ -92,6 +107,7 @@ pub struct Tool {
     pub fallback: Option<Fallback>,
     /// Claude Code's shape of the answer, where it differs from ours (getDiagnostics).
     pub claude_code: Option<fn(&Value) -> String>,
+    pub hook: Hook,
     /// The Lua module that answers it: `require(lua)[name](args, reply, event)` (see
     /// lua/pi-ide/tools/init.lua). Everything else about the tool is this entry.
     pub lua: &'static str,
@@ -108,6 +124,7 @@ const PLAIN: Tool = Tool {
     on_abandon: OnAbandon::Error,
     fallback: None,
     claude_code: None,
+    hook: Hook::Lua,
 };
 
 pub static TOOLS: &[Tool] = &[
@@ -128,6 +145,7 @@ Tool {
         keep: |args| args.get("uri").and_then(Value::as_str).is_none_or(str::is_empty),
         answer: diagnostics_fallback,
     }),
+    hook: Hook::Snapshot,
     ..PLAIN
 },
 Tool {
@@ -201,6 +219,7 @@ Tool {
     ],
     shape: Shape::Texts,
     on_abandon: OnAbandon::Reject,
+    hook: Hook::Review,
     ..PLAIN
 },
 Tool {
@@ -509,6 +528,7 @@ mod tests {
             shape: Shape::Texts,
             on_abandon: OnAbandon::Error,
             fallback: None,
+            hook: Hook::Lua,
         };
         assert!(T
             .validate(&json!({}))
@@ -584,6 +604,7 @@ mod tests {
             shape: Shape::Texts,
             on_abandon: OnAbandon::Error,
             fallback: None,
+            hook: Hook::Lua,
         };
         assert_eq!(
             T.shape_result(json!(["FILE_SAVED", "body\n"])).unwrap(),

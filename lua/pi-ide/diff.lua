@@ -671,8 +671,9 @@ function M.close_all(client)
   return n
 end
 
---- The agent disconnected: its reviews can no longer be answered; take them away.
-function M.abandon(reqs)
+--- The connection of the agent that asked for these reviews ended; the core has answered them
+--- (DIFF_REJECTED) before it closed. `reason`: why the editor closed it, if it did.
+function M.abandon(reqs, reason)
   local gone = {}
   for _, req in ipairs(reqs or {}) do
     gone[req] = true
@@ -680,7 +681,9 @@ function M.abandon(reqs)
   for _, name in ipairs(vim.list_slice(order)) do
     local r = reviews[name]
     if r and gone[r.req] then
-      log.notify(("the agent disconnected; the review of %s was closed"):format(display_name(r.path)), vim.log.levels.WARN)
+      local msg = reason and ("the review of %s was rejected: the connection was closed (%s)"):format(display_name(r.path), reason)
+        or ("the agent disconnected; the review of %s was closed"):format(display_name(r.path))
+      log.notify(msg, vim.log.levels.WARN)
       finish(r, "abandoned")
     end
   end

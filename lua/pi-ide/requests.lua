@@ -15,11 +15,18 @@ function M.send(method, params, timeout_ms, callback)
   if not native or not require("pi-ide.server").running() then
     return nil, "the server is not running", "not_running"
   end
-  local req, code, message = native.request(method, params, timeout_ms)
+  local req, code, message, superseded = native.request(method, params, timeout_ms)
   if not req then
     return nil, message, code
   end
   waiting[req] = callback
+  -- An older request of the same method had not gone out yet (the agent is not reading): it
+  -- never will, so it ends here.
+  local older = superseded and waiting[superseded]
+  if older then
+    waiting[superseded] = nil
+    log.guard("an answer handler", older)(nil, { code = -32800, message = "superseded by a newer request" })
+  end
   return req
 end
 

@@ -15,6 +15,10 @@ local state = {
 
 local user_event = require("pi-ide.events").fire
 
+-- Calls the core answered while a client's connection was closing (see `abandoned` events),
+-- reported again with its disconnect.
+local answered_on_close = {} -- client -> { req, ... }
+
 -- The clients themselves live in the core (native.status(), native.agent()); these events only
 -- tell the user.
 local function on_client_event(ev)
@@ -29,13 +33,17 @@ local function on_client_event(ev)
     user_event("PiIdeClientConnected", { client = ev.client, name = ev.name, version = ev.version })
   elseif ev.kind == "client_disconnected" then
     log.info("client %d disconnected", ev.client)
-    if ev.name then
+    if ev.reason then
+      vim.notify(("pi-ide.nvim: closed the connection of %s: %s"):format(ev.name or "an agent", ev.reason), vim.log.levels.WARN)
+    elseif ev.name then
       vim.notify(("pi-ide.nvim: %s disconnected"):format(ev.name), vim.log.levels.INFO)
     end
     if #ev.abandoned > 0 then
-      require("pi-ide.diff").abandon(ev.abandoned)
+      require("pi-ide.diff").abandon(ev.abandoned, ev.reason)
     end
-    user_event("PiIdeClientDisconnected", { client = ev.client, name = ev.name, abandoned = ev.abandoned })
+    local abandoned = vim.list_extend(answered_on_close[ev.client] or {}, ev.abandoned)
+    answered_on_close[ev.client] = nil
+    user_event("PiIdeClientDisconnected", { client = ev.client, name = ev.name, abandoned = abandoned, reason = ev.reason })
   end
 end
 
@@ -57,6 +65,11 @@ local function process()
         require("pi-ide.requests").resolve(ev)
       elseif ev.kind == "diff_stats" then
         require("pi-ide.diff").set_stats(ev.req, ev.stats)
+      elseif ev.kind == "notice" then
+        require("pi-ide.notices").show(ev)
+      elseif ev.kind == "abandoned" then
+        answered_on_close[ev.client] = vim.list_extend(answered_on_close[ev.client] or {}, ev.reqs)
+        require("pi-ide.diff").abandon(ev.reqs, ev.reason)
       else
         on_client_event(ev)
       end

@@ -49,6 +49,32 @@ pub fn edit_file(nvim: &Nvim, name: &str, lines: &[&str]) -> String {
     path.to_string_lossy().to_string()
 }
 
+/// An openDiff call as the Pi extension sends it.
+pub fn open_diff_call(id: &str, path: &str, contents: &str, tab: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "openDiff", "arguments": {
+        "old_file_path": path, "new_file_path": path, "new_file_contents": contents, "tab_name": tab}}})
+}
+
+/// Sends openDiff (not waiting for the answer) and waits until `shown` reviews are on screen.
+pub fn open_review(nvim: &Nvim, p: &mut Peer, id: &str, path: &str, contents: &str, tab: &str, shown: u64) {
+    p.send_json(&open_diff_call(id, path, contents, tab)).unwrap();
+    wait_until("the review on screen", PATIENCE, || {
+        nvim.t("reviews_shown", json!([])).as_u64() == Some(shown)
+    });
+}
+
+/// A file in Neovim's folder with these contents; returns its absolute path.
+pub fn file_with(nvim: &Nvim, name: &str, text: &str) -> String {
+    let path = nvim.cwd.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().to_string()
+}
+
+/// The texts of the answer with this id among `frames`, if there is one.
+pub fn answer_in(frames: &[Value], id: &str) -> Option<Vec<String>> {
+    frames.iter().find(|f| f["id"] == id && f.get("method").is_none()).map(texts)
+}
+
 /// Waits for the next selection_changed and returns its params.
 pub fn next_selection(peer: &mut Peer) -> Value {
     peer.wait_notification("selection_changed", PATIENCE)

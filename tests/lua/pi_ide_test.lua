@@ -115,6 +115,38 @@ function M.reply(i, value)
   return replies[i](value)
 end
 
+-- Traffic to an agent -----------------------------------------------------------------------
+
+--- The user types with an agent that reads nothing (Pi suspended with Ctrl-Z): each pause asks
+--- for a suggestion of `size` bytes of context, and the next keystroke cancels it. Returns how
+--- many were sent.
+function M.typing_pauses(n, size)
+  local requests, sent = require("pi-ide.requests"), 0
+  local context = string.rep("x", size)
+  for i = 1, n do
+    local req = requests.send("getSuggestions", { cursorBefore = context .. i, cursorAfter = "" }, nil, function() end)
+    if req then
+      sent = sent + 1
+      requests.cancel(req)
+    end
+  end
+  return sent
+end
+
+--- `n` notifications of `size` bytes each to every agent; returns how many each got queued.
+function M.notifications(n, size)
+  local native, big, queued = require("pi-ide.native").get(), string.rep("z", size), 0
+  for i = 1, n do
+    queued = queued + native.notify_clients("at_mentioned", { filePath = big, lineStart = i })
+  end
+  return queued
+end
+
+--- How many reviews are on screen.
+function M.reviews_shown()
+  return (require("pi-ide.diff").count())
+end
+
 -- Windows and buffers ------------------------------------------------------------------------
 
 --- Where the user is: tab, window, cursor and the layout of windows.

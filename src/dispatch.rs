@@ -1,0 +1,163 @@
+//! The MCP core every transport hands its messages to: one JSON-RPC message in, the frames to
+//! send back now out. It parses the envelope, dispatches MCP methods (mcp.rs), and carries a
+//! tool call out as its entry's hook says (tools.rs: parked for Lua, answered from the
+//! diagnostics snapshot, or a review). Transports only move bytes; none looks at a tool's
+//! name.
+
+use std::sync::Arc;
+
+use crate::bridge::Shared;
+use crate::events::Event;
+use crate::jsonrpc::{self, Id, Incoming, RpcError};
+use crate::mcp::{self, Dispatch, Session};
+use crate::tools::{Hook, OnAbandon, Tool};
+use crate::{debug, error, info};
+
+/// Handles one message; returns the frames to send now, in order.
+pub async fn handle_text(
+    text: &str,
+    client: u64,
+    shared: &Arc<Shared>,
+    session: &mut Session,
+) -> Vec<String> {
+    match jsonrpc::parse(text) {
+        Incoming::Request { id, method, params } => {
+            crate::failpoint::panic_on(&method);
+            request(id, method, params, client, shared, session).await
+        }
+        Incoming::Notification { method, .. } => {
+            if !mcp::handle_notification(&method) {
+                debug!("client {client}: ignored notification {method}");
+            }
+            vec![]
+        }
+        Incoming::Response { id, outcome } => {
+            if let Some(event) = shared.answer(client, &id, outcome) {
+                shared.events.push(event).await;
+            }
+            vec![]
+        }
+        Incoming::Invalid { id, error } => {
+            debug!("client {client}: {}", error.message);
+            // An openDiff in a malformed envelope is still an openDiff to the agent.
+            let owed = id.as_ref().and_then(|_| {
+                let v: serde_json::Value = serde_json::from_str(text).ok()?;
+                owed_by(v.get("method")?.as_str()?, v.get("params"))
+            });
+            match (id, owed) {
+                (Some(id), Some((tool, context))) => {
+                    vec![jsonrpc::outcome_frame(&id, &tool.owed(Err(error), context.as_deref()))]
+                }
+                (id, _) => vec![jsonrpc::error_frame(id.as_ref(), &error)],
+            }
+        }
+    }
+}
+
+async fn request(
+    id: Id,
+    method: String,
+    params: Option<serde_json::Value>,
+    client: u64,
+    shared: &Arc<Shared>,
+    session: &mut Session,
+) -> Vec<String> {
+    // A call of a tool whose failures must read as a rejection (openDiff), and the context of
+    // that rejection, in case handling it panics below.
+    let owed = owed_by(&method, params.as_ref());
+    let dispatched = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        mcp::handle_request(session, &method, params)
+    }));
+    match dispatched {
+        Ok(Dispatch::Reply(outcome)) => {
+            let mut frames = vec![jsonrpc::outcome_frame(&id, &outcome)];
+            if method == "initialize" {
+                frames.extend(initialized(client, shared, session).await);
+            }
+            frames
+        }
+        Ok(Dispatch::Park { tool, args }) => call_tool(client, id, tool, args, shared).await,
+        Err(_) => {
+            error!("client {client}: panic while handling {method}");
+            let failed = Err(RpcError::internal("internal error"));
+            let outcome = match owed {
+                Some((tool, context)) => tool.owed(failed, context.as_deref()),
+                None => failed,
+            };
+            vec![jsonrpc::outcome_frame(&id, &outcome)]
+        }
+    }
+}
+
+/// A client said `initialize`: it gets notifications from now on, starting with what the user
+/// is looking at (right after the handshake's answer, never before).
+async fn initialized(client: u64, shared: &Arc<Shared>, session: &Session) -> Vec<String> {
+    let (name, version) = (session.client_name.clone(), session.client_version.clone());
+    shared
+        .clients
+        .mark_initialized(client, name.clone(), version.clone());
+    info!(
+        "client {client} initialized: {}",
+        name.as_deref().unwrap_or("(no name)")
+    );
+    let frames = shared.selection.last_frame().into_iter().collect();
+    let event = Event::ClientInitialized {
+        client,
+        name,
+        version,
+    };
+    shared.events.push(event).await;
+    frames
+}
+
+/// A valid tool call, carried out as its entry's hook says.
+async fn call_tool(
+    client: u64,
+    id: Id,
+    tool: &'static Tool,
+    args: serde_json::Value,
+    shared: &Arc<Shared>,
+) -> Vec<String> {
+    match tool.hook {
+        Hook::Lua => {
+            shared.park(client, id, tool, args).await;
+            vec![]
+        }
+        // Before every model call of the agent's: answered here from the snapshot when it is
+        // current, without waking Neovim.
+        Hook::Snapshot => match crate::diagnostics::answer_bounded(&shared.diagnostics, &args).await {
+            Some(v) => {
+                let outcome = tool.shape_result_for(v, shared.clients.flavor_of(client));
+                vec![jsonrpc::outcome_frame(&id, &outcome)]
+            }
+            None => {
+                shared.park(client, id, tool, args).await;
+                vec![]
+            }
+        },
+        Hook::Review => crate::review::open(client, id, tool, args, shared)
+            .await
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// For a call of a tool whose failures must read as a rejection (openDiff): the tool and the
+/// rejection's context, whatever else is wrong with the call.
+pub fn owed_by(
+    method: &str,
+    params: Option<&serde_json::Value>,
+) -> Option<(&'static Tool, Option<String>)> {
+    if method != "tools/call" {
+        return None;
+    }
+    let params = params?;
+    let tool = crate::tools::find(params.get("name")?.as_str()?)?;
+    if tool.on_abandon != OnAbandon::Reject {
+        return None;
+    }
+    let context = params
+        .get("arguments")
+        .and_then(|a| tool.abandon_context(a));
+    Some((tool, context))
+}

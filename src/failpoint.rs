@@ -1,0 +1,50 @@
+//! Fail points for the integration tests: conditions that cannot be produced from outside on a
+//! test machine (a connection task that panics, a mount that never answers) are switched on by
+//! the environment variable `PI_IDE_FAILPOINTS`, read once. Unset (always, for users), every
+//! check here is a load of a static and nothing else.
+//!
+//! `PI_IDE_FAILPOINTS` is a comma-separated list of:
+//! - `panic-on=<method>`: a connection task panics when a request of that method arrives;
+//! - `hang-under=<folder>`: any look at a path under that folder blocks for an hour, as on an
+//!   NFS mount whose server is gone.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+#[derive(Default)]
+struct Points {
+    panic_on: Option<String>,
+    hang_under: Option<String>,
+}
+
+fn points() -> &'static Points {
+    static POINTS: OnceLock<Points> = OnceLock::new();
+    POINTS.get_or_init(|| {
+        let mut p = Points::default();
+        let spec = std::env::var("PI_IDE_FAILPOINTS").unwrap_or_default();
+        for item in spec.split(',') {
+            match item.split_once('=') {
+                Some(("panic-on", m)) => p.panic_on = Some(m.to_owned()),
+                Some(("hang-under", d)) => p.hang_under = Some(d.to_owned()),
+                _ => {}
+            }
+        }
+        p
+    })
+}
+
+/// Panics when `method` is the one `panic-on` names.
+pub fn panic_on(method: &str) {
+    if points().panic_on.as_deref() == Some(method) {
+        panic!("fail point: panic-on={method}");
+    }
+}
+
+/// Blocks for an hour when `path` is under the folder `hang-under` names.
+pub fn hang_if_under(path: &Path) {
+    if let Some(dir) = &points().hang_under {
+        if path.starts_with(dir) {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
+}

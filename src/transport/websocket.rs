@@ -1,0 +1,608 @@
+//! The WebSocket transport (pi-ide's and Claude Code's): the authenticated upgrade, then a loop
+//! that moves messages between the socket and the MCP core (dispatch.rs) and writes what
+//! waits in the client's outbox. It knows framing only; every message goes to the core.
+//!
+//! Every way a connection ends goes through one place, [`Conn::close`]: the client closed,
+//! the editor stops or quits, the client stopped reading (1008), it sent a message over
+//! `max_message_size` (1009), writing failed, or the connection task panicked (1011). Before
+//! anything is closed, every parked call of the client is answered (openDiff:
+//! DIFF_REJECTED) and those answers are written ahead of the Close frame.
+
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{FutureExt, SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::error::CapacityError;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::WebSocketStream;
+
+use crate::auth::UpgradeCheck;
+use crate::bridge::Shared;
+use crate::clients::Flavor;
+use crate::events::{Event, Level};
+use crate::jsonrpc::{self, RpcError};
+use crate::limits::{Activity, Handshakes, HANDSHAKE_DEADLINE};
+use crate::mcp::Session;
+use crate::outbox::{Outbound, Outbox, MAX_ANSWERS_WAITING};
+use crate::oversized::Oversized;
+use crate::transport::gate::{Gate, GateHandle};
+use crate::{debug, error, info, warn};
+
+pub struct Config {
+    pub token: String,
+    /// Caps on connections (see limits.rs).
+    pub limits: crate::limits::Limits,
+    /// The auth header names accepted (Claude Code's too when its compatibility is on).
+    pub auth_headers: Vec<&'static str>,
+}
+
+type Ws = WebSocketStream<Gate<TcpStream>>;
+type Sink = futures_util::stream::SplitSink<Ws, Message>;
+type Source = futures_util::stream::SplitStream<Ws>;
+
+/// Stopping: a message that has begun to arrive is read to its end (and answered, an openDiff
+/// with DIFF_REJECTED, before our Close) while its bytes keep coming: no longer than DRAIN_MAX
+/// in all, and not past a pause of DRAIN_STALL. Where none has begun, DRAIN_IDLE for bytes
+/// already on their way.
+pub const DRAIN_MAX: Duration = Duration::from_secs(15);
+pub const DRAIN_STALL: Duration = Duration::from_secs(1);
+pub const DRAIN_IDLE: Duration = Duration::from_millis(50);
+/// Stopping: how long the last frames and the Close may take to write (an agent suspended with
+/// Ctrl-Z reads nothing; Neovim must still quit at once).
+pub const FLUSH_GRACE: Duration = Duration::from_millis(500);
+/// Closing for any other reason: how long answers may take to reach a client that reads.
+pub const ANSWER_GRACE: Duration = Duration::from_secs(30);
+/// After our Close, how long the client's reply is waited for (reading what it still sends, so
+/// that the kernel never resets the connection over unread bytes and loses our last frames).
+pub const LINGER: Duration = Duration::from_secs(5);
+
+/// Optional frames (our requests, notifications, the selection) are written only while the
+/// socket's send queue holds less than this: then an answer owed on a close (DIFF_REJECTED)
+/// always finds room, even with an agent suspended with Ctrl-Z that reads nothing.
+pub const OPTIONAL_ROOM: usize = 32 * 1024;
+/// How often held optional frames look for room again.
+const HOLD_RECHECK: Duration = Duration::from_millis(20);
+
+/// Serves one TCP connection to its end. Never panics outward: a panic in the connection task
+/// is caught and the connection is closed like any other (its parked calls answered first).
+pub async fn serve(
+    stream: TcpStream,
+    client: u64,
+    shared: Arc<Shared>,
+    config: Arc<Config>,
+    shutdown: watch::Receiver<bool>,
+    handshakes: Arc<Handshakes>,
+) {
+    let fd = stream.as_raw_fd();
+    let Some((ws, gate, flavor)) =
+        upgrade(stream, client, &shared, &config, &shutdown, &handshakes).await
+    else {
+        return;
+    };
+    gate.arm();
+    let outbox = shared.clients.add(client, flavor);
+    info!("client {client} connected");
+    shared.events.push(Event::ClientConnected { client }).await;
+
+    let (mut sink, mut source) = ws.split();
+    let mut conn = Conn {
+        client,
+        shared: &shared,
+        outbox,
+        gate,
+        fd,
+        session: Session::default(),
+        shutdown,
+        unsent: None,
+    };
+    let ran = std::panic::AssertUnwindSafe(conn.run(&mut sink, &mut source))
+        .catch_unwind()
+        .await;
+    let ending = ran.unwrap_or_else(|_| {
+        error!("client {client}: connection task panicked; closing the connection");
+        Ending::Panicked
+    });
+    let closed = std::panic::AssertUnwindSafe(conn.close(&mut sink, &mut source, &ending))
+        .catch_unwind()
+        .await;
+    if closed.is_err() {
+        error!("client {client}: closing panicked");
+    }
+    let events = shared.forget_client(client, ending.reason());
+    info!("client {client} disconnected");
+    if !shared.is_stopping() {
+        for event in events {
+            shared.events.push(event).await;
+        }
+    }
+}
+
+/// The stages before the upgrade (limits.rs): silent until the first byte, then a handshake
+/// slot, then the authenticated upgrade, all within the deadline.
+async fn upgrade(
+    stream: TcpStream,
+    client: u64,
+    shared: &Arc<Shared>,
+    config: &Config,
+    shutdown: &watch::Receiver<bool>,
+    handshakes: &Handshakes,
+) -> Option<(Ws, GateHandle, Flavor)> {
+    let deadline = Instant::now() + HANDSHAKE_DEADLINE;
+    let mut stopping = shutdown.clone();
+    let mut pushed_out = handshakes.silent(client);
+    let fd = stream.as_raw_fd();
+    let spoke = loop {
+        tokio::select! {
+            r = stream.readable() => {
+                if r.is_err() {
+                    break false;
+                }
+                // Readiness may be a false alarm: look at the bytes (without taking them).
+                match stream.try_io(tokio::io::Interest::READABLE, || peek(fd)) {
+                    Ok(n) => break n > 0,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Err(_) => break false,
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => break false,
+            // Pushed out as silent, unless its first bytes came meanwhile (its task may not have
+            // had a turn yet while newer sockets were accepted).
+            _ = &mut pushed_out => break peek(fd).is_ok_and(|n| n > 0),
+            _ = stopping.changed() => break false,
+        }
+    };
+    handshakes.spoke(client);
+    if !spoke {
+        debug!("connection {client}: nothing received; closed");
+        return None;
+    }
+    let activity = Activity::new();
+    let slot = tokio::select! {
+        s = handshakes.slot(client, activity.clone()) => s,
+        _ = tokio::time::sleep_until(deadline) => None,
+        _ = stopping.changed() => None,
+    };
+    let Some(mut slot) = slot else {
+        debug!("connection {client}: no handshake slot in time; closed");
+        return None;
+    };
+    let (gate, handle) = Gate::new(stream, shared.max_message_size, activity);
+    // Small buffers: each would otherwise be 128 KiB resident per client. The size limit is the
+    // gate's (it answers what is too big); tungstenite's own is only a backstop.
+    let ws_config = WebSocketConfig::default()
+        .read_buffer_size(16 * 1024)
+        .write_buffer_size(0)
+        .max_message_size(Some(shared.max_message_size))
+        .max_frame_size(Some(shared.max_message_size));
+    let mut refused = None;
+    let admitted = std::sync::atomic::AtomicBool::new(false);
+    let admit = || {
+        let ok = shared.clients.reserve(config.limits.max_clients);
+        admitted.store(ok, std::sync::atomic::Ordering::Relaxed);
+        ok
+    };
+    let claude = std::sync::atomic::AtomicBool::new(false);
+    let check = UpgradeCheck {
+        token: &config.token,
+        accepted: &config.auth_headers,
+        refused: &mut refused,
+        admit: &admit,
+        claude: &claude,
+    };
+    let upgraded = tokio::select! {
+        r = tokio_tungstenite::accept_hdr_async_with_config(gate, check, Some(ws_config)) => Some(r),
+        _ = tokio::time::sleep_until(deadline) => {
+            debug!("connection {client}: no upgrade within {HANDSHAKE_DEADLINE:?}; closed");
+            None
+        }
+        _ = &mut slot.evicted => {
+            debug!("connection {client}: its handshake stalled while others waited; closed");
+            None
+        }
+        _ = stopping.changed() => None,
+    };
+    drop(slot);
+    let ok = matches!(upgraded, Some(Ok(_)));
+    if admitted.load(std::sync::atomic::Ordering::Relaxed) && !ok {
+        // Passed the check, but the upgrade did not complete: give the slot back.
+        shared.clients.release();
+    }
+    match upgraded {
+        Some(Ok(ws)) => {
+            let flavor = if claude.load(std::sync::atomic::Ordering::Relaxed) {
+                Flavor::ClaudeCode
+            } else {
+                Flavor::Pi
+            };
+            Some((ws, handle, flavor))
+        }
+        Some(Err(e)) => {
+            match refused {
+                Some(r) => warn!("connection {client} refused before upgrade: {r:?}"),
+                // The Pi extension probes the port with a bare TCP connect: not worth more.
+                None => debug!("connection {client} ended before the handshake: {e}"),
+            }
+            None
+        }
+        None => None,
+    }
+}
+
+fn close_message(code: CloseCode, reason: &str) -> Message {
+    Message::Close(Some(CloseFrame {
+        code,
+        reason: reason.to_owned().into(),
+    }))
+}
+
+/// Why a connection ends.
+#[derive(Debug)]
+enum Ending {
+    /// The client closed it (a Close frame, the end of the stream, a read error).
+    ClientGone,
+    /// The editor stops or quits (1001).
+    Stopping,
+    /// Its outbox overflowed: it does not read what we send (1008).
+    NotReading,
+    /// It sent a message over max_message_size (1009).
+    TooBig(Oversized),
+    /// tungstenite refused a message as too big (the gate's backstop; nothing to answer).
+    TooBigUnread,
+    /// Writing to it failed.
+    WriteFailed,
+    /// The connection task panicked (1011).
+    Panicked,
+}
+
+impl Ending {
+    /// What the client is told in the Close frame, and how long answers may take before it;
+    /// None when nothing can be written any more.
+    fn close_frame(&self, limit: usize) -> Option<(CloseCode, String, Duration)> {
+        let (code, reason, grace) = match self {
+            Ending::ClientGone | Ending::WriteFailed => return None,
+            Ending::Stopping => (CloseCode::Away, "editor shutting down".into(), FLUSH_GRACE),
+            // It reads nothing now: its answers wait until it reads again (or the editor stops).
+            Ending::NotReading => (CloseCode::Policy, crate::outbox::NOT_READING.into(), Duration::MAX),
+            Ending::TooBig(_) | Ending::TooBigUnread => {
+                let reason = format!("message too big (max_message_size is {limit} bytes)");
+                (CloseCode::Size, reason, ANSWER_GRACE)
+            }
+            Ending::Panicked => (CloseCode::Error, "internal error in the editor".into(), ANSWER_GRACE),
+        };
+        Some((code, reason, grace))
+    }
+
+    /// Why the editor closed the connection, for the user (None when the client left).
+    fn reason(&self) -> Option<String> {
+        match self {
+            Ending::ClientGone | Ending::Stopping | Ending::WriteFailed => None,
+            Ending::NotReading => Some(crate::outbox::NOT_READING.into()),
+            Ending::TooBig(_) | Ending::TooBigUnread => {
+                Some("it sent a message over max_message_size".into())
+            }
+            Ending::Panicked => Some("an internal error in the editor".into()),
+        }
+    }
+}
+
+/// One upgraded client.
+struct Conn<'a> {
+    client: u64,
+    shared: &'a Arc<Shared>,
+    outbox: Arc<Outbox>,
+    gate: GateHandle,
+    /// The socket, to ask how much it still has to send.
+    fd: RawFd,
+    session: Session,
+    shutdown: watch::Receiver<bool>,
+    /// A frame taken from the outbox that the sink has not accepted yet (a write was cut short).
+    unsent: Option<String>,
+}
+
+/// How writing went.
+enum Wrote {
+    /// Everything that may go now went.
+    Done,
+    /// The outbox overflowed: give the client up.
+    GiveUp,
+    /// The socket failed.
+    Failed,
+    /// The editor began to stop meanwhile.
+    Stopping,
+}
+
+impl Conn<'_> {
+    fn stopping(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    /// Whether an optional frame may be written now (see [`OPTIONAL_ROOM`]).
+    fn room_for_optional(&self) -> bool {
+        unsent_bytes(self.fd) < OPTIONAL_ROOM
+    }
+
+    /// Writes one frame; the editor stopping interrupts it (a frame the sink accepted stays
+    /// buffered there and goes out with the next flush; one it did not is kept in `unsent`).
+    async fn write(&mut self, sink: &mut Sink, frame: String) -> Wrote {
+        let mut shutdown = self.shutdown.clone();
+        let stop = async move {
+            while !*shutdown.borrow_and_update() {
+                if shutdown.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::pin!(stop);
+        tokio::select! {
+            r = futures_util::future::poll_fn(|cx| sink.poll_ready_unpin(cx)) => if r.is_err() {
+                return Wrote::Failed;
+            },
+            _ = &mut stop, if !self.stopping() => {
+                self.unsent = Some(frame);
+                return Wrote::Stopping;
+            }
+        }
+        if sink.start_send_unpin(Message::text(frame)).is_err() {
+            return Wrote::Failed;
+        }
+        tokio::select! {
+            r = sink.flush() => if r.is_err() { Wrote::Failed } else { Wrote::Done },
+            _ = &mut stop, if !self.stopping() => Wrote::Stopping,
+        }
+    }
+
+    /// Writes what waits in the outbox (optional frames only while the socket has room).
+    async fn flush(&mut self, sink: &mut Sink) -> Wrote {
+        loop {
+            let next = match self.unsent.take() {
+                Some(f) => Some(Outbound::Frame(f)),
+                None => self.outbox.take(self.room_for_optional()),
+            };
+            match next {
+                None => return Wrote::Done,
+                Some(Outbound::GiveUp) => return Wrote::GiveUp,
+                Some(Outbound::Frame(f)) => match self.write(sink, f).await {
+                    Wrote::Done => {}
+                    other => return other,
+                },
+            }
+        }
+    }
+
+    /// Serves the client until the connection must end, and says why.
+    async fn run(&mut self, sink: &mut Sink, source: &mut Source) -> Ending {
+        loop {
+            if self.stopping() {
+                return Ending::Stopping;
+            }
+            match self.flush(sink).await {
+                Wrote::Done => {}
+                Wrote::GiveUp => return Ending::NotReading,
+                Wrote::Failed => return Ending::WriteFailed,
+                Wrote::Stopping => return Ending::Stopping,
+            }
+            // While many answers wait, the client's further calls stay unread (its socket
+            // pushes back): answers are never dropped, so this is what bounds them.
+            let reading = self.outbox.answers_waiting() < MAX_ANSWERS_WAITING;
+            let held = self.outbox.has_waiting(true) && !self.room_for_optional();
+            let mut shutdown = self.shutdown.clone();
+            let gate = self.gate.oversized.clone();
+            tokio::select! {
+                biased;
+                _ = shutdown.changed() => return Ending::Stopping,
+                _ = gate.notified() => {
+                    if let Some(o) = self.gate.state.lock().take_oversized() {
+                        return Ending::TooBig(o);
+                    }
+                }
+                _ = self.outbox.ready() => {}
+                _ = tokio::time::sleep(HOLD_RECHECK), if held => {}
+                incoming = source.next(), if reading => {
+                    if let Some(ending) = self.incoming(incoming).await {
+                        return ending;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handles one read from the socket; Some when the connection must end. What the core
+    /// answers goes to the outbox (an answer is never dropped).
+    async fn incoming(&mut self, incoming: Option<Result<Message, WsError>>) -> Option<Ending> {
+        let client = self.client;
+        let text = match incoming {
+            Some(Ok(Message::Text(text))) => text.as_str().to_owned(),
+            // Not what the protocol sends, but harmless to serve when it is UTF-8.
+            Some(Ok(Message::Binary(bytes))) => match String::from_utf8(bytes.to_vec()) {
+                Ok(text) => text,
+                Err(_) => {
+                    let e = RpcError::new(jsonrpc::PARSE_ERROR, "parse error: binary frame is not UTF-8");
+                    self.outbox.push_answer(jsonrpc::error_frame(None, &e));
+                    return None;
+                }
+            },
+            // Pings are answered by tungstenite itself; pongs need nothing.
+            Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => return None,
+            Some(Ok(Message::Close(_))) | None => return Some(Ending::ClientGone),
+            Some(Err(WsError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
+                warn!("client {client}: message of {size} bytes over the {max_size}-byte limit");
+                return Some(Ending::TooBigUnread);
+            }
+            Some(Err(e)) => {
+                debug!("client {client}: read error: {e}");
+                return Some(Ending::ClientGone);
+            }
+        };
+        let replies =
+            crate::dispatch::handle_text(&text, client, self.shared, &mut self.session).await;
+        for reply in replies {
+            self.outbox.push_answer(reply);
+        }
+        None
+    }
+
+    /// The one way a connection ends (see the module's comment).
+    async fn close(&mut self, sink: &mut Sink, source: &mut Source, ending: &Ending) {
+        if let Ending::Stopping = ending {
+            self.drain_arriving(source).await;
+        }
+        if let Ending::TooBig(o) = ending {
+            self.shared
+                .events
+                .notice("message-too-big", Level::Warn, o.notice())
+                .await;
+            if let Some(answer) = o.answer() {
+                self.outbox.push_answer(answer);
+            }
+        }
+        self.outbox.begin_closing();
+        let reqs = self.shared.abandon_client(self.client);
+        if !reqs.is_empty() {
+            let (client, reason) = (self.client, ending.reason());
+            self.shared.events.push(Event::Abandoned { client, reqs, reason }).await;
+        }
+        let Some((code, reason, grace)) = ending.close_frame(self.shared.max_message_size) else {
+            // The client closed: tungstenite has queued the reply to its Close; send it.
+            let _ = tokio::time::timeout(FLUSH_GRACE, sink.close()).await;
+            return;
+        };
+        if !matches!(ending, Ending::Stopping | Ending::NotReading) {
+            warn!("client {}: {}; closing it ({})", self.client, ending.reason().unwrap_or_default(), u16::from(code));
+        }
+        if self.flush_within(sink, grace).await {
+            let close = sink.send(close_message(code, &reason));
+            if tokio::time::timeout(FLUSH_GRACE, close).await.is_ok_and(|r| r.is_ok()) {
+                let linger = if let Ending::Stopping = ending { DRAIN_IDLE } else { LINGER };
+                self.linger(source, linger).await;
+            }
+        }
+    }
+
+    /// Writes the answers still waiting, for at most `grace` (and no longer than the stop grace
+    /// once the editor stops). True when everything was written.
+    async fn flush_within(&mut self, sink: &mut Sink, grace: Duration) -> bool {
+        let until = Instant::now().checked_add(grace);
+        loop {
+            let budget = match (self.stopping(), until) {
+                (true, _) => FLUSH_GRACE,
+                (false, Some(until)) => until.saturating_duration_since(Instant::now()),
+                (false, None) => Duration::from_secs(3600),
+            };
+            match tokio::time::timeout(budget, self.flush(sink)).await {
+                Ok(Wrote::Done) => return true,
+                // Told to stop mid-write: go on within the stop grace.
+                Ok(Wrote::Stopping) | Ok(Wrote::GiveUp) => continue,
+                Ok(Wrote::Failed) => return false,
+                Err(_) if self.stopping() || until.is_some_and(|u| Instant::now() >= u) => {
+                    warn!("client {}: answers could not be written in time", self.client);
+                    return false;
+                }
+                Err(_) => continue,
+            }
+        }
+    }
+
+    /// After our Close: reads (and drops) what the client still sends until its Close.
+    async fn linger(&mut self, source: &mut Source, within: Duration) {
+        let _ = tokio::time::timeout(within, async {
+            while let Some(Ok(msg)) = source.next().await {
+                if let Message::Close(_) = msg {
+                    break;
+                }
+            }
+        })
+        .await;
+    }
+
+    /// The editor is stopping: a message that has begun to arrive is read to its end and
+    /// answered (an openDiff as DIFF_REJECTED: the Pi extension writes unreviewed if the socket
+    /// closes first). Bounded throughout, so that Neovim quits promptly.
+    async fn drain_arriving(&mut self, source: &mut Source) {
+        let until = Instant::now() + DRAIN_MAX;
+        loop {
+            let (mid, read) = {
+                let g = self.gate.state.lock();
+                (g.mid_message(), g.read)
+            };
+            let left = until.saturating_duration_since(Instant::now());
+            let wait = if mid { DRAIN_STALL.min(left) } else { DRAIN_IDLE };
+            let gate = self.gate.oversized.clone();
+            let next = tokio::select! {
+                n = tokio::time::timeout(wait, source.next()) => n,
+                _ = gate.notified() => {
+                    // A message over the limit ended: it is answered like any other.
+                    if let Some(o) = self.gate.state.lock().take_oversized() {
+                        if let Some(answer) = o.answer() {
+                            self.outbox.push_answer(answer);
+                        }
+                    }
+                    continue;
+                }
+            };
+            match next {
+                // Nothing whole yet: go on while the message's bytes still come.
+                Err(_) => {
+                    let g = self.gate.state.lock();
+                    if g.mid_message() && g.read > read && !left.is_zero() {
+                        continue;
+                    }
+                    break;
+                }
+                Ok(Some(Ok(msg))) => {
+                    if self.incoming(Some(Ok(msg))).await.is_some() {
+                        break;
+                    }
+                }
+                Ok(_) => break,
+            }
+            if Instant::now() >= until {
+                break;
+            }
+        }
+    }
+}
+
+/// How many bytes wait to be read on this socket, looked at without taking them (0: its end).
+fn peek(fd: RawFd) -> std::io::Result<usize> {
+    let mut b = 0u8;
+    // SAFETY: recv into one byte of ours, on a socket we own; MSG_PEEK leaves it there.
+    let n = unsafe {
+        libc::recv(fd, (&mut b as *mut u8).cast(), 1, libc::MSG_PEEK | libc::MSG_DONTWAIT)
+    };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(n as usize)
+}
+
+/// Bytes the kernel still holds to send on this socket (0 where it cannot be asked).
+fn unsent_bytes(fd: RawFd) -> usize {
+    #[cfg(target_os = "linux")]
+    {
+        let mut n: libc::c_int = 0;
+        // SAFETY: TIOCOUTQ (SIOCOUTQ) writes one int for a socket we own.
+        if unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) } == 0 {
+            return n.max(0) as usize;
+        }
+    }
+    #[cfg(target_os = "macos")]
+    {
+        let mut n: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: SO_NWRITE writes one int for a socket we own.
+        let rc = unsafe {
+            libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_NWRITE, (&mut n as *mut libc::c_int).cast(), &mut len)
+        };
+        if rc == 0 {
+            return n.max(0) as usize;
+        }
+    }
+    let _ = fd;
+    0
+}
