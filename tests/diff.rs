@@ -55,7 +55,7 @@ fn accept_with_w_sends_the_users_edits_and_never_writes_the_file() {
     // The proposal is the current window, editable; the user changes a line, then :w.
     assert_eq!(nvim.lua("return vim.bo.buftype"), json!("acwrite"));
     nvim.lua("vim.api.nvim_buf_set_lines(0, 1, 2, false, {'fn b() { 2 }'})");
-    nvim.command("write").unwrap();
+    type_keys(&nvim, ":w<CR>");
     assert_eq!(
         answer(&mut p, "d1"),
         vec![
@@ -230,7 +230,7 @@ fn the_same_tab_name_twice_rejects_the_first() {
     );
     nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
-    nvim.command("write").unwrap();
+    type_keys(&nvim, ":w<CR>");
     assert_eq!(
         answer(&mut p, "second"),
         vec!["FILE_SAVED".to_string(), "z\n".to_string()]
@@ -318,7 +318,7 @@ fn a_new_file_is_reviewed_against_nothing() {
         nvim.lua("return {vim.wo.foldmethod, vim.bo.modified}"),
         json!(["diff", false])
     );
-    nvim.command("write").unwrap();
+    type_keys(&nvim, ":w<CR>");
     assert_eq!(
         answer(&mut p, "n"),
         vec!["FILE_SAVED".to_string(), "print(1)\n".to_string()]
@@ -349,7 +349,7 @@ fn the_users_unsaved_edits_are_kept_and_warned_about() {
         .as_str()
         .unwrap()
         .contains("unsaved edits"));
-    nvim.command("write").unwrap();
+    type_keys(&nvim, ":w<CR>");
     assert_eq!(answer(&mut p, "e")[0], "FILE_SAVED");
     // The agent writes the file; the user's modified buffer is left alone, with a warning.
     nvim.record_notify();
@@ -376,7 +376,7 @@ fn an_unmodified_buffer_reloads_when_the_agent_writes() {
     nvim.command(&format!("edit {path}")).unwrap();
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "w", &path, "new\n", "pi-edit:w");
-    nvim.command("write").unwrap();
+    type_keys(&nvim, ":w<CR>");
     answer(&mut p, "w");
     std::fs::write(&path, "new\n").unwrap();
     nvim.wait_for(
@@ -401,7 +401,7 @@ fn the_layout_comes_back_and_splitright_does_not_flip_the_panes() {
     // Left pane: the disk; right pane: the proposal, current, cursor on the first hunk.
     let panes = nvim.lua("local l = vim.fn.win_getid(vim.fn.winnr('h')) return {vim.bo[vim.api.nvim_win_get_buf(l)].buftype, vim.bo.buftype, vim.api.nvim_win_get_cursor(0)[1], vim.wo.diff}");
     assert_eq!(panes, json!(["nofile", "acwrite", 4, true]));
-    nvim.command("write").unwrap();
+    type_keys(&nvim, ":w<CR>");
     answer(&mut p, "l");
     nvim.wait_for(
         "#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 2",
@@ -455,7 +455,7 @@ fn two_reviews_at_once_each_answered_once() {
         .unwrap()
         .get("result")
         .is_some());
-    nvim.command("write").unwrap(); // B, the current one
+    type_keys(&nvim, ":w<CR>"); // B, the current one
     assert_eq!(
         answer(&mut p, "B"),
         vec!["FILE_SAVED".to_string(), "B\n".to_string()]
@@ -495,7 +495,7 @@ fn crlf_and_missing_final_newline_round_trip_byte_exact() {
     {
         let id = format!("e{i}");
         open_diff(&nvim, &mut p, &id, &path, text, &format!("pi-write:{i}"));
-        nvim.command("write").unwrap();
+        type_keys(&nvim, ":w<CR>");
         assert_eq!(
             answer(&mut p, &id),
             vec!["FILE_SAVED".to_string(), text.to_string()],
@@ -522,7 +522,7 @@ fn a_large_file_is_reviewed_and_accepted_whole() {
         json!(30001)
     );
     nvim.wait_for("vim.wo.winbar:find('+2 −2 ', 1, true) ~= nil and vim.wo.winbar:find('2 hunks', 1, true) ~= nil", PATIENCE);
-    nvim.command("write").unwrap();
+    type_keys(&nvim, ":w<CR>");
     let t = answer(&mut p, "big");
     assert_eq!(t[1].len(), new.len());
     assert!(t[1] == new);
@@ -545,7 +545,7 @@ fn review_false_accepts_at_once_without_showing_anything() {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "z\n", "tab_name": "on"}}})).unwrap();
     nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
-    nvim.command("write").unwrap();
+    type_keys(&nvim, ":w<CR>");
     assert_eq!(answer(&mut p, "on"), vec!["FILE_SAVED".to_string(), "z\n".to_string()]);
     // ...and off again.
     nvim.lua("require('pi-ide').setup({diff = {review = false}})");
@@ -569,7 +569,7 @@ fn a_review_waits_while_the_user_types_in_insert_mode() {
     type_keys(&nvim, "<Esc>");
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
-    nvim.command("write").unwrap();
+    type_keys(&nvim, ":w<CR>");
     assert_eq!(answer(&mut p, "i")[0], "FILE_SAVED");
 }
 

@@ -195,8 +195,11 @@ fn mixed_round(nvim: &Nvim, p: &mut Peer, i: u64, path: &str) {
             "#require('pi-ide.diff').list() == 1 and vim.bo.buftype == 'acwrite'",
             PATIENCE,
         );
-        nvim.command(if i % 2 == 0 { "write" } else { "PiIde reject" })
-            .unwrap();
+        if i % 2 == 0 {
+            type_keys(nvim, ":w<CR>");
+        } else {
+            nvim.command("PiIde reject").unwrap();
+        }
         let r = p.wait_response(&json!(id)).unwrap();
         if texts(&r)[0] == "FILE_SAVED" {
             std::fs::write(path, texts(&r)[1].as_bytes()).unwrap();

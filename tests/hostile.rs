@@ -271,7 +271,8 @@ fn a_throwing_autocmd_of_another_plugin_does_not_block_reviews() {
         });
         assert_eq!(nvim.lua_through_prompts("return vim.bo.buftype"), json!("acwrite"), "{event}");
         assert_eq!(nvim.lua_through_prompts("return vim.wo.diff"), json!(true), "{event}");
-        nvim.lua_through_prompts("pcall(vim.cmd, 'write') return true");
+        nvim.request("nvim_input", vec![":w<CR>".into()]).unwrap();
+        nvim.lua_through_prompts("return true");
         let r = p.wait_response(&json!(id)).unwrap();
         assert!(r.get("error").is_none(), "{event}: {r}");
         assert_eq!(

@@ -2,33 +2,37 @@
 -- absolute), never through bufnr()'s pattern matching.
 local M = {}
 
---- An absolute, normalised path from a file URI or a path.
+--- An absolute, normalised path from a file URI or a path. Pure text: a path the agent chose
+--- is never looked at on disk here (a hung mount would freeze Neovim).
 function M.to_path(uri_or_path)
   local path = uri_or_path
   if path:match("^file:") then
     path = vim.uri_to_fname(path)
   end
-  return vim.fs.normalize(vim.fn.fnamemodify(path, ":p"))
+  if not path:match("^[/~]") then
+    path = vim.fn.getcwd() .. "/" .. path
+  end
+  return vim.fs.normalize(path, { expand_env = false })
 end
 
 --- The buffer showing exactly this file, or nil. Falls back to comparing real paths so that a
---- file opened through a symlink is still found.
+--- file opened through a symlink is still found; the agent's path is resolved by the core, off
+--- the main thread, within a short deadline (a path on a hung mount is simply not found).
 function M.find(path)
   path = M.to_path(path)
-  local real
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    local name = vim.api.nvim_buf_get_name(buf)
-    if name == path then
+    if vim.api.nvim_buf_get_name(buf) == path then
       return buf
     end
   end
-  real = vim.uv.fs_realpath(path)
+  local native = require("pi-ide.native").get()
+  local real = native and native.realpath(path)
   if not real then
     return nil
   end
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    local name = vim.api.nvim_buf_get_name(buf)
-    if name ~= "" and vim.uv.fs_realpath(name) == real then
+    -- The user's own buffers: their files were opened by the user.
+    if M.is_file(buf) and vim.uv.fs_realpath(vim.api.nvim_buf_get_name(buf)) == real then
       return buf
     end
   end

@@ -1,5 +1,5 @@
 -- openDiff, close_tab, closeAllDiffTabs: the agent's side of reviews. The review itself (panes,
--- keys, accepting with :w) is lua/pi-ide/diff.lua.
+-- keys, accepting with :w) is lua/pi-ide/diff/.
 local M = {}
 
 -- Answered later, when the user decides (through `reply`).
