@@ -47,32 +47,64 @@ pub fn path_for(dir: &Path, port: u16) -> PathBuf {
     dir.join(format!("{port}.lock"))
 }
 
-/// Writes the lockfile atomically, creating the folder (0700) when it is missing. No fsync: the
-/// rename is what readers need, and after a crash the pid is dead and the file stale anyway.
+/// Why `dir` is no place for our token: owned by another user, or writable by group or others
+/// (a shared PI_IDE_LOCK_DIR or CLAUDE_CONFIG_DIR: anyone who can write there can plant a
+/// lockfile that sends the agent elsewhere, or swap ours). None when it is private enough.
+pub fn check_dir(dir: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::metadata(dir).ok()?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Some(format!(
+            "the lock folder {} belongs to another user (uid {}): the token must stay private; set PI_IDE_LOCK_DIR (or CLAUDE_CONFIG_DIR) to a folder of your own",
+            dir.display(),
+            meta.uid()
+        ));
+    }
+    let mode = meta.mode() & 0o777;
+    if mode & 0o022 != 0 {
+        return Some(format!(
+            "the lock folder {} is writable by group or others (mode {mode:o}): run `chmod go-w {}`",
+            dir.display(),
+            dir.display()
+        ));
+    }
+    None
+}
+
+/// Writes the lockfile atomically, creating the folder (0700) when it is missing. The folder
+/// must be private ([`check_dir`]); the temp file is new (O_EXCL) and never a link (O_NOFOLLOW).
+/// No fsync: the rename is what readers need, and after a crash the pid is dead anyway.
 pub fn write(dir: &Path, port: u16, info: &LockInfo) -> Result<PathBuf, String> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
         .map_err(|e| format!("cannot create lock folder {}: {e}", dir.display()))?;
+    if let Some(problem) = check_dir(dir) {
+        return Err(problem);
+    }
     let path = path_for(dir, port);
-    let tmp = dir.join(format!(".{port}.lock.{}.tmp", std::process::id()));
+    let tmp = dir.join(format!(".{port}.lock.{}.tmp", uuid::Uuid::new_v4().simple()));
     let body = serde_json::to_vec(info).map_err(|e| e.to_string())?;
-    let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(&body)?;
-        fs::rename(&tmp, &path)
-    })();
+    let result = write_new(&tmp, &body).and_then(|()| fs::rename(&tmp, &path));
     if let Err(e) = result {
         let _ = fs::remove_file(&tmp);
         return Err(format!("cannot write lockfile {}: {e}", path.display()));
     }
     Ok(path)
+}
+
+/// Creates `path` (it must not exist, and is not followed if it is a link), mode 0600.
+fn write_new(path: &Path, body: &[u8]) -> std::io::Result<()> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(body)
 }
 
 /// Removes our lockfile, but only if it still holds our token (another editor may have taken
@@ -193,6 +225,28 @@ mod tests {
                 && dir.join("3.lock").exists()
                 && dir.join("4.lock").exists()
         );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_shared_lock_folder_is_refused_and_a_planted_link_is_never_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tmpdir("shared");
+        fs::create_dir_all(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+        let e = write(&dir, 1, &info(7, "Neovim", "tok")).unwrap_err();
+        assert!(e.contains("writable by group or others") && e.contains("chmod go-w"), "{e}");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 0, "nothing written there");
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(check_dir(&dir).is_none(), "others may read a folder, not write to it");
+        assert!(check_dir(Path::new("/")).is_some() || unsafe { libc::geteuid() } == 0);
+        // A link planted where the temp file goes is not followed.
+        let victim = dir.join("victim");
+        fs::write(&victim, "mine").unwrap();
+        let planted = dir.join(".tmp");
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        assert!(write_new(&planted, b"token").is_err());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -266,6 +266,18 @@ fn check_lockfiles(lua: &Lua, (): ()) -> LuaResult<Table> {
     Ok(out)
 }
 
+/// For :checkhealth: each lock folder and why it is not private (nil when it is).
+fn check_lock_dirs(lua: &Lua, (): ()) -> LuaResult<Table> {
+    let out = lua.create_table()?;
+    for (path, problem) in with_server(|s| s.check_lock_dirs()).unwrap_or_default() {
+        let t = lua.create_table()?;
+        t.set("path", path.to_string_lossy().into_owned())?;
+        t.set("problem", problem)?;
+        out.push(t)?;
+    }
+    Ok(out)
+}
+
 /// Sends a request to the agent that initialized last. Returns its number, or nil, an error
 /// code (`native.send_errors`) and a sentence for the user; and, fourth, the number of an older
 /// request of the same method it replaced before that one went out (it gets no answer).
@@ -435,6 +447,7 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         notify_clients => notify_clients,
         request => request,
         check_lockfiles => check_lockfiles,
+        check_lock_dirs => check_lock_dirs,
         checkout_stamp => checkout_stamp,
         diagnostics_touch => diagnostics_touch,
         diagnostics_generation => diagnostics_generation,

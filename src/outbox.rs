@@ -209,16 +209,11 @@ impl Outbox {
             q.remove_at(at);
             return Cancelled::Unsent;
         }
-        q.push(
-            Item {
-                frame,
-                class: Class::Notification,
-            },
-            self.max_bytes,
-        );
         drop(q);
-        self.wake();
-        Cancelled::Queued
+        match self.push_notification(frame) {
+            true => Cancelled::Queued,
+            false => Cancelled::Closing,
+        }
     }
 
     /// Queues a notification. False when the client is being closed or given up.

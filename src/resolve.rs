@@ -141,6 +141,18 @@ fn canonicalize(path: &Path) -> Option<PathBuf> {
 /// The resolver every agent-chosen path goes through.
 pub static PATHS: Resolver = Resolver::new(2, 8, canonicalize);
 
+fn exists(path: &Path) -> Option<PathBuf> {
+    crate::failpoint::hang_if_under(path);
+    std::fs::symlink_metadata(path).ok().map(|_| path.to_owned())
+}
+
+/// Looks at a path before a worker reads it (openDiff's staging): a mount that does not answer
+/// is found out within a deadline, without tying up the threads that stage other reviews.
+pub static PROBE: Resolver = Resolver::new(2, 8, exists);
+
+/// How long the probe of an openDiff's path may take.
+pub const PROBE_DEADLINE: Duration = Duration::from_secs(2);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use crate::bridge::Shared;
 use crate::events::{Event, Level};
 use crate::jsonrpc::{self, Id};
+use crate::resolve::{Resolved, PROBE_DEADLINE};
 use crate::tools::Tool;
 
 /// Reviews one client may have waiting for the user; beyond it DIFF_REJECTED at once.
@@ -62,6 +63,15 @@ pub async fn open(
     if let Some(why) = over_bounds(client, tool, &args, shared) {
         return reject(Some(why)).await;
     }
+    let path = path_arg(&args);
+    let probe = crate::resolve::PROBE.resolve(std::path::Path::new(&path), PROBE_DEADLINE);
+    if probe.await == Resolved::TimedOut {
+        let why = format!(
+            "{path} did not answer within {} s (a slow or unreachable mount?): the change was rejected",
+            PROBE_DEADLINE.as_secs()
+        );
+        return reject(Some(why)).await;
+    }
     let file = shared
         .stage_dir
         .join(format!("{}.proposal", shared.next_id()));
@@ -69,7 +79,6 @@ pub async fn open(
     // may meet a slow filesystem: always on a worker, so that other clients are never kept
     // waiting, and so that a panic there is a JoinError answered DIFF_REJECTED below.
     let limit = shared.max_message_size;
-    let path = path_arg(&args);
     let staging = tokio::task::spawn_blocking(move || crate::diff::stage(args, file, limit));
     let staged = match tokio::time::timeout(STAGE_DEADLINE, staging).await {
         Ok(Ok(staged)) => staged,

@@ -217,6 +217,13 @@ impl Server {
             .collect()
     }
 
+    /// Each lock folder, and why it is no place for the token if it is not (for :checkhealth).
+    pub fn check_lock_dirs(&self) -> Vec<(PathBuf, Option<String>)> {
+        (self.lock_dirs.iter())
+            .map(|d| (d.clone(), lockfile::check_dir(d)))
+            .collect()
+    }
+
     /// Rewrites the lockfile when the folders changed. Returns whether it wrote.
     pub fn set_workspace_folders(&self, folders: Vec<String>) -> Result<bool, String> {
         let mut lock = self.lock.lock();

@@ -8,15 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Asserts Neovim answers an RPC call within `bound` (a liveness bound, not a speed target).
-fn responsive(nvim: &Nvim, bound: Duration) {
-    let rx = nvim.request_async("nvim_eval", vec!["1+1".into()]);
-    match rx.recv_timeout(bound) {
-        Ok(Ok(v)) => assert_eq!(v.as_i64(), Some(2)),
-        other => panic!("Neovim did not answer within {bound:?}: {other:?}"),
-    }
-}
-
 fn log_text(nvim: &Nvim) -> String {
     std::fs::read_to_string(nvim.home.join("state/nvim/pi-ide.log")).unwrap_or_default()
 }

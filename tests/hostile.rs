@@ -428,3 +428,145 @@ fn an_agent_that_stops_reading_costs_neovim_a_bounded_amount() {
     let mut p = nvim.peer();
     assert_eq!(p.request("ping", json!({})).unwrap()["result"], json!({}));
 }
+
+#[test]
+fn a_burst_of_well_behaved_clients_is_served_whole() {
+    let nvim = Nvim::start();
+    let l = nvim.lockfile();
+    for clients in [20usize, 50] {
+        let start = std::sync::Arc::new(std::sync::Barrier::new(clients));
+        let threads: Vec<_> = (0..clients)
+            .map(|c| {
+                let (port, token, start) = (l.port, l.auth_token.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    let mut p = Peer::connect(port, &token).map_err(|e| format!("client {c}: {e}"))?;
+                    p.initialize().map_err(|e| format!("client {c}: {e}"))?;
+                    for i in 0..200 {
+                        let tool = if i % 2 == 0 { "getDiagnostics" } else { "getWorkspaceFolders" };
+                        let r = p.call_tool(tool, json!({})).map_err(|e| format!("client {c}: {e}"))?;
+                        if r.get("result").is_none() {
+                            return Err(format!("client {c}: {r}"));
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        let failed: Vec<String> = threads.into_iter().filter_map(|t| t.join().unwrap().err()).collect();
+        eprintln!("{clients} clients connecting at once: {} lost", failed.len());
+        assert!(failed.is_empty(), "{} of {clients} lost: {failed:?}", failed.len());
+        nvim.wait_for("#require('pi-ide').info().clients == 0", PATIENCE);
+    }
+}
+
+#[test]
+fn a_hung_mount_never_freezes_neovim_or_the_agent() {
+    let nvim = Nvim::start_with(Options {
+        env: vec![("PI_IDE_FAILPOINTS".into(), "hang-under=/hung".into())],
+        ..Default::default()
+    });
+    nvim.record_notify();
+    let mut p = nvim.peer();
+    let mut other = nvim.peer();
+    let t = std::time::Instant::now();
+    // Answered from the snapshot, resolving the path in the core: within its deadline.
+    let r = p.call_tool("getDiagnostics", json!({"uri": "file:///hung/x.rs"})).unwrap();
+    assert_eq!(texts(&r), vec!["{}".to_string()], "{r}");
+    // Looked up by Lua (buffers.find): the core resolves it for Lua, within its deadline.
+    let r = p.call_tool("checkDocumentDirty", json!({"filePath": "/hung/x.rs"})).unwrap();
+    assert!(r.get("result").is_some(), "{r}");
+    eprintln!("two calls on a hung path answered in {:?}", t.elapsed());
+    // A review of a file there: rejected with a notice, while Neovim and others go on.
+    p.send_json(&open_diff_call("d1", "/hung/x.rs", "x\n", "pi-write:1")).unwrap();
+    responsive(&nvim, PATIENCE);
+    assert_eq!(other.request("ping", json!({})).unwrap()["result"], json!({}));
+    let r = p.wait_response(&json!("d1")).unwrap();
+    assert_eq!(texts(&r), vec!["DIFF_REJECTED".to_string(), "pi-write:1".into()]);
+    nvim.wait_t("has_note", json!(["/hung/x.rs", "did not answer"]), PATIENCE);
+    // Reviews elsewhere are not held up by it.
+    let path = file_with(&nvim, "ok.txt", "old\n");
+    open_review(&nvim, &mut p, "d2", &path, "new\n", "pi-edit:2", 1);
+    eprintln!("all done in {:?}", t.elapsed());
+}
+
+#[test]
+fn an_agent_sending_two_hundred_reviews_gets_eight_and_two_hundred_answers() {
+    let nvim = Nvim::start();
+    nvim.record_notify();
+    let path = file_with(&nvim, "f.txt", "old\n");
+    let mut p = nvim.peer();
+    for i in 0..200 {
+        p.send_json(&open_diff_call(&format!("d{i}"), &path, &format!("new {i}\n"), &format!("pi-edit:{i}")))
+            .unwrap();
+    }
+    responsive(&nvim, PATIENCE);
+    // Beyond eight waiting, each is rejected at once.
+    let mut rejected = 0;
+    for i in 8..200 {
+        let r = p.wait_response(&json!(format!("d{i}"))).unwrap();
+        assert_eq!(texts(&r), vec!["DIFF_REJECTED".to_string(), format!("pi-edit:{i}")]);
+        rejected += 1;
+    }
+    nvim.wait_for("#require('pi-ide.diff').list() == 8", PATIENCE);
+    assert!(nvim.lua("return #vim.api.nvim_list_tabpages()").as_u64().unwrap() <= 9);
+    // One message, and one sum of the rest, not 192.
+    nvim.wait_t("has_note", json!(["191 more like this"]), PATIENCE);
+    assert_eq!(nvim.t("count_notes", json!(["reviews waiting already"])), json!(2));
+    // The eight are the user's to decide; each gets its one answer.
+    for left in (0..8).rev() {
+        nvim.command("tablast").unwrap();
+        nvim.command("PiIde reject").unwrap();
+        nvim.wait_for(&format!("#require('pi-ide.diff').list() == {left}"), PATIENCE);
+    }
+    for i in 0..8 {
+        let r = p.wait_response(&json!(format!("d{i}"))).unwrap();
+        assert_eq!(texts(&r)[0], "DIFF_REJECTED");
+    }
+    eprintln!("200 openDiffs: 8 reviewed, {rejected} rejected at once");
+    let staged = nvim.lua("local d = vim.fn.stdpath('run') .. '/pi-ide.' .. vim.fn.getpid() return #vim.fn.readdir(d)");
+    assert_eq!(staged, json!(0), "nothing left staged");
+}
+
+#[test]
+fn a_message_far_over_the_limit_is_answered_in_bounded_memory() {
+    let nvim = Nvim::start_with(Options {
+        before: Some("require('pi-ide').setup({ max_message_size = 1048576 })".into()),
+        ..Default::default()
+    });
+    let mut p = nvim.peer();
+    let before = rss_kib(nvim.pid());
+    // 256 MiB in one frame, written as it is made (the agent's side holds no more than 1 MiB).
+    let head = r#"{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"openDiff","arguments":{"tab_name":"pi-write:big","new_file_path":"/w/big.rs","new_file_contents":""#;
+    let tail = r#""}}}"#;
+    let body = 256usize << 20;
+    let len = (head.len() + body + tail.len()) as u64;
+    let mask = [7u8, 1, 8, 3];
+    let mut header = vec![0x81u8, 0x80 | 127];
+    header.extend(len.to_be_bytes());
+    header.extend(mask);
+    let mut at = 0usize;
+    let mut masked = |bytes: &[u8]| -> Vec<u8> {
+        let out = bytes.iter().enumerate().map(|(i, b)| b ^ mask[(at + i) % 4]).collect();
+        at += bytes.len();
+        out
+    };
+    p.write_raw(&header).unwrap();
+    p.write_raw(&masked(head.as_bytes())).unwrap();
+    let chunk = vec![b'x'; 1 << 20];
+    let mut peak = 0;
+    for i in 0..(body >> 20) {
+        p.write_raw(&masked(&chunk)).unwrap();
+        if i % 32 == 0 {
+            peak = peak.max(rss_kib(nvim.pid()));
+        }
+    }
+    p.write_raw(&masked(tail.as_bytes())).unwrap();
+    let (frames, end) = read_until_close(&mut p);
+    peak = peak.max(rss_kib(nvim.pid()));
+    let grown = peak.saturating_sub(before);
+    eprintln!("a 256 MiB message over a 1 MiB limit: Neovim grew by {grown} KiB at most");
+    assert_eq!(answer_in(&frames, "big"), Some(vec!["DIFF_REJECTED".to_string(), "pi-write:big".into()]));
+    assert!(matches!(end, Received::Close { code: 1009, .. }), "{end:?}");
+    assert!(grown < 16 * 1024, "Neovim grew by {grown} KiB");
+}

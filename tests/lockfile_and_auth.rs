@@ -228,3 +228,52 @@ fn listens_on_loopback_only() {
         "{listening:?}"
     );
 }
+
+fn health(nvim: &Nvim) -> String {
+    nvim.command("checkhealth pi-ide").unwrap();
+    let text = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    nvim.command("bwipe").unwrap();
+    text.as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_lock_folder_others_can_write_to_or_that_is_not_ours_is_refused_and_said_so() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = pi_ide_peer::nvim::temp_dir("shared-locks");
+    let shared = home.join("locks");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let opts = |dir: &std::path::Path| pi_ide_peer::nvim::Options {
+        lock_dir: Some(dir.to_path_buf()),
+        before: Some("require('pi_ide_test').record_notify()".into()),
+        ..Default::default()
+    };
+    let nvim = Nvim::start_with(opts(&shared));
+    nvim.wait_t("has_note", json!(["writable by group or others", "chmod go-w"]), PATIENCE);
+    assert_eq!(nvim.lua("return require('pi-ide').info().running"), json!(false));
+    assert_eq!(std::fs::read_dir(&shared).unwrap().count(), 0, "no token written there");
+    // Made private, it is used; health says so, and says it when it is opened up again.
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o700)).unwrap();
+    nvim.command("PiIde start").unwrap();
+    assert_eq!(nvim.lua("return require('pi-ide').info().running"), json!(true));
+    assert!(health(&nvim).contains("writable by you alone"));
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let h = health(&nvim);
+    assert!(h.contains("ERROR") && h.contains("writable by group or others"), "{h}");
+    drop(nvim);
+    // A folder of another user's.
+    // SAFETY: geteuid has no preconditions.
+    let theirs = if unsafe { libc::geteuid() } == 0 {
+        let d = home.join("theirs");
+        std::fs::create_dir_all(&d).unwrap();
+        std::os::unix::fs::chown(&d, Some(65534), Some(65534)).unwrap();
+        d
+    } else {
+        std::path::PathBuf::from("/usr/share")
+    };
+    let nvim = Nvim::start_with(opts(&theirs));
+    nvim.wait_t("has_note", json!(["belongs to another user"]), PATIENCE);
+    assert_eq!(nvim.lua("return require('pi-ide').info().running"), json!(false));
+    drop(nvim);
+    std::fs::remove_dir_all(&home).ok();
+}

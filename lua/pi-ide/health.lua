@@ -53,11 +53,12 @@ local function check_server()
       h.ok(("lockfile %s (mode 600, token matches)"):format(l.path))
     end
   end
-  local dir = vim.fs.dirname(info.lockfile)
-  if vim.uv.fs_access(dir, "W") then
-    h.ok("lock folder writable: " .. dir)
-  else
-    h.error("lock folder not writable: " .. dir)
+  for _, d in ipairs(require("pi-ide.native").get().check_lock_dirs()) do
+    if d.problem then
+      h.error(d.problem)
+    else
+      h.ok(("lock folder %s: yours, writable by you alone"):format(d.path))
+    end
   end
   if #info.clients == 0 then
     h.info("no agent connected (in Pi, run /ide)")

@@ -126,6 +126,15 @@ pub fn fence(p: &mut Peer) {
     assert!(r.get("result").is_some(), "{r}");
 }
 
+/// Asserts Neovim answers an RPC call within `bound` (a liveness bound, not a speed target).
+pub fn responsive(nvim: &Nvim, bound: Duration) {
+    let rx = nvim.request_async("nvim_eval", vec!["1+1".into()]);
+    match rx.recv_timeout(bound) {
+        Ok(Ok(v)) => assert_eq!(v.as_i64(), Some(2)),
+        other => panic!("Neovim did not answer within {bound:?}: {other:?}"),
+    }
+}
+
 /// A generous deadline for anything that waits on Neovim: it only costs time when a test fails,
 /// and a loaded 2-core machine can hold the main loop up for seconds.
 pub const PATIENCE: Duration = Duration::from_secs(30);
