@@ -182,6 +182,8 @@ fn at_a_release_tag_the_prebuilt_library_is_downloaded_verified_and_loads_withou
         .unwrap()
         .to_owned();
     assert!(health.contains("the prebuilt library of v0.1.0"), "{health}");
+    assert!(health.contains("SHA-256 verified against http://127.0.0.1"), "{health}");
+    assert!(health.contains(".so.sha256"), "{health}");
     assert!(!health.contains("WARNING cargo"), "{health}");
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }
@@ -280,5 +282,58 @@ fn piide_build_downloads_in_the_background_with_progress() {
     // `:PiIde build source` skips the download (and here, with no cargo, says so).
     nvim.command("PiIde build source").unwrap();
     nvim.wait_t("has_note", json!(["cargo was not found"]), PATIENCE);
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+}
+
+/// A stand-in cargo on a PATH of its own: it records its arguments in `called` and "builds"
+/// by copying this checkout's library.
+fn stand_in_cargo() -> (PathBuf, PathBuf) {
+    let bin = temp_dir("bin");
+    let marker = bin.join("called");
+    let real = plugin_root().join("target/release/libpi_ide.so");
+    std::fs::write(
+        bin.join("cargo"),
+        format!(
+            "#!/bin/sh\necho \"$@\" > {}\nmkdir -p target/release && cp {} target/release/libpi_ide.so\n",
+            marker.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("cargo"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (bin, marker)
+}
+
+#[test]
+fn at_a_release_tag_with_local_changes_to_the_sources_it_builds_from_source_at_once() {
+    let dir = clone_at_tag();
+    // The user patched the Rust core: the release's library was not built from this.
+    let lib = dir.join("src/lib.rs");
+    let patched = std::fs::read_to_string(&lib).unwrap() + "\n// a local change\n";
+    std::fs::write(&lib, patched).unwrap();
+    let server = serve(release(None, None));
+    let (bin, marker) = stand_in_cargo();
+    let nvim = nvim_at(&dir, &format!("{}:{NO_CARGO}", bin.display()), &format!("http://127.0.0.1:{}", server.port));
+    nvim.command("PiIde build").unwrap();
+    nvim.wait_t("has_note", json!(["built from source", "local changes"]), PATIENCE);
+    assert_eq!(std::fs::read_to_string(&marker).unwrap().trim(), "build --release");
+    assert!(
+        !dir.join("target/release/libpi_ide.so.source.json").exists(),
+        "the release's library was not downloaded"
+    );
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+    std::fs::remove_dir_all(&bin).ok();
+}
+
+#[test]
+fn a_checksum_over_plain_http_is_refused() {
+    let dir = clone_at_tag();
+    for url in ["http://releases.example.invalid", "ftp://releases.example.invalid"] {
+        let nvim = nvim_at(&dir, NO_CARGO, url);
+        let err = lazy_build(&nvim, &dir);
+        assert!(err.contains("proves nothing") && err.contains("https"), "{url}: {err}");
+        assert!(err.contains("cargo was not found"), "{err}");
+        assert!(!installed(&dir).exists());
+    }
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }

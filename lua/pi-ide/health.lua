@@ -21,7 +21,12 @@ local function check_library()
         native.path(),
         mod.version,
         mod.abi,
-        source and ("the prebuilt library of %s from %s, SHA-256 verified"):format(source.tag, source.url)
+        source
+            and ("the prebuilt library of %s from %s, SHA-256 verified against %s"):format(
+              source.tag,
+              source.url,
+              source.checksum_url or (source.url .. ".sha256")
+            )
           or "built from source"
       )
     )

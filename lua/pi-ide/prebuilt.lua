@@ -62,13 +62,54 @@ function M.base_url(root)
   end
 end
 
+--- Whether `url` is on this machine (a mirror or a test's server: plain http is fine there).
+local function loopback(url)
+  local rest = url:match("^%a[%w+.-]*://(.*)$") or ""
+  local host = rest:match("^%[([^%]]+)%]") or rest:match("^([^/:]+)")
+  return host == "127.0.0.1" or host == "localhost" or host == "::1"
+end
+
+--- Why a checksum fetched from `url` would prove nothing, if it would: only https (or a file,
+--- or this machine) keeps a third party from swapping the library and its checksum together.
+local function insecure(url)
+  local scheme = (url:match("^(%a[%w+.-]*)://") or ""):lower()
+  if scheme == "https" or scheme == "file" or (scheme == "http" and loopback(url)) then
+    return nil
+  end
+  return ("its checksum would come over %s (%s), which proves nothing; set PI_IDE_RELEASES_URL to an https mirror"):format(
+    scheme == "" and "an unknown protocol" or ("plain " .. scheme),
+    url
+  )
+end
+
 --- A download command for `url` into `file`, with curl or else wget; nil without either.
+--- Redirects must stay on https (a release's files are served from another host).
 local function fetch_command(url, file)
   if vim.fn.executable("curl") == 1 then
-    return { "curl", "--fail", "--location", "--silent", "--show-error", "--max-time", "300", "--output", file, url }
+    return {
+      "curl", "--fail", "--location", "--silent", "--show-error", "--max-time", "300",
+      "--proto", "=https,http,file", "--proto-redir", "=https", "--output", file, url,
+    }
   elseif vim.fn.executable("wget") == 1 then
-    return { "wget", "--quiet", "--timeout=60", "--output-document=" .. file, url }
+    -- wget cannot be told to refuse a redirect to http: its headers are checked (see install).
+    return { "wget", "--quiet", "--server-response", "--timeout=60", "--output-document=" .. file, url }
   end
+end
+
+--- A redirect to plain http in wget's headers (curl refuses them itself).
+local function redirected_to_http(stderr)
+  for location in (stderr or ""):gmatch("[Ll]ocation:%s*(%S+)") do
+    if insecure(location) then
+      return location
+    end
+  end
+end
+
+--- Local changes to the sources the library is built from: the release's library would not
+--- match them (native.lua would refuse it as stale, and another download would not help).
+local function changed_sources(root)
+  local out = git(root, { "status", "--porcelain", "--", "src", "build.rs", "Cargo.toml", "Cargo.lock" })
+  return out and out ~= "" and out or nil
 end
 
 local function read(path)
@@ -102,9 +143,16 @@ function M.install(root, dest, done, progress)
   if not tag then
     return done(false, "the plugin is not at a release tag (lazy.nvim: version = \"*\")")
   end
+  if changed_sources(root) then
+    return done(false, ("the checkout has local changes to its Rust sources, which the release's library (%s) was not built from"):format(tag))
+  end
   local base = M.base_url(root)
   if not base then
     return done(false, "cannot tell where its releases are (no GitHub origin; set PI_IDE_RELEASES_URL for a mirror)")
+  end
+  local not_safe = insecure(base)
+  if not_safe then
+    return done(false, not_safe)
   end
   local url = ("%s/%s/%s"):format(base, tag, M.asset(target, ext))
   local dir = vim.fs.dirname(dest)
@@ -126,6 +174,10 @@ function M.install(root, dest, done, progress)
   vim.system(sum_cmd, { text = true }, function(r)
     if r.code ~= 0 then
       return finish(false, ("the download of %s.sha256 failed (%s)"):format(url, vim.trim(r.stderr or "exit " .. r.code)))
+    end
+    local downgraded = redirected_to_http(r.stderr)
+    if downgraded then
+      return finish(false, ("%s.sha256 was redirected to plain http (%s): refused"):format(url, downgraded))
     end
     local expected = (read(sum_file) or ""):match("^%s*(%x+)")
     if not expected or #expected ~= 64 then
@@ -165,7 +217,13 @@ function M.install(root, dest, done, progress)
       if not ok then
         return finish(false, ("cannot install it at %s: %s"):format(dest, tostring(err)))
       end
-      local record = vim.json.encode({ tag = tag, url = url, sha256 = got, installed = os.date("!%Y-%m-%dT%H:%M:%SZ") })
+      local record = vim.json.encode({
+        tag = tag,
+        url = url,
+        checksum_url = url .. ".sha256",
+        sha256 = got,
+        installed = os.date("!%Y-%m-%dT%H:%M:%SZ"),
+      })
       local f = io.open(dest .. ".source.json", "w")
       if f then
         f:write(record)
@@ -177,7 +235,7 @@ function M.install(root, dest, done, progress)
 end
 
 --- Where the library at `path` came from, when it is still the one a download installed:
---- { tag, url, sha256, installed }, or nil (built from source, or rebuilt since).
+--- { tag, url, checksum_url, sha256, installed }, or nil (built from source, or rebuilt since).
 function M.source(path)
   local record = read(path .. ".source.json")
   local ok, info = pcall(vim.json.decode, record or "")
