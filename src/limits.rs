@@ -4,9 +4,10 @@
 //! buffer read). So: a deadline from accept to a valid upgrade, a cap on upgraded clients (HTTP
 //! 503 beyond it), and two stages before the upgrade:
 //!
-//! 1. **Silent**: accepted, nothing received yet (the Pi extension's bare TCP probe, or an idle
-//!    socket). At most a few; a new one pushes out the oldest, so a flood cannot lock the real
-//!    agent out.
+//! 1. **Silent**: accepted, nothing received yet (the Pi extension's bare TCP probe, an idle
+//!    socket, or one of a burst of clients whose library connects them all before it sends any
+//!    request). Room for a burst; beyond it a new one pushes out the oldest silent one, so a
+//!    flood of idle sockets cannot lock the real agent out.
 //! 2. **Handshaking**: its request has begun to arrive. A few hold a slot; a newcomer beyond
 //!    them pushes out a holder only if that one has sent nothing for [`IDLE_GRACE`] (it stalls);
 //!    otherwise it waits its turn, since a real handshake takes a millisecond: a burst of
@@ -30,7 +31,9 @@ pub const IDLE_GRACE: Duration = Duration::from_millis(250);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Silent connections, and connections holding a handshake slot (each).
+    /// Connections that have sent nothing yet.
+    pub max_silent: usize,
+    /// Connections holding a handshake slot.
     pub max_handshaking: usize,
     /// Connections whose request has begun, waiting for a slot.
     pub max_waiting: usize,
@@ -39,11 +42,12 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// For an open-file limit of `nofile`: at most 1/64 of it silent, as much handshaking, and
-    /// 1/16 waiting and 1/16 for clients (16, 16, 64 and 64 from a limit of 1024 up).
+    /// For an open-file limit of `nofile`: at most 1/16 of it silent, 1/64 handshaking, 1/16
+    /// waiting and 1/16 for clients (64, 16, 64 and 64 from a limit of 1024 up).
     pub fn for_nofile(nofile: u64) -> Limits {
         let share = |div: u64, max: usize, min: usize| ((nofile / div) as usize).clamp(min, max);
         Limits {
+            max_silent: share(16, 64, 4),
             max_handshaking: share(64, 16, 2),
             max_waiting: share(16, 64, 4),
             max_clients: share(16, 64, 4),
@@ -146,7 +150,7 @@ impl Handshakes {
     pub fn silent(&self, client: u64) -> oneshot::Receiver<()> {
         let (tx, rx) = oneshot::channel();
         let mut s = self.stages.lock();
-        while s.silent.len() >= self.limits.max_handshaking.max(1) {
+        while s.silent.len() >= self.limits.max_silent.max(1) {
             if let Some((_, evict)) = s.silent.pop_front() {
                 let _ = evict.send(());
             }
@@ -230,17 +234,17 @@ mod tests {
     #[test]
     fn caps_follow_the_open_file_limit() {
         let l = Limits::for_nofile(1024);
-        assert_eq!((l.max_handshaking, l.max_waiting, l.max_clients), (16, 64, 64));
+        assert_eq!((l.max_silent, l.max_handshaking, l.max_waiting, l.max_clients), (64, 16, 64, 64));
         assert_eq!(Limits::for_nofile(1 << 20), l);
         let l = Limits::for_nofile(256);
-        assert_eq!((l.max_handshaking, l.max_waiting, l.max_clients), (4, 16, 16));
+        assert_eq!((l.max_silent, l.max_handshaking, l.max_waiting, l.max_clients), (16, 4, 16, 16));
         let l = Limits::for_nofile(16);
-        assert_eq!((l.max_handshaking, l.max_waiting, l.max_clients), (2, 4, 4));
+        assert_eq!((l.max_silent, l.max_handshaking, l.max_waiting, l.max_clients), (4, 2, 4, 4));
     }
 
     #[test]
     fn a_new_silent_connection_beyond_the_cap_pushes_out_the_oldest() {
-        let h = Handshakes::new(Limits::for_nofile(128));
+        let h = Handshakes::new(Limits { max_silent: 2, max_handshaking: 2, max_waiting: 4, max_clients: 4 });
         let mut a = h.silent(1);
         let mut b = h.silent(2);
         assert!(a.try_recv().is_err() && b.try_recv().is_err());
@@ -289,7 +293,7 @@ mod tests {
 
     #[tokio::test]
     async fn beyond_the_waiting_cap_a_newcomer_is_refused() {
-        let h = Handshakes::new(Limits { max_handshaking: 2, max_waiting: 4, max_clients: 4 });
+        let h = Handshakes::new(Limits { max_silent: 2, max_handshaking: 2, max_waiting: 4, max_clients: 4 });
         let keep: Vec<_> = futures_util::future::join_all((0..2).map(|i| h.slot(i, Activity::new()))).await;
         let activity = Activity::new();
         let waiters: Vec<_> = (10..14).map(|i| Box::pin(h.slot(i, activity.clone()))).collect();

@@ -188,7 +188,7 @@ fn idle_sockets_cannot_run_neovim_out_of_file_descriptors() {
     assert_eq!(nvim.lua("return vim.v.errmsg"), json!(""));
     assert_eq!(nvim.lua("return vim.bo.readonly"), json!(false));
     assert_ne!(nvim.lua("return vim.fn.swapname('%')"), json!(""));
-    // Never more than the caps (16 in handshakes, 64 clients) and the accept loop's batch.
+    // Never more than the caps (64 silent, 16 in handshakes, 64 clients) and the accept loop's batch.
     let during = sockets(nvim.pid());
     assert!(during <= baseline + 16 + 64 + 128, "{during} sockets (baseline {baseline})");
     // The idle ones are closed by the deadline: only the agent's stays.
@@ -439,8 +439,12 @@ fn a_burst_of_well_behaved_clients_is_served_whole() {
             .map(|c| {
                 let (port, token, start) = (l.port, l.auth_token.clone(), start.clone());
                 std::thread::spawn(move || {
+                    // As an async client library does it: every TCP connect first, then every
+                    // upgrade request.
+                    let tcp = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("client {c}: {e}"))?;
                     start.wait();
-                    let mut p = Peer::connect(port, &token).map_err(|e| format!("client {c}: {e}"))?;
+                    let header = [(pi_ide_peer::peer::AUTH_HEADER, token.as_str())];
+                    let mut p = Peer::upgrade(tcp, port, &header).map_err(|e| format!("client {c}: {e}"))?;
                     p.initialize().map_err(|e| format!("client {c}: {e}"))?;
                     for i in 0..200 {
                         let tool = if i % 2 == 0 { "getDiagnostics" } else { "getWorkspaceFolders" };

@@ -59,6 +59,12 @@ impl Peer {
     pub fn connect_with_headers(port: u16, headers: &[(&str, &str)]) -> Result<Peer, ConnectError> {
         let stream = TcpStream::connect(("127.0.0.1", port))
             .map_err(|e| ConnectError::Other(e.to_string()))?;
+        Peer::upgrade(stream, port, headers)
+    }
+
+    /// The WebSocket upgrade over a TCP connection made beforehand (as an async client library
+    /// does for many connections at once: every connect first, then every request).
+    pub fn upgrade(stream: TcpStream, port: u16, headers: &[(&str, &str)]) -> Result<Peer, ConnectError> {
         stream.set_nodelay(true).ok();
         stream.set_read_timeout(Some(Duration::from_secs(30))).ok();
         let mut req = format!("ws://127.0.0.1:{port}/")
