@@ -35,6 +35,11 @@ pub struct Shared {
     /// Numbers for parked calls, requests and clients: unique across all three.
     next_id: AtomicU64,
     stopping: AtomicBool,
+    /// Wakes what waits on [`Shared::until_stopping`].
+    stop_signal: tokio::sync::Notify,
+    /// One openDiff is staged at a time (see review.rs): a read stuck on a hung mount holds it,
+    /// and later reviews are refused quickly instead of piling up proposals in memory.
+    pub staging: Arc<tokio::sync::Semaphore>,
     /// The user's `diff.review`: false answers openDiff at once, unseen. Lua's config owns it;
     /// setup() pushes each change here (the core answers without waking Neovim).
     diff_review: AtomicBool,
@@ -103,6 +108,8 @@ impl Shared {
             outgoing: OutgoingRequests::default(),
             next_id: AtomicU64::new(1),
             stopping: AtomicBool::new(false),
+            stop_signal: tokio::sync::Notify::new(),
+            staging: Arc::new(tokio::sync::Semaphore::new(1)),
             diff_review: AtomicBool::new(true),
             fallback_after: settings.fallback_after,
             runtime: OnceLock::new(),
@@ -123,6 +130,15 @@ impl Shared {
     /// From now on, arriving work is not shown to the user (the editor is going away).
     pub fn begin_stopping(&self) {
         self.stopping.store(true, Ordering::SeqCst);
+        self.stop_signal.notify_waiters();
+    }
+
+    /// Resolves once the editor begins to stop (at once if it has).
+    pub async fn until_stopping(&self) {
+        let signal = self.stop_signal.notified();
+        if !self.is_stopping() {
+            signal.await;
+        }
     }
 
     pub fn is_stopping(&self) -> bool {

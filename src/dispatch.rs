@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use futures_util::FutureExt;
+
 use crate::bridge::Shared;
 use crate::events::Event;
 use crate::jsonrpc::{self, Id, Incoming, RpcError};
@@ -76,17 +78,47 @@ async fn request(
             }
             frames
         }
-        Ok(Dispatch::Park { tool, args }) => call_tool(client, id, tool, args, shared).await,
-        Err(_) => {
-            error!("client {client}: panic while handling {method}");
-            let failed = Err(RpcError::internal("internal error"));
-            let outcome = match owed {
-                Some((tool, context)) => tool.owed(failed, context.as_deref()),
-                None => failed,
-            };
-            vec![jsonrpc::outcome_frame(&id, &outcome)]
+        Ok(Dispatch::Park { tool, args }) => {
+            let call = call_tool(client, id.clone(), tool, args, shared);
+            match std::panic::AssertUnwindSafe(call).catch_unwind().await {
+                Ok(frames) => frames,
+                Err(_) => panicked(client, &method, &id, owed),
+            }
         }
+        Err(_) => panicked(client, &method, &id, owed),
     }
+}
+
+/// Handling a call panicked: it is answered all the same (an openDiff as a rejection).
+fn panicked(
+    client: u64,
+    method: &str,
+    id: &Id,
+    owed: Option<(&'static Tool, Option<String>)>,
+) -> Vec<String> {
+    error!("client {client}: panic while handling {method}");
+    let failed = Err(RpcError::internal("internal error"));
+    let outcome = match owed {
+        Some((tool, context)) => tool.owed(failed, context.as_deref()),
+        None => failed,
+    };
+    vec![jsonrpc::outcome_frame(id, &outcome)]
+}
+
+/// For a message that arrives while its connection closes: the rejection owed to it when it
+/// is a call of a tool whose failures must read as one (openDiff), else nothing.
+pub fn owed_answer(text: &str) -> Option<String> {
+    let (id, method, params) = match jsonrpc::parse(text) {
+        Incoming::Request { id, method, params } => (id, method, params),
+        Incoming::Invalid { id: Some(id), .. } => {
+            let v: serde_json::Value = serde_json::from_str(text).ok()?;
+            (id, v.get("method")?.as_str()?.to_owned(), v.get("params").cloned())
+        }
+        _ => return None,
+    };
+    let (tool, context) = owed_by(&method, params.as_ref())?;
+    let closing = Err(RpcError::internal("the connection is closing"));
+    Some(jsonrpc::outcome_frame(&id, &tool.owed(closing, context.as_deref())))
 }
 
 /// A client said `initialize`: it gets notifications from now on, starting with what the user
@@ -160,4 +192,29 @@ pub fn owed_by(
         .get("arguments")
         .and_then(|a| tool.abandon_context(a));
     Some((tool, context))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_arrives_while_closing_gets_the_rejection_owed_and_nothing_else() {
+        let call = r#"{"jsonrpc":"2.0","id":"d","method":"tools/call","params":{"name":"openDiff","arguments":{"tab_name":"t"}}}"#;
+        let a: serde_json::Value = serde_json::from_str(&owed_answer(call).unwrap()).unwrap();
+        assert_eq!(a["id"], "d");
+        assert_eq!(a["result"]["content"][0]["text"], "DIFF_REJECTED");
+        assert_eq!(a["result"]["content"][1]["text"], "t");
+        // Malformed, but an openDiff all the same.
+        let bad = r#"{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{"name":"openDiff","arguments":{"tab_name":"u"}}}"#;
+        assert!(owed_answer(bad).unwrap().contains("DIFF_REJECTED"));
+        for other in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"getDiagnostics"}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            "not json",
+        ] {
+            assert!(owed_answer(other).is_none(), "{other}");
+        }
+    }
 }

@@ -129,6 +129,29 @@ pub struct Slot<'a> {
     pub evicted: oneshot::Receiver<()>,
 }
 
+/// A place among the connections waiting for a slot; given back when the wait ends in any way.
+struct Queued<'a> {
+    owner: &'a Handshakes,
+    counted: bool,
+}
+
+impl Queued<'_> {
+    /// Leaves the queue while its lock is held (taking a slot).
+    fn leave(&mut self, s: &mut Stages) {
+        if std::mem::replace(&mut self.counted, false) {
+            s.waiting -= 1;
+        }
+    }
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        if self.counted {
+            self.owner.stages.lock().waiting -= 1;
+        }
+    }
+}
+
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         self.owner.stages.lock().holders.retain(|h| h.client != self.client);
@@ -165,24 +188,25 @@ impl Handshakes {
     }
 
     /// Waits for a handshake slot. None when too many wait already (the newcomer is refused).
+    /// Cancelling the wait (a deadline, stopping) gives its place in the queue back.
     pub async fn slot(&self, client: u64, activity: Arc<Activity>) -> Option<Slot<'_>> {
-        let mut queued = false;
+        let mut queued: Option<Queued<'_>> = None;
         let got = loop {
             let freed = self.freed.notified();
             {
                 let mut s = self.stages.lock();
                 if let Some(evicted) = self.take_slot(&mut s, client, &activity) {
-                    if queued {
-                        s.waiting -= 1;
+                    if let Some(q) = queued.as_mut() {
+                        q.leave(&mut s);
                     }
                     break Some(evicted);
                 }
-                if !queued {
+                if queued.is_none() {
                     if s.waiting >= self.limits.max_waiting {
                         break None;
                     }
                     s.waiting += 1;
-                    queued = true;
+                    queued = Some(Queued { owner: self, counted: true });
                 }
             }
             // A holder may turn idle without anyone leaving: look again now and then.
@@ -303,6 +327,12 @@ mod tests {
         }
         assert_eq!(h.counts().2, 4);
         assert!(h.slot(99, Activity::new()).await.is_none(), "the fifth waiting is refused");
+        // Waits cut short (their deadline) give their places back.
+        drop(waiters);
+        for i in 20..30 {
+            assert!(tokio::time::timeout(Duration::from_millis(1), h.slot(i, activity.clone())).await.is_err());
+        }
+        assert_eq!(h.counts().2, 0, "no place is kept by a wait that ended");
         drop(keep);
     }
 }

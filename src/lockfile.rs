@@ -53,24 +53,55 @@ pub fn path_for(dir: &Path, port: u16) -> PathBuf {
 pub fn check_dir(dir: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let meta = fs::metadata(dir).ok()?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if meta.uid() != me {
-        return Some(format!(
-            "the lock folder {} belongs to another user (uid {}): the token must stay private; set PI_IDE_LOCK_DIR (or CLAUDE_CONFIG_DIR) to a folder of your own",
-            dir.display(),
-            meta.uid()
-        ));
+    if let Some(problem) = not_ours(dir, &meta) {
+        return Some(problem);
     }
     let mode = meta.mode() & 0o777;
-    if mode & 0o022 != 0 {
-        return Some(format!(
+    (mode & 0o022 != 0).then(|| {
+        format!(
             "the lock folder {} is writable by group or others (mode {mode:o}): run `chmod go-w {}`",
             dir.display(),
             dir.display()
-        ));
+        )
+    })
+}
+
+fn not_ours(dir: &Path, meta: &fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    (meta.uid() != me).then(|| {
+        format!(
+            "the lock folder {} belongs to another user (uid {}): the token must stay private; set PI_IDE_LOCK_DIR (or CLAUDE_CONFIG_DIR) to a folder of your own",
+            dir.display(),
+            meta.uid()
+        )
+    })
+}
+
+/// Makes our lock folder private: one of another user's is refused (we cannot make it ours);
+/// one of ours that group or others can write to (a umask of 002 makes them so) loses that
+/// write permission, through the folder itself (no path is followed twice). Returns the mode
+/// it had when it was changed.
+pub fn make_private(dir: &Path) -> Result<Option<u32>, String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let folder = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(dir)
+        .map_err(|e| format!("cannot open lock folder {}: {e}", dir.display()))?;
+    let meta = folder.metadata().map_err(|e| e.to_string())?;
+    if let Some(problem) = not_ours(dir, &meta) {
+        return Err(problem);
     }
-    None
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 == 0 {
+        return Ok(None);
+    }
+    folder
+        .set_permissions(fs::Permissions::from_mode(mode & !0o022))
+        .map_err(|e| format!("the lock folder {} is writable by group or others and cannot be made private: {e}", dir.display()))?;
+    Ok(Some(mode & 0o777))
 }
 
 /// Writes the lockfile atomically, creating the folder (0700) when it is missing. The folder
@@ -82,8 +113,8 @@ pub fn write(dir: &Path, port: u16, info: &LockInfo) -> Result<PathBuf, String> 
         .mode(0o700)
         .create(dir)
         .map_err(|e| format!("cannot create lock folder {}: {e}", dir.display()))?;
-    if let Some(problem) = check_dir(dir) {
-        return Err(problem);
+    if let Some(was) = make_private(dir)? {
+        crate::info!("made the lock folder {} private (it was mode {was:o}; group and others may no longer write there)", dir.display());
     }
     let path = path_for(dir, port);
     let tmp = dir.join(format!(".{port}.lock.{}.tmp", uuid::Uuid::new_v4().simple()));
@@ -234,11 +265,13 @@ mod tests {
         let dir = tmpdir("shared");
         fs::create_dir_all(&dir).unwrap();
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
-        let e = write(&dir, 1, &info(7, "Neovim", "tok")).unwrap_err();
+        let e = check_dir(&dir).unwrap();
         assert!(e.contains("writable by group or others") && e.contains("chmod go-w"), "{e}");
-        assert_eq!(fs::read_dir(&dir).unwrap().count(), 0, "nothing written there");
-        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        // Ours: made private before anything is written there.
+        write(&dir, 1, &info(7, "Neovim", "tok")).unwrap();
+        assert_eq!(fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o755);
         assert!(check_dir(&dir).is_none(), "others may read a folder, not write to it");
+        fs::remove_file(dir.join("1.lock")).unwrap();
         assert!(check_dir(Path::new("/")).is_some() || unsafe { libc::geteuid() } == 0);
         // A link planted where the temp file goes is not followed.
         let victim = dir.join("victim");

@@ -261,6 +261,8 @@ pub struct Oversized {
 impl Oversized {
     /// The answer owed before the Close, if the message was a request.
     pub fn answer(&self) -> Option<String> {
+        // A response of the agent's (to our request) has an id and no method: never answered.
+        self.scan.method.as_ref()?;
         let id = self.scan.id.as_ref()?;
         let tool = (self.scan.method.as_deref() == Some("tools/call"))
             .then(|| crate::tools::find(self.scan.tool.as_deref()?))
@@ -293,6 +295,18 @@ impl Oversized {
             if self.answer().is_some() { "rejected " } else { "dropped " },
         )
     }
+}
+
+/// The rejection owed to a message dropped unread (a call of openDiff), if one is.
+pub fn owed(scan: &Scan) -> Option<String> {
+    let id = scan.id.as_ref()?;
+    if scan.method.as_deref() != Some("tools/call") {
+        return None;
+    }
+    let tool = crate::tools::find(scan.tool.as_deref()?)?;
+    let closing = Err(RpcError::internal("the connection is closing"));
+    let outcome = tool.owed(closing, scan.tab_name.as_deref());
+    outcome.is_ok().then(|| jsonrpc::outcome_frame(id, &outcome))
 }
 
 fn mib(bytes: u64) -> String {
@@ -358,9 +372,11 @@ mod tests {
         let o = Oversized { size: 2000, limit: 1024, scan: scan_in_chunks(&text, 2) };
         let a: serde_json::Value = serde_json::from_str(&o.answer().unwrap()).unwrap();
         assert_eq!(a["error"]["code"], INVALID_REQUEST);
-        // A notification, or garbage: nothing to answer.
-        let o = Oversized { size: 2000, limit: 1024, scan: scan_in_chunks("{\"method\":\"x\"", 2) };
-        assert!(o.answer().is_none());
+        // A notification, a response to our request, or garbage: nothing to answer.
+        for text in ["{\"method\":\"x\"", r#"{"jsonrpc":"2.0","id":3,"result":{"suggestions":["x"]}}"#] {
+            let o = Oversized { size: 2000, limit: 1024, scan: scan_in_chunks(text, 2) };
+            assert!(o.answer().is_none(), "{text}");
+        }
     }
 
     #[test]

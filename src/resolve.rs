@@ -143,7 +143,8 @@ pub static PATHS: Resolver = Resolver::new(2, 8, canonicalize);
 
 fn exists(path: &Path) -> Option<PathBuf> {
     crate::failpoint::hang_if_under(path);
-    std::fs::symlink_metadata(path).ok().map(|_| path.to_owned())
+    // Through a final link, as the read that follows will go.
+    std::fs::metadata(path).ok().map(|_| path.to_owned())
 }
 
 /// Looks at a path before a worker reads it (openDiff's staging): a mount that does not answer

@@ -24,6 +24,9 @@ pub const MAX_PENDING: usize = 8;
 /// must not hold the agent's call for ever.
 pub const STAGE_DEADLINE: Duration = Duration::from_secs(10);
 
+/// How long a review waits for another one's staging to end.
+pub const STAGE_WAIT: Duration = Duration::from_secs(2);
+
 /// Bytes one client's waiting reviews may hold staged (in `stdpath("run")`, often RAM): one
 /// review of the largest size accepted, with the file it replaces. Staged files go as soon as
 /// Lua has loaded them, so this only binds reviews not shown yet.
@@ -77,10 +80,30 @@ pub async fn open(
         .join(format!("{}.proposal", shared.next_id()));
     // Staging reads the file on disk (up to max_message_size, whatever the proposal's size) and
     // may meet a slow filesystem: always on a worker, so that other clients are never kept
-    // waiting, and so that a panic there is a JoinError answered DIFF_REJECTED below.
+    // waiting, and so that a panic there is a JoinError answered DIFF_REJECTED below. One at a
+    // time: a read stuck on a hung mount keeps its permit, and later reviews are refused after
+    // a short wait rather than queued with their proposals in memory.
+    let permit = tokio::select! {
+        p = tokio::time::timeout(STAGE_WAIT, shared.staging.clone().acquire_owned()) => p.ok().and_then(Result::ok),
+        _ = shared.until_stopping() => None,
+    };
+    let Some(permit) = permit else {
+        let why = (!shared.is_stopping()).then(|| {
+            format!("the editor is still reading another file (a slow or unreachable mount?): the change to {path} was rejected")
+        });
+        return reject(why).await;
+    };
     let limit = shared.max_message_size;
-    let staging = tokio::task::spawn_blocking(move || crate::diff::stage(args, file, limit));
-    let staged = match tokio::time::timeout(STAGE_DEADLINE, staging).await {
+    let staging = tokio::task::spawn_blocking(move || {
+        let staged = crate::diff::stage(args, file, limit);
+        drop(permit);
+        staged
+    });
+    let staged = tokio::select! {
+        s = tokio::time::timeout(STAGE_DEADLINE, staging) => s,
+        _ = shared.until_stopping() => return reject(None).await,
+    };
+    let staged = match staged {
         Ok(Ok(staged)) => staged,
         Ok(Err(_)) => return reject(Some(format!("staging the review of {path} failed"))).await,
         Err(_) => {

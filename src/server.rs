@@ -91,11 +91,12 @@ impl Server {
             auth_token: auth::new_token(),
         };
 
-        // Blocking work (staging and diffing large proposals) gets at most two threads: every
-        // extra thread would keep a malloc arena of its own alive in Neovim's process.
+        // Blocking work (staging and diffing large proposals) gets at most three threads: every
+        // extra thread would keep a malloc arena of its own alive in Neovim's process. Staging
+        // takes one at a time (review.rs), so a read stuck on a hung mount leaves two.
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .max_blocking_threads(2)
+            .max_blocking_threads(3)
             .build()
             .map_err(|e| format!("cannot start the server runtime: {e}"))?;
         let (shutdown, shutdown_rx) = watch::channel(false);
@@ -119,8 +120,9 @@ impl Server {
                 if result.is_err() {
                     error!("the server thread panicked; the server is down");
                 }
-                // Dropping the runtime cancels whatever is left.
-                drop(runtime);
+                // Whatever is left is cancelled; a worker stuck on a hung mount is not waited for
+                // (dropping the runtime would, and Neovim would not quit).
+                runtime.shutdown_background();
                 let _ = done_tx.send(());
             })
             .map_err(|e| format!("cannot start the server thread: {e}"))?;

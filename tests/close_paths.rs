@@ -96,18 +96,51 @@ fn an_open_diff_over_max_message_size_is_rejected_before_the_1009() {
     }
     nvim.wait_t("has_note", json!(["3.0 MiB", "max_message_size (1.0 MiB)", "a.txt"]), PATIENCE);
     nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
-    // The same in fragments, the id first: the fragment that crosses the limit is dropped.
+    // The same in fragments, the id first: the fragment that crosses the limit is dropped; and
+    // another openDiff right behind it (in the same write) is rejected too, not lost.
     let mut q = nvim.peer();
     let text = open_diff_call("d3", &path, &"z".repeat(2 << 20), "pi-write:3").to_string();
     let (a, b) = text.as_bytes().split_at(1000);
     let mut raw = pi_ide_peer::peer::raw_frame(false, 1, a);
     raw.extend(pi_ide_peer::peer::raw_frame(true, 0, b));
+    let next = open_diff_call("d4", &path, "small\n", "pi-write:4").to_string();
+    raw.extend(pi_ide_peer::peer::raw_frame(true, 1, next.as_bytes()));
     q.write_raw(&raw).unwrap();
     let (frames, end) = read_until_close(&mut q);
     assert_eq!(answer_in(&frames, "d3"), Some(vec!["DIFF_REJECTED".to_string(), "pi-write:3".into()]));
+    assert_eq!(answer_in(&frames, "d4"), Some(vec!["DIFF_REJECTED".to_string(), "pi-write:4".into()]));
+    assert!(matches!(end, Received::Close { code: 1009, .. }), "{end:?}");
+    // Whole, then another openDiff behind it.
+    let mut q = nvim.peer();
+    let mut raw = pi_ide_peer::peer::raw_frame(true, 1, open_diff_call("d5", &path, &"z".repeat(2 << 20), "pi-write:5").to_string().as_bytes());
+    raw.extend(pi_ide_peer::peer::raw_frame(true, 1, open_diff_call("d6", &path, "x\n", "pi-write:6").to_string().as_bytes()));
+    q.write_raw(&raw).unwrap();
+    let (frames, end) = read_until_close(&mut q);
+    assert_eq!(answer_in(&frames, "d5"), Some(vec!["DIFF_REJECTED".to_string(), "pi-write:5".into()]));
+    assert_eq!(answer_in(&frames, "d6"), Some(vec!["DIFF_REJECTED".to_string(), "pi-write:6".into()]));
     assert!(matches!(end, Received::Close { code: 1009, .. }), "{end:?}");
     // Others are served as before.
     assert_eq!(nvim.peer().request("ping", json!({})).unwrap()["result"], json!({}));
+}
+
+#[test]
+fn a_frame_that_breaks_the_protocol_rejects_the_reviews_before_the_close() {
+    let nvim = Nvim::start();
+    let path = file_with(&nvim, "a.txt", "old\n");
+    // A text frame that is not UTF-8 (1007), and an unmasked frame (1002).
+    for (n, (bad, code)) in [(pi_ide_peer::peer::raw_frame(true, 1, &[0xc3, 0x28]), 1007u16), (vec![0x81, 0x01, b'x'], 1002)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut p = nvim.peer();
+        let id = format!("d{n}");
+        open_review(&nvim, &mut p, &id, &path, "new\n", &format!("pi-edit:{n}"), 1);
+        p.write_raw(&bad).unwrap();
+        let (frames, end) = read_until_close(&mut p);
+        assert_eq!(answer_in(&frames, &id), Some(vec!["DIFF_REJECTED".to_string(), format!("pi-edit:{n}")]));
+        assert!(matches!(end, Received::Close { code: c, .. } if c == code), "{end:?}");
+        nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    }
 }
 
 #[test]

@@ -127,7 +127,7 @@ fn checkhealth_reports_what_matters() {
         "OK native library",
         "OK server on 127.0.0.1",
         "token matches",
-        "lock folder writable",
+        "writable by you alone",
         "client #",
         "pi-ide 0.1.0",
         "treesitter parser for lua",

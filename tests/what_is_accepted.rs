@@ -151,6 +151,9 @@ fn only_a_deliberate_write_in_the_proposals_window_accepts() {
         let id = next(&nvim, &mut p);
         assert_eq!(accepted_bytes(&nvim, &mut p, &id, keys), b"half-edited\n", "{keys}");
     }
+    // Everything deleted: an empty file, as Neovim would write it (not a line break).
+    let id = next(&nvim, &mut p);
+    assert_eq!(accepted_bytes(&nvim, &mut p, &id, "ggdG:w<CR>"), b"");
     // :x on a proposal left as it is accepts it too.
     n += 1;
     let id = review(&nvim, &mut p, n, &path, "as proposed\n");

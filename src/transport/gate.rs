@@ -42,6 +42,14 @@ pub struct GateState {
     message_len: u64,
     /// The message is over the limit: its frames are read here and dropped.
     discarding: bool,
+    /// Fragments of the current message went on to tungstenite.
+    forwarded_part: bool,
+    /// A message over the limit was dropped after some of its fragments went on: tungstenite
+    /// holds half a message and would fail on the next one, losing it. From then on every data
+    /// message is read here, dropped and reported ([`GateState::take_dropped`]), so that the
+    /// rejections owed to them are sent before the close.
+    poisoned: bool,
+    dropped: Vec<Scan>,
     /// Scans the message's payload for what its answer needs: for a message being discarded,
     /// and for the forwarded fragments of a fragmented one (it may turn out too big later).
     scan: Option<Scan>,
@@ -73,6 +81,9 @@ impl GateState {
             in_message: false,
             message_len: 0,
             discarding: false,
+            forwarded_part: false,
+            poisoned: false,
+            dropped: Vec::new(),
             scan: None,
             limit,
             armed: false,
@@ -89,6 +100,11 @@ impl GateState {
     /// A message over the limit that was read and dropped, to be answered.
     pub fn take_oversized(&mut self) -> Option<Oversized> {
         self.oversized.take()
+    }
+
+    /// Messages dropped after one over the limit left tungstenite with half a message.
+    pub fn take_dropped(&mut self) -> Vec<Scan> {
+        std::mem::take(&mut self.dropped)
     }
 
     /// One header byte; the header's length once it is whole.
@@ -136,8 +152,9 @@ impl GateState {
         if self.opcode != 0 {
             // A new message.
             self.message_len = 0;
-            self.discarding = false;
-            self.scan = (!self.fin).then(Scan::default);
+            self.discarding = self.poisoned;
+            self.forwarded_part = false;
+            self.scan = (!self.fin || self.poisoned).then(Scan::default);
         }
         self.message_len = self.message_len.saturating_add(self.payload_left);
         if !self.discarding && self.message_len > self.limit as u64 {
@@ -147,6 +164,7 @@ impl GateState {
         if self.discarding {
             Admit::Discard
         } else {
+            self.forwarded_part |= !self.fin;
             Admit::Forward
         }
     }
@@ -168,7 +186,8 @@ impl GateState {
         self.payload_left -= bytes.len() as u64;
     }
 
-    /// The current frame's payload is all read. Returns true when an oversized message ended.
+    /// The current frame's payload is all read. Returns true when a message was dropped (the
+    /// connection has something to answer).
     fn frame_done(&mut self) -> bool {
         if self.opcode >= 8 {
             return false;
@@ -183,6 +202,14 @@ impl GateState {
         }
         let mut scan = scan.unwrap_or_default();
         scan.finish();
+        if self.poisoned {
+            // A few are enough to answer what a closing connection still sends.
+            if self.dropped.len() < 64 {
+                self.dropped.push(scan);
+            }
+            return true;
+        }
+        self.poisoned = self.forwarded_part;
         self.oversized = Some(Oversized {
             size: self.message_len,
             limit: self.limit,
@@ -429,13 +456,36 @@ mod tests {
         let mut bytes = frame(false, 1, a);
         bytes.extend(frame(true, 9, b"")); // a ping in between
         bytes.extend(frame(true, 0, b));
-        let (got, found) = through(&bytes, 1000, 7);
+        // Then another message: tungstenite holds half of the first, so it is read here too.
+        let next = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"openDiff","arguments":{"tab_name":"u"}}}"#;
+        bytes.extend(frame(true, 1, next.as_bytes()));
+        bytes.extend(frame(true, 8, b""));
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let (got, found, dropped) = rt.block_on(async {
+            let (gate, handle) = Gate::new(&bytes[..], 1000, Arc::new(Activity::default()));
+            handle.arm();
+            let mut gate = gate;
+            let mut got = Vec::new();
+            let mut buf = [0u8; 7];
+            loop {
+                let n = gate.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+            let mut st = handle.state.lock();
+            (got, st.take_oversized(), st.take_dropped())
+        });
         let mut want = frame(false, 1, a);
         want.extend(frame(true, 9, b""));
-        assert_eq!(got, want, "what was under the limit went on; the rest was dropped");
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].scan.id.as_ref().unwrap().raw(), "4");
-        assert_eq!(found[0].scan.tab_name.as_deref(), Some("t"));
+        want.extend(frame(true, 8, b""));
+        assert_eq!(got, want, "what was under the limit went on, and the Close; the rest was dropped");
+        let found = found.unwrap();
+        assert_eq!(found.scan.id.as_ref().unwrap().raw(), "4");
+        assert_eq!(found.scan.tab_name.as_deref(), Some("t"));
+        assert_eq!(dropped.len(), 1);
+        assert_eq!(dropped[0].tab_name.as_deref(), Some("u"));
     }
 
     #[test]

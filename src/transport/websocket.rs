@@ -114,7 +114,9 @@ pub async fn serve(
     if closed.is_err() {
         error!("client {client}: closing panicked");
     }
-    let events = shared.forget_client(client, ending.reason());
+    // A message too big was told about already, with its size (close): not twice.
+    let told = matches!(ending, Ending::TooBig(_));
+    let events = shared.forget_client(client, ending.reason().filter(|_| !told));
     info!("client {client} disconnected");
     if !shared.is_stopping() {
         for event in events {
@@ -254,6 +256,9 @@ enum Ending {
     TooBig(Oversized),
     /// tungstenite refused a message as too big (the gate's backstop; nothing to answer).
     TooBigUnread,
+    /// It broke the protocol (a bad frame, a text frame that is not UTF-8): 1002 or 1007, after
+    /// its answers (the socket can still be written to).
+    Broken(CloseCode, &'static str),
     /// Writing to it failed.
     WriteFailed,
     /// The connection task panicked (1011).
@@ -274,6 +279,7 @@ impl Ending {
                 (CloseCode::Size, reason, ANSWER_GRACE)
             }
             Ending::Panicked => (CloseCode::Error, "internal error in the editor".into(), ANSWER_GRACE),
+            Ending::Broken(code, why) => (*code, (*why).into(), ANSWER_GRACE),
         };
         Some((code, reason, grace))
     }
@@ -287,7 +293,14 @@ impl Ending {
                 Some("it sent a message over max_message_size".into())
             }
             Ending::Panicked => Some("an internal error in the editor".into()),
+            Ending::Broken(_, why) => Some(format!("it broke the protocol ({why})")),
         }
+    }
+
+    /// Whether the client's socket can still be read: then calls already on their way are read
+    /// and answered before the Close (those a rejection is owed to, at least).
+    fn readable(&self) -> bool {
+        !matches!(self, Ending::ClientGone | Ending::WriteFailed)
     }
 }
 
@@ -330,6 +343,9 @@ impl Conn<'_> {
     /// Writes one frame; the editor stopping interrupts it (a frame the sink accepted stays
     /// buffered there and goes out with the next flush; one it did not is kept in `unsent`).
     async fn write(&mut self, sink: &mut Sink, frame: String) -> Wrote {
+        // Kept here until the sink takes it: a write cut short (the editor stopping, a
+        // deadline) loses nothing; the next flush writes it first.
+        self.unsent = Some(frame);
         let mut shutdown = self.shutdown.clone();
         let stop = async move {
             while !*shutdown.borrow_and_update() {
@@ -343,11 +359,9 @@ impl Conn<'_> {
             r = futures_util::future::poll_fn(|cx| sink.poll_ready_unpin(cx)) => if r.is_err() {
                 return Wrote::Failed;
             },
-            _ = &mut stop, if !self.stopping() => {
-                self.unsent = Some(frame);
-                return Wrote::Stopping;
-            }
+            _ = &mut stop, if !self.stopping() => return Wrote::Stopping,
         }
+        let frame = self.unsent.take().expect("kept above");
         if sink.start_send_unpin(Message::text(frame)).is_err() {
             return Wrote::Failed;
         }
@@ -430,14 +444,7 @@ impl Conn<'_> {
             // Pings are answered by tungstenite itself; pongs need nothing.
             Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => return None,
             Some(Ok(Message::Close(_))) | None => return Some(Ending::ClientGone),
-            Some(Err(WsError::Capacity(CapacityError::MessageTooLong { size, max_size }))) => {
-                warn!("client {client}: message of {size} bytes over the {max_size}-byte limit");
-                return Some(Ending::TooBigUnread);
-            }
-            Some(Err(e)) => {
-                debug!("client {client}: read error: {e}");
-                return Some(Ending::ClientGone);
-            }
+            Some(Err(e)) => return Some(self.read_error(e)),
         };
         let replies =
             crate::dispatch::handle_text(&text, client, self.shared, &mut self.session).await;
@@ -447,11 +454,25 @@ impl Conn<'_> {
         None
     }
 
+    /// Why a read failed, as an ending. A message over the limit that ended just before (its
+    /// fragments mixed up tungstenite) is what it was: too big.
+    fn read_error(&mut self, e: WsError) -> Ending {
+        if let Some(o) = self.gate.state.lock().take_oversized() {
+            return Ending::TooBig(o);
+        }
+        debug!("client {}: read error: {e}", self.client);
+        match e {
+            WsError::Capacity(CapacityError::MessageTooLong { .. }) => Ending::TooBigUnread,
+            WsError::Utf8(_) => Ending::Broken(CloseCode::Invalid, "a text frame that is not UTF-8"),
+            WsError::Protocol(_) | WsError::Capacity(_) => {
+                Ending::Broken(CloseCode::Protocol, "a frame that breaks the WebSocket protocol")
+            }
+            _ => Ending::ClientGone,
+        }
+    }
+
     /// The one way a connection ends (see the module's comment).
     async fn close(&mut self, sink: &mut Sink, source: &mut Source, ending: &Ending) {
-        if let Ending::Stopping = ending {
-            self.drain_arriving(source).await;
-        }
         if let Ending::TooBig(o) = ending {
             self.shared
                 .events
@@ -461,6 +482,12 @@ impl Conn<'_> {
                 self.outbox.push_answer(answer);
             }
         }
+        if ending.readable() {
+            // Stopping, what arrives is served (an openDiff is rejected by the core); any other
+            // way, only the rejections owed are sent.
+            self.drain_arriving(source, matches!(ending, Ending::Stopping)).await;
+        }
+        self.answer_dropped();
         self.outbox.begin_closing();
         let reqs = self.shared.abandon_client(self.client);
         if !reqs.is_empty() {
@@ -508,6 +535,15 @@ impl Conn<'_> {
         }
     }
 
+    /// The rejections owed to messages the gate dropped unread (see gate.rs, `poisoned`).
+    fn answer_dropped(&self) {
+        for scan in self.gate.state.lock().take_dropped() {
+            if let Some(answer) = crate::oversized::owed(&scan) {
+                self.outbox.push_answer(answer);
+            }
+        }
+    }
+
     /// After our Close: reads (and drops) what the client still sends until its Close.
     async fn linger(&mut self, source: &mut Source, within: Duration) {
         let _ = tokio::time::timeout(within, async {
@@ -520,10 +556,11 @@ impl Conn<'_> {
         .await;
     }
 
-    /// The editor is stopping: a message that has begun to arrive is read to its end and
-    /// answered (an openDiff as DIFF_REJECTED: the Pi extension writes unreviewed if the socket
-    /// closes first). Bounded throughout, so that Neovim quits promptly.
-    async fn drain_arriving(&mut self, source: &mut Source) {
+    /// Before a close: messages that have begun to arrive are read to their end and answered
+    /// (an openDiff as DIFF_REJECTED: the Pi extension writes unreviewed if the socket closes
+    /// first) — served as usual when `serve` (the editor is stopping), else only the rejections
+    /// owed. Bounded throughout, so that Neovim quits promptly.
+    async fn drain_arriving(&mut self, source: &mut Source, serve: bool) {
         let until = Instant::now() + DRAIN_MAX;
         loop {
             let (mid, read) = {
@@ -542,6 +579,7 @@ impl Conn<'_> {
                             self.outbox.push_answer(answer);
                         }
                     }
+                    self.answer_dropped();
                     continue;
                 }
             };
@@ -554,9 +592,19 @@ impl Conn<'_> {
                     }
                     break;
                 }
-                Ok(Some(Ok(msg))) => {
+                Ok(Some(Ok(msg))) if serve => {
                     if self.incoming(Some(Ok(msg))).await.is_some() {
                         break;
+                    }
+                }
+                Ok(Some(Ok(msg))) => {
+                    let text = match &msg {
+                        Message::Text(t) => Some(t.as_str()),
+                        Message::Binary(b) => std::str::from_utf8(b).ok(),
+                        _ => None,
+                    };
+                    if let Some(answer) = text.and_then(crate::dispatch::owed_answer) {
+                        self.outbox.push_answer(answer);
                     }
                 }
                 Ok(_) => break,

@@ -62,8 +62,13 @@ local function finish(r, result, text)
   r.done = true
   forget(r)
   if result == "accepted" then
-    require("pi-ide.diff.reload").when_written(r.path)
-    r.reply({ "FILE_SAVED", text })
+    if r.reply({ "FILE_SAVED", text }) then
+      require("pi-ide.diff.reload").when_written(r.path)
+    else
+      -- The call had ended already (its connection closed meanwhile): nothing was sent.
+      result = "abandoned"
+      log.notify(("the agent's call for %s had ended: your accept was not sent"):format(display_name(r.path)), vim.log.levels.WARN)
+    end
   elseif result == "rejected" then
     r.reply({ "DIFF_REJECTED", r.tab_name })
   end

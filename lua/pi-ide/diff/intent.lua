@@ -67,14 +67,14 @@ local function why_not(r)
   return "written by a plugin or an autocommand, not by :w in the proposal"
 end
 
+-- One line, the words that matter first (a narrow notifier shows only its start).
 local function hint(r, why)
   local keys = config.values.diff.keys
-  local key = keys.accept and (", " .. keys.accept) or ""
   vim.notify(
-    ("pi-ide.nvim: the proposal for %s was not accepted (%s). To accept it: :w in its window%s or :PiIde accept"):format(
-      vim.fn.fnamemodify(r.path, ":t"),
+    ("pi-ide.nvim: not accepted: %s. To accept %s: :w in its window%s, or :PiIde accept"):format(
       why,
-      key
+      vim.fn.fnamemodify(r.path, ":t"),
+      keys.accept and (", " .. keys.accept) or ""
     ),
     vim.log.levels.WARN
   )
@@ -83,13 +83,15 @@ end
 -- ++ff= (or ++fileformat=) is honoured; any other ++option would change what the agent gets
 -- behind the user's back (it always receives UTF-8 text).
 local function apply_opts(buf, args)
+  local ff
   for _, a in ipairs(args) do
-    local ff = a:match("^%+%+ff=(%a+)$") or a:match("^%+%+fileformat=(%a+)$")
-    if ff then
-      vim.bo[buf].fileformat = ff
-    else
+    ff = a:match("^%+%+ff=(%a+)$") or a:match("^%+%+fileformat=(%a+)$")
+    if not ff then
       return false
     end
+  end
+  if ff then
+    vim.bo[buf].fileformat = ff
   end
   return true
 end

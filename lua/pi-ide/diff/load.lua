@@ -39,19 +39,29 @@ end
 
 local separators = { dos = "\r\n", mac = "\r", unix = "\n" }
 
+-- "--No lines in buffer--": what is left after deleting every line, which Neovim writes as an
+-- empty file (one empty line is written as a line break).
+local function empty(buf)
+  return vim.api.nvim_buf_call(buf, function()
+    return vim.fn.wordcount().bytes == 0
+  end)
+end
+
 --- The buffer's text as Neovim would write it: its lines joined by its 'fileformat', the final
 --- newline per 'eol'/'fixeol', the byte order mark per 'bomb'.
 function M.text(buf)
+  local bom = vim.bo[buf].bomb and BOM or ""
   local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  if #lines == 1 and lines[1] == "" and empty(buf) then
+    -- Everything deleted (ggdG): Neovim writes no line at all, not an empty one.
+    return bom
+  end
   local sep = separators[vim.bo[buf].fileformat] or "\n"
   local text = table.concat(lines, sep)
   if vim.bo[buf].eol or (vim.bo[buf].fixeol and not vim.bo[buf].binary) then
     text = text .. sep
   end
-  if vim.bo[buf].bomb then
-    text = BOM .. text
-  end
-  return text
+  return bom .. text
 end
 
 --- nil when `text` is valid UTF-8, else where it stops being: "line N".
