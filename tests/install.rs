@@ -232,19 +232,7 @@ fn without_a_release_server_it_builds_with_cargo_and_without_cargo_it_says_what_
     assert!(!err.contains("stack traceback"), "{err}");
     // With cargo: the fallback builds. (A stand-in cargo that records its call; the real build
     // of a fresh copy is tested in product.rs.)
-    let bin = temp_dir("bin");
-    let marker = bin.join("called");
-    let real = plugin_root().join("target/release/libpi_ide.so");
-    std::fs::write(
-        bin.join("cargo"),
-        format!(
-            "#!/bin/sh\necho \"$@\" > {}\nmkdir -p target/release && cp {} target/release/libpi_ide.so\n",
-            marker.display(),
-            real.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(bin.join("cargo"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (bin, marker) = stand_in_cargo();
     let nvim = nvim_at(&dir, &format!("{}:{NO_CARGO}", bin.display()), &url);
     assert_eq!(lazy_build(&nvim, &dir), "ok");
     assert_eq!(std::fs::read_to_string(&marker).unwrap().trim(), "build --release");
