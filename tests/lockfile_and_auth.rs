@@ -229,13 +229,6 @@ fn listens_on_loopback_only() {
     );
 }
 
-fn health(nvim: &Nvim) -> String {
-    nvim.command("checkhealth pi-ide").unwrap();
-    let text = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
-    nvim.command("bwipe").unwrap();
-    text.as_str().unwrap().to_owned()
-}
-
 #[test]
 fn a_lock_folder_others_can_write_to_is_made_private_and_another_users_is_refused() {
     use std::os::unix::fs::PermissionsExt;

@@ -107,13 +107,6 @@ fn loaded_after_startup_as_lazy_loading_does() {
         .is_some());
 }
 
-fn health(nvim: &Nvim) -> String {
-    nvim.command("checkhealth pi-ide").unwrap();
-    let text = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
-    nvim.command("bwipeout").unwrap();
-    text.as_str().unwrap().to_owned()
-}
-
 #[test]
 fn checkhealth_reports_what_matters() {
     let nvim = Nvim::start();

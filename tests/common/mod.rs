@@ -126,6 +126,14 @@ pub fn fence(p: &mut Peer) {
     assert!(r.get("result").is_some(), "{r}");
 }
 
+/// What `:checkhealth pi-ide` shows, as text (its buffer is wiped afterwards).
+pub fn health(nvim: &Nvim) -> String {
+    nvim.command("checkhealth pi-ide").unwrap();
+    let text = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    nvim.command("bwipeout").unwrap();
+    text.as_str().unwrap().to_owned()
+}
+
 /// Asserts Neovim answers an RPC call within `bound` (a liveness bound, not a speed target).
 pub fn responsive(nvim: &Nvim, bound: Duration) {
     let rx = nvim.request_async("nvim_eval", vec!["1+1".into()]);
