@@ -153,6 +153,12 @@ impl Shared {
         self.diff_review.load(Ordering::Relaxed)
     }
 
+    /// The last selection state sent, as a client of `flavor` reads it (for one that just
+    /// initialized).
+    pub fn selection_frame_for(&self, flavor: crate::clients::Flavor) -> Option<String> {
+        crate::notify::frame_for(flavor, "selection_changed", &self.selection.last_params()?)
+    }
+
     /// A cursor move from Lua. Nothing to do while no client listens.
     pub fn selection_touch(&self) {
         if self.clients.initialized_count() > 0 {
@@ -163,9 +169,9 @@ impl Shared {
     /// The current selection state from Lua: sent when it changed (latest wins: a client that
     /// is not reading gets the newest state when it reads again). Returns whether it changed.
     pub fn selection_set(&self, params: Value) -> bool {
-        match self.selection.set(params) {
-            Some(frame) => {
-                self.clients.set_selection(&frame);
+        match self.selection.set(params.clone()) {
+            Some(_) => {
+                self.clients.set_selection(&params);
                 true
             }
             None => false,
@@ -280,6 +286,7 @@ impl Shared {
             client,
             tool: tool.name,
             lua: tool.lua,
+            handler: tool.handler_name(),
             args,
         };
         if !self.events.push(event).await {
@@ -300,7 +307,7 @@ impl Shared {
             }
         }
         let flavor = self.clients.flavor_of(p.client);
-        let outcome = outcome.and_then(|v| p.tool.shape_result_for(v, flavor));
+        let outcome = outcome.and_then(|v| p.tool.shape_result_for(v, flavor, p.context.as_deref()));
         let outcome = p.tool.owed(outcome, p.context.as_deref());
         self.clients
             .answer_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
@@ -336,7 +343,7 @@ impl Shared {
         let flavor = self.clients.flavor_of(p.client);
         let outcome = p
             .tool
-            .owed(p.tool.shape_result_for(answer, flavor), p.context.as_deref());
+            .owed(p.tool.shape_result_for(answer, flavor, p.context.as_deref()), p.context.as_deref());
         self.clients
             .answer_to(p.client, jsonrpc::outcome_frame(&p.id, &outcome));
     }

@@ -16,6 +16,25 @@ pub enum Flavor {
     Pi,
     /// Came in through Claude Code's lockfile and header: some answers take its shapes.
     ClaudeCode,
+    /// The Copilot CLI, over HTTP (transport/http.rs): its own tools and notifications, and it
+    /// answers none of our requests.
+    Copilot,
+}
+
+impl Flavor {
+    /// The name `:PiIde status` and the review's winbar give the agent's kind.
+    pub fn label(self) -> &'static str {
+        match self {
+            Flavor::Pi => "pi-ide",
+            Flavor::ClaudeCode => "claude-code",
+            Flavor::Copilot => "copilot",
+        }
+    }
+
+    /// Whether it takes our requests (suggestions): Copilot has none of them.
+    fn takes_requests(self) -> bool {
+        self != Flavor::Copilot
+    }
 }
 
 struct Client {
@@ -28,6 +47,8 @@ struct Client {
     initialized_seq: u64,
     name: Option<String>,
     version: Option<String>,
+    /// The session's title, when the agent gives one (the Copilot CLI's update_session_name).
+    session_name: Option<String>,
     connected_at: SystemTime,
 }
 
@@ -35,8 +56,10 @@ struct Client {
 #[derive(Debug, Clone)]
 pub struct ClientStatus {
     pub id: u64,
+    pub flavor: Flavor,
     pub name: Option<String>,
     pub version: Option<String>,
+    pub session_name: Option<String>,
     pub connected_at: SystemTime,
 }
 
@@ -72,6 +95,7 @@ impl Clients {
             initialized_seq: 0,
             name: None,
             version: None,
+            session_name: None,
             connected_at: SystemTime::now(),
         };
         self.map.lock().insert(client, entry);
@@ -86,12 +110,14 @@ impl Clients {
             self.initialized.fetch_sub(1, Ordering::AcqRel);
         }
         self.release();
-        Some(ClientStatus {
-            id: client,
-            name: c.name,
-            version: c.version,
-            connected_at: c.connected_at,
-        })
+        Some(status_of(client, &c))
+    }
+
+    /// Records the title the agent gives its session.
+    pub fn set_session_name(&self, client: u64, name: &str) {
+        if let Some(c) = self.map.lock().get_mut(&client) {
+            c.session_name = Some(name.to_owned());
+        }
     }
 
     /// Marks a client initialized (once), so that it receives notifications.
@@ -159,24 +185,33 @@ impl Clients {
         }
     }
 
-    /// Sends a notification to every initialized client. Returns how many.
-    pub fn broadcast(&self, frame: &str) -> usize {
+    /// Sends notification `method` to every initialized client, in its dialect (notify.rs).
+    /// Returns how many got it.
+    pub fn broadcast(&self, method: &str, params: &serde_json::Value) -> usize {
+        let mut frames = Frames::new(method, params);
         self.map
             .lock()
             .values()
             .filter(|c| c.initialized)
-            .filter(|c| c.outbox.push_notification(frame.to_owned()))
+            .filter(|c| {
+                let frame = frames.get(c.flavor);
+                frame.is_some_and(|f| c.outbox.push_notification(f))
+            })
             .count()
     }
 
     /// The selection as it is now, for every initialized client (latest wins).
-    pub fn set_selection(&self, frame: &str) {
+    pub fn set_selection(&self, params: &serde_json::Value) {
+        let mut frames = Frames::new("selection_changed", params);
         for c in self.map.lock().values().filter(|c| c.initialized) {
-            c.outbox.set_selection(frame.to_owned());
+            if let Some(f) = frames.get(c.flavor) {
+                c.outbox.set_selection(f);
+            }
         }
     }
 
-    /// The client requests go to: the one that initialized most recently.
+    /// The client requests go to: the one that initialized most recently of those that take
+    /// requests.
     pub fn request_target(&self) -> Option<u64> {
         newest_initialized(&self.map.lock()).map(|(id, _)| id)
     }
@@ -184,6 +219,11 @@ impl Clients {
     /// The agent suggestions go to: the client requests go to, if it said its name.
     pub fn agent(&self) -> Option<ClientStatus> {
         newest_initialized(&self.map.lock()).map(|(id, c)| status_of(id, c))
+    }
+
+    /// A client's status, if it is connected.
+    pub fn status(&self, client: u64) -> Option<ClientStatus> {
+        self.map.lock().get(&client).map(|c| status_of(client, c))
     }
 
     /// Every client, by id.
@@ -199,9 +239,31 @@ impl Clients {
     }
 }
 
+/// A notification's frame per dialect, built once for all the clients of that dialect.
+struct Frames<'a> {
+    method: &'a str,
+    params: &'a serde_json::Value,
+    built: Vec<(Flavor, Option<String>)>,
+}
+
+impl<'a> Frames<'a> {
+    fn new(method: &'a str, params: &'a serde_json::Value) -> Self {
+        Frames { method, params, built: Vec::new() }
+    }
+
+    fn get(&mut self, flavor: Flavor) -> Option<String> {
+        if let Some((_, f)) = self.built.iter().find(|(fl, _)| *fl == flavor) {
+            return f.clone();
+        }
+        let f = crate::notify::frame_for(flavor, self.method, self.params);
+        self.built.push((flavor, f.clone()));
+        f
+    }
+}
+
 fn newest_initialized(map: &HashMap<u64, Client>) -> Option<(u64, &Client)> {
     map.iter()
-        .filter(|(_, c)| c.initialized)
+        .filter(|(_, c)| c.initialized && c.flavor.takes_requests())
         .max_by_key(|(_, c)| c.initialized_seq)
         .map(|(id, c)| (*id, c))
 }
@@ -209,8 +271,10 @@ fn newest_initialized(map: &HashMap<u64, Client>) -> Option<(u64, &Client)> {
 fn status_of(id: u64, c: &Client) -> ClientStatus {
     ClientStatus {
         id,
+        flavor: c.flavor,
         name: c.name.clone(),
         version: c.version.clone(),
+        session_name: c.session_name.clone(),
         connected_at: c.connected_at,
     }
 }
@@ -251,8 +315,9 @@ mod tests {
         assert_eq!(c.request_target(), Some(1), "initializing again makes it the latest");
         assert_eq!(c.initialized_count(), 2);
         assert_eq!(c.flavor_of(2), Flavor::ClaudeCode);
-        assert_eq!(c.broadcast("x"), 2);
-        assert_eq!(a.take(true), Some(crate::outbox::Outbound::Frame("x".into())));
+        assert_eq!(c.broadcast("x", &serde_json::json!({})), 2);
+        let x = crate::jsonrpc::notification_frame("x", &serde_json::json!({}));
+        assert_eq!(a.take(true), Some(crate::outbox::Outbound::Frame(x)));
         assert!(c.answer_to(2, "y".into()));
         assert!(!c.answer_to(9, "z".into()), "no such client");
         assert_eq!(c.agent().and_then(|a| a.name).as_deref(), Some("pi-ide"));

@@ -22,7 +22,19 @@ pub async fn handle_text(
     shared: &Arc<Shared>,
     session: &mut Session,
 ) -> Vec<String> {
-    match jsonrpc::parse(text) {
+    handle(jsonrpc::parse(text), text, client, shared, session).await
+}
+
+/// [`handle_text`] for a message its transport has parsed already (to know whether an answer
+/// will follow); `text` is what arrived.
+pub async fn handle(
+    incoming: Incoming,
+    text: &str,
+    client: u64,
+    shared: &Arc<Shared>,
+    session: &mut Session,
+) -> Vec<String> {
+    match incoming {
         Incoming::Request { id, method, params } => {
             crate::failpoint::panic_on(&method);
             request(id, method, params, client, shared, session).await
@@ -39,20 +51,23 @@ pub async fn handle_text(
             }
             vec![]
         }
-        Incoming::Invalid { id, error } => {
-            debug!("client {client}: {}", error.message);
-            // An openDiff in a malformed envelope is still an openDiff to the agent.
-            let owed = id.as_ref().and_then(|_| {
-                let v: serde_json::Value = serde_json::from_str(text).ok()?;
-                owed_by(v.get("method")?.as_str()?, v.get("params"))
-            });
-            match (id, owed) {
-                (Some(id), Some((tool, context))) => {
-                    vec![jsonrpc::outcome_frame(&id, &tool.owed(Err(error), context.as_deref()))]
-                }
-                (id, _) => vec![jsonrpc::error_frame(id.as_ref(), &error)],
-            }
+        Incoming::Invalid { id, error } => invalid(id, error, text, client),
+    }
+}
+
+/// A message that is not valid JSON-RPC: an error, or the rejection owed to an openDiff in a
+/// malformed envelope (it is still an openDiff to the agent).
+fn invalid(id: Option<Id>, error: RpcError, text: &str, client: u64) -> Vec<String> {
+    debug!("client {client}: {}", error.message);
+    let owed = id.as_ref().and_then(|_| {
+        let v: serde_json::Value = serde_json::from_str(text).ok()?;
+        owed_by(v.get("method")?.as_str()?, v.get("params"))
+    });
+    match (id, owed) {
+        (Some(id), Some((tool, context))) => {
+            vec![jsonrpc::outcome_frame(&id, &tool.owed(Err(error), context.as_deref()))]
         }
+        (id, _) => vec![jsonrpc::error_frame(id.as_ref(), &error)],
     }
 }
 
@@ -132,7 +147,8 @@ async fn initialized(client: u64, shared: &Arc<Shared>, session: &Session) -> Ve
         "client {client} initialized: {}",
         name.as_deref().unwrap_or("(no name)")
     );
-    let frames = shared.selection.last_frame().into_iter().collect();
+    let flavor = shared.clients.flavor_of(client);
+    let frames = shared.selection_frame_for(flavor).into_iter().collect();
     let event = Event::ClientInitialized {
         client,
         name,
@@ -159,7 +175,7 @@ async fn call_tool(
         // current, without waking Neovim.
         Hook::Snapshot => match crate::diagnostics::answer_bounded(&shared.diagnostics, &args).await {
             Some(v) => {
-                let outcome = tool.shape_result_for(v, shared.clients.flavor_of(client));
+                let outcome = tool.shape_result_for(v, shared.clients.flavor_of(client), None);
                 vec![jsonrpc::outcome_frame(&id, &outcome)]
             }
             None => {
@@ -171,6 +187,13 @@ async fn call_tool(
             .await
             .into_iter()
             .collect(),
+        Hook::SessionName => {
+            let name = args["name"].as_str().unwrap_or_default().to_owned();
+            shared.clients.set_session_name(client, &name);
+            shared.events.push(Event::SessionNamed { client, name }).await;
+            let outcome = tool.finish(serde_json::json!({"success": true}), None);
+            vec![jsonrpc::outcome_frame(&id, &outcome)]
+        }
     }
 }
 

@@ -25,6 +25,11 @@ pub enum Event {
         name: Option<String>,
         version: Option<String>,
     },
+    /// The agent gave its session a title (Copilot's update_session_name).
+    SessionNamed {
+        client: u64,
+        name: String,
+    },
     /// The connection of `client` is closing: the core answered its parked calls `reqs` (openDiff:
     /// DIFF_REJECTED); Lua takes their reviews away now (the client may take long to read the
     /// answers). `reason`: why the editor closes it, when it does.
@@ -54,8 +59,9 @@ pub enum Event {
         req: u64,
         client: u64,
         tool: &'static str,
-        /// The Lua module that answers it (tools.rs).
+        /// The Lua module that answers it (tools/), and its function there.
         lua: &'static str,
+        handler: &'static str,
         args: Value,
     },
     /// The cursor has been still for the debounce time: Lua should send the current state.

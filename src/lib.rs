@@ -17,6 +17,7 @@ pub mod limits;
 pub mod lockfile;
 pub mod log;
 pub mod mcp;
+pub mod notify;
 pub mod outbox;
 pub mod oversized;
 pub mod parked;

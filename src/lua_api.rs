@@ -109,9 +109,11 @@ macro_rules! fields {
 fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
     let t = lua.create_table()?;
     match ev {
-        Event::ToolCall { req, client, tool, lua: module, args } => fields!(t,
+        Event::ToolCall { req, client, tool, lua: module, handler, args } => fields!(t,
             "kind" => "tool_call", "req" => req, "client" => client, "tool" => tool,
-            "module" => module, "args" => to_lua(lua, &args)?),
+            "module" => module, "handler" => handler, "args" => to_lua(lua, &args)?),
+        Event::SessionNamed { client, name } => fields!(t,
+            "kind" => "session_named", "client" => client, "name" => name),
         Event::ClientConnected { client } => fields!(t, "kind" => "client_connected", "client" => client),
         Event::ClientInitialized { client, name, version } => fields!(t,
             "kind" => "client_initialized", "client" => client, "name" => name, "version" => version),
@@ -160,7 +162,7 @@ fn respond(_: &Lua, (req, value): (u64, Value)) -> LuaResult<bool> {
 /// Every tool and the Lua module that answers it: `{ [name] = module }`.
 fn tools(lua: &Lua, (): ()) -> LuaResult<Table> {
     let t = lua.create_table()?;
-    for tool in crate::tools::TOOLS {
+    for tool in crate::tools::all() {
         t.set(tool.name, tool.lua)?;
     }
     Ok(t)
@@ -321,8 +323,7 @@ fn cancel(_: &Lua, req: u64) -> LuaResult<bool> {
 fn notify_clients(_: &Lua, (method, params): (String, Value)) -> LuaResult<usize> {
     let params: serde_json::Value = from_lua(params)
         .map_err(|e| err(format!("pi-ide: bad params: {e}")))?;
-    let frame = crate::jsonrpc::notification_frame(&method, &params);
-    Ok(with_server(|s| s.shared.clients.broadcast(&frame)).unwrap_or(0))
+    Ok(with_server(|s| s.shared.clients.broadcast(&method, &params)).unwrap_or(0))
 }
 
 fn status(lua: &Lua, (): ()) -> LuaResult<Table> {

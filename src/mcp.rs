@@ -4,20 +4,38 @@
 use serde_json::{json, Value};
 
 use crate::jsonrpc::{RpcError, METHOD_NOT_FOUND};
-use crate::tools::{self, Tool};
+use crate::tools::{self, Dialect, Tool};
 
 /// The protocol version the Pi extension speaks; also what we answer with when a client asks
 /// for one we do not know.
 pub const PROTOCOL_VERSION: &str = "2024-11-05";
-const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18"];
+const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
 pub const SERVER_NAME: &str = "pi-ide.nvim";
 
 /// What one client told us about itself.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Session {
+    /// Whose tools the client lists and calls (told by the transport it came in through).
+    pub dialect: Dialect,
     pub client_name: Option<String>,
     pub client_version: Option<String>,
+}
+
+impl Session {
+    pub fn new(dialect: Dialect) -> Session {
+        Session {
+            dialect,
+            client_name: None,
+            client_version: None,
+        }
+    }
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session::new(Dialect::PiIde)
+    }
 }
 
 /// What to do with a request.
@@ -34,9 +52,9 @@ pub fn handle_request(session: &mut Session, method: &str, params: Option<Value>
         "initialize" => Dispatch::Reply(Ok(initialize(session, params.as_ref()))),
         "ping" => Dispatch::Reply(Ok(json!({}))),
         "tools/list" => Dispatch::Reply(Ok(json!({
-            "tools": tools::TOOLS.iter().map(Tool::describe).collect::<Vec<_>>()
+            "tools": tools::of(session.dialect).map(Tool::describe).collect::<Vec<_>>()
         }))),
-        "tools/call" => tools_call(params),
+        "tools/call" => tools_call(session.dialect, params),
         other => Dispatch::Reply(Err(RpcError::new(
             METHOD_NOT_FOUND,
             format!("method not found: {other}"),
@@ -79,7 +97,7 @@ fn initialize(session: &mut Session, params: Option<&Value>) -> Value {
     })
 }
 
-fn tools_call(params: Option<Value>) -> Dispatch {
+fn tools_call(dialect: Dialect, params: Option<Value>) -> Dispatch {
     let Some(Value::Object(mut params)) = params else {
         return Dispatch::Reply(Err(RpcError::invalid_params(
             "tools/call needs an object with 'name'",
@@ -96,7 +114,7 @@ fn tools_call(params: Option<Value>) -> Dispatch {
             )))
         }
     };
-    let Some(tool) = tools::find(&name) else {
+    let Some(tool) = tools::find_in(&name, dialect) else {
         return Dispatch::Reply(Err(RpcError::new(
             METHOD_NOT_FOUND,
             format!("unknown tool: {name}"),
@@ -110,6 +128,10 @@ fn tools_call(params: Option<Value>) -> Dispatch {
         let context = tool.abandon_context(&args);
         return Dispatch::Reply(tool.owed(Err(e), context.as_deref()));
     }
+    let args = match tool.adapt {
+        Some(adapt) => adapt(args),
+        None => args,
+    };
     Dispatch::Park { tool, args }
 }
 
@@ -178,26 +200,26 @@ mod tests {
         ))
         .unwrap_err();
         assert_eq!(e.code, METHOD_NOT_FOUND);
-        let e = reply(tools_call(Some(json!({"name": "nope"})))).unwrap_err();
+        let e = reply(tools_call(Dialect::PiIde, Some(json!({"name": "nope"})))).unwrap_err();
         assert_eq!(e.code, METHOD_NOT_FOUND);
         assert!(e.message.contains("nope"));
     }
 
     #[test]
     fn tools_call_checks_its_params() {
-        assert_eq!(reply(tools_call(None)).unwrap_err().code, INVALID_PARAMS);
+        assert_eq!(reply(tools_call(Dialect::PiIde, None)).unwrap_err().code, INVALID_PARAMS);
         assert_eq!(
-            reply(tools_call(Some(json!([])))).unwrap_err().code,
+            reply(tools_call(Dialect::PiIde, Some(json!([])))).unwrap_err().code,
             INVALID_PARAMS
         );
-        let e = reply(tools_call(Some(json!({"arguments": {}})))).unwrap_err();
+        let e = reply(tools_call(Dialect::PiIde, Some(json!({"arguments": {}})))).unwrap_err();
         assert!(e.message.contains("'name'"));
-        let e = reply(tools_call(Some(
+        let e = reply(tools_call(Dialect::PiIde, Some(
             json!({"name": "getDiagnostics", "arguments": {"uri": []}}),
         )))
         .unwrap_err();
         assert!(e.message.contains("'uri'"));
-        match tools_call(Some(json!({"name": "getDiagnostics"}))) {
+        match tools_call(Dialect::PiIde, Some(json!({"name": "getDiagnostics"}))) {
             Dispatch::Park { tool, args } => {
                 assert_eq!(tool.name, "getDiagnostics");
                 assert_eq!(args, json!({}));

@@ -56,7 +56,7 @@ pub async fn open(
     if !shared.diff_review() {
         // The user chose no review: accept the proposal as it is, at once.
         let contents = args["new_file_contents"].clone();
-        let outcome = tool.shape_result(json!(["FILE_SAVED", contents]));
+        let outcome = tool.finish(json!(["FILE_SAVED", contents]), context.as_deref());
         return Some(jsonrpc::outcome_frame(&id, &outcome));
     }
     if shared.is_stopping() {

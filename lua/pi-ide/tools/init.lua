@@ -1,6 +1,7 @@
 -- Tool calls parked in Rust reach Lua here. Each tool is one entry in src/tools.rs (schema,
 -- checks, result shape, what is answered if the editor stops) that names the Lua module with
--- its handler: `require(module)[tool](args, reply, call)`. A handler either returns its answer
+-- its handler: `require(module)[handler](args, reply, call)` (a Copilot tool shares the handler of
+-- the pi-ide tool of the same meaning; the core maps its arguments and answer). A handler either returns its answer
 -- (answered at once) or returns nil and calls reply(result) later, as the blocking openDiff
 -- does. Every call is answered exactly once, even when a handler fails.
 local log = require("pi-ide.log")
@@ -28,7 +29,7 @@ function M.dispatch(native, ev)
   end
 
   local found, mod = pcall(require, ev.module)
-  local handler = found and type(mod) == "table" and mod[ev.tool] or nil
+  local handler = found and type(mod) == "table" and mod[ev.handler or ev.tool] or nil
   if type(handler) ~= "function" then
     answered = true
     native.respond_error(ev.req, METHOD_NOT_FOUND, "tool not available in this editor: " .. tostring(ev.tool))

@@ -1,10 +1,16 @@
-//! The tools we serve over `tools/call`, one entry each in [`TOOLS`]: name, JSON Schema,
-//! argument checks, how Lua's answer is shaped into an MCP tool result (and Claude Code's shape
-//! where it differs), what is answered if a call is abandoned or Neovim is held up, and the Lua
-//! module whose function of the same name answers it. Following one name finds all of a tool.
+//! The tools we serve over `tools/call`, one entry each: pi-ide's (pi.rs: Pi and Claude Code)
+//! and the Copilot CLI's (copilot.rs). An entry says everything about its tool: name, JSON
+//! Schema, argument checks, how Lua's answer is shaped into an MCP tool result (and Claude
+//! Code's shape where it differs), what is answered if a call is abandoned or Neovim is held
+//! up, and the Lua module and function that answer it. A Copilot tool shares its handler with
+//! the pi-ide tool of the same meaning and differs only in its schema and answer shape
+//! (`adapt`, `reshape`). Following one name finds all of a tool.
 //!
-//! Every tool here is answered by Lua (it needs Neovim); Rust validates the arguments first so
-//! that Lua only ever sees well-typed input.
+//! Every tool is answered by Lua or by the core itself (its hook); Rust validates the
+//! arguments first so that Lua only ever sees well-typed input.
+
+mod copilot;
+mod pi;
 
 use std::time::Duration;
 
@@ -95,6 +101,18 @@ pub enum Hook {
     /// A review (review.rs): at most a few pending per client, staged on a worker, parked for
     /// Lua; accepted at once, unseen, when the user turned reviews off.
     Review,
+    /// Answered by the core at once: the client's session name is recorded (clients.rs) and
+    /// Lua is told (status line, winbar).
+    SessionName,
+}
+
+/// Which clients list and call a tool: the ones that speak its protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// pi-ide's tools, over the WebSocket (Pi, Claude Code).
+    PiIde,
+    /// The Copilot CLI's, over HTTP on a Unix socket.
+    Copilot,
 }
 
 #[derive(Debug)]
@@ -111,11 +129,19 @@ pub struct Tool {
     /// The Lua module that answers it: `require(lua)[name](args, reply, event)` (see
     /// lua/pi-ide/tools/init.lua). Everything else about the tool is this entry.
     pub lua: &'static str,
+    pub dialect: Dialect,
+    /// The Lua function, when it is another tool's (the Copilot tools share pi-ide's).
+    pub handler: Option<&'static str>,
+    /// Turns the (validated) arguments into the handler's.
+    pub adapt: Option<fn(Value) -> Value>,
+    /// Turns the handler's answer into this tool's, before `shape`; gets the abandon context
+    /// (open_diff: the tab_name).
+    pub reshape: Option<fn(Value, Option<&str>) -> Value>,
 }
 
 /// What a tool is unless its entry says otherwise: no parameters, answered as JSON text, an
 /// error if abandoned, no fallback, the same shape for every client.
-const PLAIN: Tool = Tool {
+pub(crate) const PLAIN: Tool = Tool {
     name: "",
     lua: "",
     description: "",
@@ -125,171 +151,20 @@ const PLAIN: Tool = Tool {
     fallback: None,
     claude_code: None,
     hook: Hook::Lua,
+    dialect: Dialect::PiIde,
+    handler: None,
+    adapt: None,
+    reshape: None,
 };
 
-pub static TOOLS: &[Tool] = &[
-Tool {
-    name: "getDiagnostics",
-    lua: "pi-ide.tools.diagnostics",
-    claude_code: Some(diagnostics_as_claude),
-    description: "Diagnostics (errors, warnings, hints) Neovim has for open files, keyed by file URI. \
-                  With `uri`, only that file's.",
-    params: &[Param {
-        name: "uri",
-        ty: Ty::String,
-        required: false,
-        description: "A file URI (file:///...) or absolute path; omit for every open file.",
-    }],
-    fallback: Some(Fallback {
-        after: Duration::from_millis(500),
-        keep: |args| args.get("uri").and_then(Value::as_str).is_none_or(str::is_empty),
-        answer: diagnostics_fallback,
-    }),
-    hook: Hook::Snapshot,
-    ..PLAIN
-},
-Tool {
-    name: "getOpenEditorTabs",
-    lua: "pi-ide.tools.editors",
-    description: "Listed file buffers as a JSON array of {uri, isActive, isDirty, languageId}.",
-    ..PLAIN
-},
-Tool {
-    name: "getOpenEditors",
-    lua: "pi-ide.tools.editors",
-    description: "Open file buffers as {tabs: [{uri, isActive, isDirty, label, languageId, fileName, lineCount, ...}]}.",
-    ..PLAIN
-},
-Tool {
-    name: "getWorkspaceFolders",
-    lua: "pi-ide.tools.editors",
-    description: "The workspace folders (Neovim's current directory and LSP workspace folders) as \
-                  {success, folders: [{name, uri, path}], rootPath}.",
-    ..PLAIN
-},
-Tool {
-    name: "getCurrentSelection",
-    lua: "pi-ide.tools.selection",
-    description: "The selection or cursor in the current file now: {success, text, filePath, fileUrl, selection}. \
-                  Lines are zero-based, characters in UTF-16 code units.",
-    ..PLAIN
-},
-Tool {
-    name: "getLatestSelection",
-    lua: "pi-ide.tools.selection",
-    description: "The last selection_changed state sent: {text, filePath, fileUrl, selection}, or \
-                  {success: false, message} when there is none.",
-    ..PLAIN
-},
-Tool {
-    name: "openFile",
-    lua: "pi-ide.tools.open_file",
-    description: "Open a file in Neovim, optionally selecting lines (1-based startLine/endLine) or text.",
-    params: &[
-        Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path (or relative to Neovim's directory)." },
-        Param { name: "preview", ty: Ty::Boolean, required: false, description: "Open in the preview window." },
-        Param { name: "startLine", ty: Ty::Integer, required: false, description: "First line to select, 1-based." },
-        Param { name: "endLine", ty: Ty::Integer, required: false, description: "Last line to select, 1-based." },
-        Param { name: "startText", ty: Ty::String, required: false, description: "Select from the first occurrence of this text." },
-        Param { name: "endText", ty: Ty::String, required: false, description: "...to the end of the next occurrence of this text." },
-        Param { name: "selectToEndOfLine", ty: Ty::Boolean, required: false, description: "Extend the selection to the end of its last line." },
-        Param { name: "makeFrontmost", ty: Ty::Boolean, required: false, description: "Show and focus it (default true); false only loads it, leaving every window as it is." },
-    ],
-    shape: Shape::Texts,
-    ..PLAIN
-},
-Tool {
-    name: "checkDocumentDirty",
-    lua: "pi-ide.tools.documents",
-    description: "Whether the open buffer of a file has unsaved changes: {success, filePath, isDirty, isUntitled}.",
-    params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
-    ..PLAIN
-},
-Tool {
-    name: "openDiff",
-    lua: "pi-ide.tools.reviews",
-    description: "Show the user a two-pane diff of a file against proposed contents and wait for their \
-                  decision: FILE_SAVED with the final contents (they may have edited them) or \
-                  DIFF_REJECTED with the tab_name. The editor never writes the file itself.",
-    params: &[
-        Param { name: "old_file_path", ty: Ty::String, required: true, description: "The file as it is now (it may not exist yet)." },
-        Param { name: "new_file_path", ty: Ty::String, required: true, description: "Where the contents will be written." },
-        Param { name: "new_file_contents", ty: Ty::String, required: true, description: "The proposed contents." },
-        Param { name: "tab_name", ty: Ty::String, required: true, description: "An id for this review (close_tab uses it)." },
-    ],
-    shape: Shape::Texts,
-    on_abandon: OnAbandon::Reject,
-    hook: Hook::Review,
-    ..PLAIN
-},
-Tool {
-    name: "close_tab",
-    lua: "pi-ide.tools.reviews",
-    description: "Close the review with this tab_name if it is open (rejecting it if undecided). TAB_CLOSED.",
-    params: &[Param { name: "tab_name", ty: Ty::String, required: true, description: "The openDiff tab_name." }],
-    shape: Shape::Texts,
-    ..PLAIN
-},
-Tool {
-    name: "closeAllDiffTabs",
-    lua: "pi-ide.tools.reviews",
-    description: "Close every review this client opened (never another agent's, never the user's own diffs): CLOSED_<n>_DIFF_TABS.",
-    shape: Shape::Texts,
-    ..PLAIN
-},
-Tool {
-    name: "saveDocument",
-    lua: "pi-ide.tools.documents",
-    description: "Write the open buffer of a file to disk: {success, filePath, saved, message}.",
-    params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
-    ..PLAIN
-},
-];
-
-/// The last full diagnostics answer, narrowed to `uri` when one was asked for.
-fn diagnostics_fallback(args: &Value, last: Option<&Value>) -> Value {
-    let Some(Value::Object(all)) = last else {
-        return json!({});
-    };
-    match args
-        .get("uri")
-        .and_then(Value::as_str)
-        .filter(|u| !u.is_empty())
-    {
-        None => Value::Object(all.clone()),
-        Some(uri) => {
-            let want = uri_path(uri);
-            Value::Object(
-                all.iter()
-                    .filter(|(k, _)| uri_path(k) == want)
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            )
-        }
-    }
+/// Every tool, of every dialect.
+pub fn all() -> impl Iterator<Item = &'static Tool> {
+    pi::TOOLS.iter().chain(copilot::TOOLS.iter())
 }
 
-/// Diagnostics in Claude Code's shape: `[{"uri", "diagnostics": [...]}]`, files without any
-/// left out. The input is what Lua answers: the pi-ide object (or its JSON text).
-pub fn diagnostics_as_claude(value: &Value) -> String {
-    let parsed;
-    let object = match value {
-        Value::String(s) => {
-            parsed = serde_json::from_str::<Value>(s).unwrap_or(Value::Null);
-            &parsed
-        }
-        other => other,
-    };
-    let files: Vec<Value> = object
-        .as_object()
-        .map(|o| {
-            o.iter()
-                .filter(|(_, d)| d.as_array().is_some_and(|a| !a.is_empty()))
-                .map(|(uri, d)| json!({"uri": uri, "diagnostics": d}))
-                .collect()
-        })
-        .unwrap_or_default();
-    Value::Array(files).to_string()
+/// The tools a client of `dialect` lists and calls.
+pub fn of(dialect: Dialect) -> impl Iterator<Item = &'static Tool> {
+    all().filter(move |t| t.dialect == dialect)
 }
 
 /// The path of a `file://` URI (percent-decoded), or the argument itself when it is a path.
@@ -315,8 +190,14 @@ pub(crate) fn uri_path(uri: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// A tool of any dialect by name (names never repeat across dialects).
 pub fn find(name: &str) -> Option<&'static Tool> {
-    TOOLS.iter().find(|t| t.name == name)
+    all().find(|t| t.name == name)
+}
+
+/// A tool that clients of `dialect` may call.
+pub fn find_in(name: &str, dialect: Dialect) -> Option<&'static Tool> {
+    of(dialect).find(|t| t.name == name)
 }
 
 impl Tool {
@@ -374,6 +255,19 @@ impl Tool {
         Ok(())
     }
 
+    /// The Lua function that answers it.
+    pub fn handler_name(&self) -> &'static str {
+        self.handler.unwrap_or(self.name)
+    }
+
+    /// The handler's answer as this tool's MCP result (`context`: see [`Tool::reshape`]).
+    pub fn finish(&self, value: Value, context: Option<&str>) -> Result<Value, RpcError> {
+        match self.reshape {
+            Some(reshape) => self.shape_result(reshape(value, context)),
+            None => self.shape_result(value),
+        }
+    }
+
     /// Turns Lua's answer into an MCP tool result.
     pub fn shape_result(&self, value: Value) -> Result<Value, RpcError> {
         let texts: Vec<String> =
@@ -418,11 +312,12 @@ impl Tool {
         &self,
         value: Value,
         flavor: crate::clients::Flavor,
+        context: Option<&str>,
     ) -> Result<Value, RpcError> {
         if let (Some(reshape), crate::clients::Flavor::ClaudeCode) = (self.claude_code, flavor) {
             return self.shape_result(Value::String(reshape(&value)));
         }
-        self.shape_result(value)
+        self.finish(value, context)
     }
 
     /// The answer owed to a call that will never be answered by Lua (the editor is stopping).
@@ -434,7 +329,7 @@ impl Tool {
                 self.name
             ))),
             OnAbandon::Reject => {
-                self.shape_result(json!(["DIFF_REJECTED", context.unwrap_or_default()]))
+                self.finish(json!(["DIFF_REJECTED", context.unwrap_or_default()]), context)
             }
         }
     }
@@ -476,7 +371,7 @@ mod tests {
 
     #[test]
     fn every_tool_has_an_object_schema_naming_its_params() {
-        for t in TOOLS {
+        for t in all() {
             let s = t.input_schema();
             assert_eq!(s["type"], "object");
             for p in t.params {
@@ -529,6 +424,7 @@ mod tests {
             on_abandon: OnAbandon::Error,
             fallback: None,
             hook: Hook::Lua,
+            ..PLAIN
         };
         assert!(T
             .validate(&json!({}))
@@ -546,51 +442,6 @@ mod tests {
     }
 
     #[test]
-    fn diagnostics_fallback_narrows_the_last_answer() {
-        let last = json!({"file:///a%20b.rs": [1], "file:///c.rs": [2]});
-        assert_eq!(diagnostics_fallback(&json!({}), None), json!({}));
-        assert_eq!(diagnostics_fallback(&json!({}), Some(&last)), last);
-        assert_eq!(
-            diagnostics_fallback(&json!({"uri": "file:///c.rs"}), Some(&last)),
-            json!({"file:///c.rs": [2]})
-        );
-        assert_eq!(
-            diagnostics_fallback(&json!({"uri": "/a b.rs"}), Some(&last)),
-            json!({"file:///a%20b.rs": [1]})
-        );
-        assert_eq!(
-            diagnostics_fallback(&json!({"uri": "/zzz"}), Some(&last)),
-            json!({})
-        );
-        let keep = find("getDiagnostics")
-            .unwrap()
-            .fallback
-            .as_ref()
-            .unwrap()
-            .keep;
-        assert!(
-            keep(&json!({})) && keep(&json!({"uri": ""})) && !keep(&json!({"uri": "file:///c.rs"}))
-        );
-        assert_eq!(uri_path("file:///x%2"), "/x%2");
-    }
-
-    #[test]
-    fn claude_codes_diagnostics_shape_is_an_array_of_uri_and_diagnostics() {
-        let pi = json!({"file:///a": [{"message": "m"}], "file:///empty": []});
-        let claude: Value = serde_json::from_str(&diagnostics_as_claude(&pi)).unwrap();
-        assert_eq!(claude, json!([{"uri": "file:///a", "diagnostics": [{"message": "m"}]}]));
-        // Lua answers JSON text; nothing is "[]".
-        assert_eq!(diagnostics_as_claude(&json!("{}")), "[]");
-        let t = find("getDiagnostics").unwrap();
-        let r = t
-            .shape_result_for(json!("{}"), crate::clients::Flavor::ClaudeCode)
-            .unwrap();
-        assert_eq!(r["content"][0]["text"], "[]");
-        let r = t.shape_result_for(json!("{}"), crate::clients::Flavor::Pi).unwrap();
-        assert_eq!(r["content"][0]["text"], "{}");
-    }
-
-    #[test]
     fn shapes() {
         let t = find("getDiagnostics").unwrap();
         let r = t.shape_result(json!({})).unwrap();
@@ -605,6 +456,7 @@ mod tests {
             on_abandon: OnAbandon::Error,
             fallback: None,
             hook: Hook::Lua,
+            ..PLAIN
         };
         assert_eq!(
             T.shape_result(json!(["FILE_SAVED", "body\n"])).unwrap(),
