@@ -189,6 +189,14 @@ impl Shared {
         reqs
     }
 
+    /// One call of a client will never be read (its HTTP request was dropped): it is answered
+    /// as abandoned, to no one, so that Lua takes its review away. Returns its number.
+    pub fn abandon_call(&self, client: u64, id: &Id) -> Option<u64> {
+        let req = self.parked.req_of(client, id)?;
+        self.abandon(req);
+        Some(req)
+    }
+
     /// A client's socket is gone: forgets it, its parked calls and its requests. `reason`: why
     /// the editor closed it, if it did. Returns the events for Lua: one per lost request, then
     /// the disconnect (with the numbers of its parked calls, whose answers are no longer wanted).

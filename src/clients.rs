@@ -185,6 +185,13 @@ impl Clients {
         }
     }
 
+    /// Queues a notification frame (already in its dialect) for one client.
+    pub fn push_event_to(&self, client: u64, frame: String) {
+        if let Some(o) = self.outbox_of(client) {
+            o.push_notification(frame);
+        }
+    }
+
     /// Sends notification `method` to every initialized client, in its dialect (notify.rs).
     /// Returns how many got it.
     pub fn broadcast(&self, method: &str, params: &serde_json::Value) -> usize {
@@ -224,6 +231,16 @@ impl Clients {
     /// A client's status, if it is connected.
     pub fn status(&self, client: u64) -> Option<ClientStatus> {
         self.map.lock().get(&client).map(|c| status_of(client, c))
+    }
+
+    /// The initialized clients (the agents connected), by id.
+    pub fn agents(&self) -> Vec<ClientStatus> {
+        let mut list: Vec<ClientStatus> = (self.map.lock().iter())
+            .filter(|(_, c)| c.initialized)
+            .map(|(id, c)| status_of(*id, c))
+            .collect();
+        list.sort_by_key(|c| c.id);
+        list
     }
 
     /// Every client, by id.

@@ -63,6 +63,7 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
         own_names: opts.get("own_names")?,
         diagnostics_timeout: Duration::from_millis(opts.get("diagnostics_timeout_ms")?),
         claude_code: opts.get("claude_code")?,
+        copilot: copilot_options(&opts)?,
     };
     let shared = Arc::new(Shared::new(Settings {
         fallback_after: Some(options.diagnostics_timeout),
@@ -85,8 +86,29 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
     if let Some(p) = &server.claude_lock_path {
         info.set("claude_lockfile", p.to_string_lossy().into_owned())?;
     }
+    set_copilot_paths(&info, &server)?;
     *slot = Some(server);
     Ok(info)
+}
+
+/// `opts.copilot`: nil (off), or `{ socket_dir, trust_workspace }`.
+fn copilot_options(opts: &Table) -> LuaResult<Option<crate::server::CopilotOptions>> {
+    let Some(c) = opts.get::<Option<Table>>("copilot")? else {
+        return Ok(None);
+    };
+    Ok(Some(crate::server::CopilotOptions {
+        socket_dir: std::path::PathBuf::from(c.get::<String>("socket_dir")?),
+        trust_workspace: c.get::<Option<bool>>("trust_workspace")?.unwrap_or(false),
+    }))
+}
+
+/// What Lua shows of the Copilot side: its socket and lockfile.
+fn set_copilot_paths(t: &Table, server: &Server) -> LuaResult<()> {
+    if let Some(c) = &server.copilot {
+        t.set("copilot_socket", c.socket_path.to_string_lossy().into_owned())?;
+        t.set("copilot_lockfile", c.lock_path.to_string_lossy().into_owned())?;
+    }
+    Ok(())
 }
 
 fn stop(_: &Lua, (): ()) -> LuaResult<bool> {
@@ -190,6 +212,19 @@ fn agent(lua: &Lua, (): ()) -> LuaResult<Value> {
         }
         None => Ok(Value::Nil),
     }
+}
+
+/// Every agent connected: `{ {id, name, agent, session_name}, ... }` (one short lock: the
+/// statusline reads it).
+fn agents(lua: &Lua, (): ()) -> LuaResult<Table> {
+    let list = lua.create_table()?;
+    for c in with_server(|s| s.shared.clients.agents()).unwrap_or_default() {
+        let t = lua.create_table()?;
+        fields!(t, "id" => c.id, "name" => c.name, "agent" => c.flavor.label(),
+            "session_name" => c.session_name);
+        list.push(t)?;
+    }
+    Ok(list)
 }
 
 /// Lua has loaded the files staged for an openDiff: the core deletes them (it owns them).
@@ -339,6 +374,7 @@ fn status(lua: &Lua, (): ()) -> LuaResult<Table> {
     if let Some(p) = &s.claude_lock_path {
         t.set("claude_lockfile", p.to_string_lossy().into_owned())?;
     }
+    set_copilot_paths(&t, s)?;
     let info = s.lock_info();
     t.set("ide_name", info.ide_name)?;
     t.set("workspace_folders", info.workspace_folders)?;
@@ -356,7 +392,8 @@ fn status(lua: &Lua, (): ()) -> LuaResult<Table> {
             .unwrap_or(0);
         let row = lua.create_table()?;
         fields!(row, "id" => c.id, "name" => c.name, "version" => c.version,
-            "connected_at" => since, "parked" => parked);
+            "connected_at" => since, "parked" => parked, "agent" => c.flavor.label(),
+            "session_name" => c.session_name);
         clients.push(row)?;
     }
     t.set("clients", clients)?;
@@ -444,6 +481,7 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         set_workspace_folders => set_workspace_folders,
         selection_touch => selection_touch,
         selection_set => selection_set,
+        agents => agents,
         selection_last => selection_last,
         notify_clients => notify_clients,
         request => request,

@@ -56,6 +56,15 @@ impl ParkedCalls {
         self.calls.lock().insert(req, call);
     }
 
+    /// The number of `client`'s parked call with JSON-RPC id `id`, if one is parked.
+    pub fn req_of(&self, client: u64, id: &Id) -> Option<u64> {
+        let calls = self.calls.lock();
+        calls
+            .iter()
+            .find(|(_, p)| p.client == client && p.id.raw() == id.raw())
+            .map(|(req, _)| *req)
+    }
+
     /// Takes a call out to answer it: whoever takes it answers it, so it is answered once.
     pub fn take(&self, req: u64) -> Option<Parked> {
         self.calls.lock().remove(&req)

@@ -16,7 +16,9 @@ use crate::bridge::Shared;
 use crate::events::Event;
 use crate::limits::Handshakes;
 use crate::transport::websocket;
+use crate::lockfile::copilot::{self as copilot_lock, CopilotLock};
 use crate::lockfile::{self, LockInfo};
+use crate::transport::http;
 use crate::{auth, debug, error, info};
 
 /// What Lua passes to `start`.
@@ -30,6 +32,25 @@ pub struct Options {
     pub diagnostics_timeout: Duration,
     /// Also serve Claude Code: its lockfile folder and its auth header.
     pub claude_code: bool,
+    /// Also serve the Copilot CLI (transport/http/): its socket and lockfile. None: nothing of
+    /// it runs.
+    pub copilot: Option<CopilotOptions>,
+}
+
+#[derive(Debug, Clone)]
+pub struct CopilotOptions {
+    /// A private folder for the socket (Neovim's run directory).
+    pub socket_dir: PathBuf,
+    /// Write `isTrusted` (the user said the workspace is trusted).
+    pub trust_workspace: bool,
+}
+
+/// The Copilot CLI's side of a running server.
+pub struct CopilotSide {
+    pub socket_path: PathBuf,
+    pub lock_path: PathBuf,
+    lock_dir: PathBuf,
+    lock: Mutex<CopilotLock>,
 }
 
 pub struct Server {
@@ -40,6 +61,7 @@ pub struct Server {
     pub claude_lock_path: Option<PathBuf>,
     /// Every folder we keep a lockfile in (ours first).
     lock_dirs: Vec<PathBuf>,
+    pub copilot: Option<CopilotSide>,
     lock: Mutex<LockInfo>,
     shutdown: watch::Sender<bool>,
     done: std::sync::mpsc::Receiver<()>,
@@ -66,23 +88,10 @@ impl Server {
     }
 
     fn start_threads(opts: Options, shared: Arc<Shared>) -> Result<Server, String> {
-        let listener = StdListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-            .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
-        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-
-        let mut lock_dirs = vec![lockfile::lock_dir()?];
-        if opts.claude_code {
-            lock_dirs.push(lockfile::claude_dir()?);
-        }
-        let own = opts.own_names.clone();
-        for dir in &lock_dirs {
-            for p in
-                lockfile::remove_stale(dir, |name| own.iter().any(|o| name.starts_with(o.as_str())))
-            {
-                info!("removed stale lockfile {}", p.display());
-            }
-        }
+        let (listener, port) = bind_loopback()?;
+        let copilot_socket = opts.copilot.as_ref().map(bind_copilot).transpose()?;
+        let lock_dirs = lock_dirs(&opts)?;
+        sweep_stale(&lock_dirs, &opts);
         let lock = LockInfo {
             pid: std::process::id(),
             workspace_folders: opts.workspace_folders.clone(),
@@ -90,94 +99,40 @@ impl Server {
             transport: "ws".into(),
             auth_token: auth::new_token(),
         };
-
-        // Blocking work (staging and diffing large proposals) gets at most three threads: every
-        // extra thread would keep a malloc arena of its own alive in Neovim's process. Staging
-        // takes one at a time (review.rs), so a read stuck on a hung mount leaves two.
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .max_blocking_threads(3)
-            .build()
-            .map_err(|e| format!("cannot start the server runtime: {e}"))?;
-        let (shutdown, shutdown_rx) = watch::channel(false);
-        let (done_tx, done) = std::sync::mpsc::channel();
-        let mut auth_headers = vec![auth::HEADER];
-        if opts.claude_code {
-            auth_headers.push(auth::CLAUDE_HEADER);
-        }
-        let config = websocket::Config {
-            token: lock.auth_token.clone(),
-            limits: crate::limits::Limits::for_this_process(),
-            auth_headers,
+        let (copilot_listener, copilot_path) = match copilot_socket {
+            Some((l, p)) => (Some(l), Some(p)),
+            None => (None, None),
         };
-        let task_shared = shared.clone();
-        std::thread::Builder::new()
-            .name("pi-ide-server".into())
-            .spawn(move || {
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    runtime.block_on(accept_loop(listener, task_shared, config, shutdown_rx))
-                }));
-                if result.is_err() {
-                    error!("the server thread panicked; the server is down");
-                }
-                // Whatever is left is cancelled; a worker stuck on a hung mount is not waited for
-                // (dropping the runtime would, and Neovim would not quit).
-                runtime.shutdown_background();
-                let _ = done_tx.send(());
-            })
-            .map_err(|e| format!("cannot start the server thread: {e}"))?;
-
-        // The selection debounce: a small thread of its own (see selection.rs for why).
-        let debounce_shared = shared.clone();
-        let debounce = std::thread::Builder::new()
-            .name("pi-ide-debounce".into())
-            .spawn(move || {
-                while debounce_shared.selection.wait_due() {
-                    if !debounce_shared.events.push_blocking(Event::SelectionDue) {
-                        return;
-                    }
-                }
-            });
-        let debounce = match debounce {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = shutdown.send(true);
-                let _ = done.recv_timeout(STOP_GRACE);
-                return Err(format!("cannot start the debounce thread: {e}"));
-            }
+        let (shutdown, done) =
+            spawn_runtime(&opts, &lock, listener, copilot_listener, shared.clone())?;
+        let mut running = Running { shared: &shared, shutdown: &shutdown, done: &done, debounce: None };
+        running.debounce = Some(spawn_debounce(&shared).inspect_err(|_| running.halt())?);
+        let paths = write_lockfiles(&lock_dirs, port, &lock).inspect_err(|_| running.halt())?;
+        let copilot = match (&opts.copilot, copilot_path) {
+            (Some(c), Some(socket)) => Some(
+                write_copilot_lock(c, socket, &lock, &opts).inspect_err(|_| {
+                    remove_lockfiles(&paths, &lock.auth_token);
+                    running.halt();
+                })?,
+            ),
+            _ => None,
         };
-        let mut paths = Vec::new();
-        for dir in &lock_dirs {
-            match lockfile::write(dir, port, &lock) {
-                Ok(p) => paths.push(p),
-                Err(e) => {
-                    for p in &paths {
-                        lockfile::remove(p, &lock.auth_token);
-                    }
-                    let _ = shutdown.send(true);
-                    let _ = done.recv_timeout(STOP_GRACE);
-                    shared.selection.stop();
-                    let _ = debounce.join();
-                    return Err(e);
-                }
-            }
-        }
-        let lock_path = paths.remove(0);
-        let claude_lock_path = paths.pop();
-        info!(
-            "listening on 127.0.0.1:{port}, lockfile {}",
-            lock_path.display()
-        );
+        let debounce = running.debounce.take();
+        let mut paths = paths.into_iter();
+        let lock_path = paths.next().ok_or("no lock folder")?;
+        let claude_lock_path = paths.next();
+        info!("listening on 127.0.0.1:{port}, lockfile {}", lock_path.display());
         Ok(Server {
             shared,
             port,
             lock_path,
             claude_lock_path,
             lock_dirs,
+            copilot,
             lock: Mutex::new(lock),
             shutdown,
             done,
-            debounce: Some(debounce),
+            debounce,
         })
     }
 
@@ -216,12 +171,15 @@ impl Server {
                 })();
                 (p, check)
             })
+            .chain(self.copilot.iter().map(|c| {
+                (c.lock_path.clone(), copilot_lock::check(&c.lock_path, &c.lock.lock()))
+            }))
             .collect()
     }
 
     /// Each lock folder, and why it is no place for the token if it is not (for :checkhealth).
     pub fn check_lock_dirs(&self) -> Vec<(PathBuf, Option<String>)> {
-        (self.lock_dirs.iter())
+        (self.lock_dirs.iter().chain(self.copilot.iter().map(|c| &c.lock_dir)))
             .map(|d| (d.clone(), lockfile::check_dir(d)))
             .collect()
     }
@@ -232,9 +190,14 @@ impl Server {
         if lock.workspace_folders == folders {
             return Ok(false);
         }
-        lock.workspace_folders = folders;
+        lock.workspace_folders = folders.clone();
         for dir in &self.lock_dirs {
             lockfile::write(dir, self.port, &lock)?;
+        }
+        if let Some(c) = &self.copilot {
+            let mut copilot = c.lock.lock();
+            copilot.workspace_folders = folders;
+            copilot_lock::write(&c.lock_dir, &c.lock_path, &copilot)?;
         }
         Ok(true)
     }
@@ -266,8 +229,199 @@ impl Server {
         if let Some(p) = &self.claude_lock_path {
             lockfile::remove(p, &token);
         }
+        if let Some(c) = &self.copilot {
+            copilot_lock::remove(&c.lock_path, &token);
+            let _ = std::fs::remove_file(&c.socket_path);
+        }
         info!("stopped; removed {}", self.lock_path.display());
     }
+}
+
+/// What is running while `start` is not done yet, to undo it on an error.
+struct Running<'a> {
+    shared: &'a Arc<Shared>,
+    shutdown: &'a watch::Sender<bool>,
+    done: &'a std::sync::mpsc::Receiver<()>,
+    debounce: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Running<'_> {
+    fn halt(&mut self) {
+        let _ = self.shutdown.send(true);
+        let _ = self.done.recv_timeout(STOP_GRACE);
+        self.shared.selection.stop();
+        if let Some(t) = self.debounce.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn bind_loopback() -> Result<(StdListener, u16), String> {
+    let listener = StdListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    Ok((listener, port))
+}
+
+/// The Copilot CLI's socket, in a folder only this user can enter (the socket is 0600 too).
+fn bind_copilot(opts: &CopilotOptions) -> Result<(std::os::unix::net::UnixListener, PathBuf), String> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let dir = &opts.socket_dir;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create the socket folder {}: {e}", dir.display()))?;
+    if let Some(problem) = lockfile::check_dir(dir) {
+        return Err(format!("the Copilot socket cannot go there: {problem}"));
+    }
+    let path = dir.join(format!("pi-ide-copilot.{}.sock", std::process::id()));
+    // sun_path holds 108 bytes with its NUL.
+    if path.as_os_str().len() > 107 {
+        return Err(format!("the socket path {} is too long for a Unix socket", path.display()));
+    }
+    // Ours by name (our pid): left by a server of this process that did not stop.
+    let _ = std::fs::remove_file(&path);
+    let listener = std::os::unix::net::UnixListener::bind(&path)
+        .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
+    let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+    listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    Ok((listener, path))
+}
+
+fn lock_dirs(opts: &Options) -> Result<Vec<PathBuf>, String> {
+    let mut dirs = vec![lockfile::lock_dir()?];
+    if opts.claude_code {
+        dirs.push(lockfile::claude_dir()?);
+    }
+    Ok(dirs)
+}
+
+/// Lockfiles of editors like us that died without removing them.
+fn sweep_stale(lock_dirs: &[PathBuf], opts: &Options) {
+    let own = &opts.own_names;
+    let is_ours = |name: &str| own.iter().any(|o| name.starts_with(o.as_str()));
+    let mut removed: Vec<PathBuf> = lock_dirs
+        .iter()
+        .flat_map(|dir| lockfile::remove_stale(dir, is_ours))
+        .collect();
+    if opts.copilot.is_some() {
+        if let Ok(dir) = copilot_lock::dir() {
+            removed.extend(copilot_lock::remove_stale(&dir, is_ours));
+        }
+    }
+    for p in removed {
+        info!("removed stale lockfile {}", p.display());
+    }
+}
+
+/// The server thread: its own single-threaded runtime running the WebSocket accept loop and,
+/// when on, the Copilot transport. Returns the stop signal and what tells it has stopped.
+fn spawn_runtime(
+    opts: &Options,
+    lock: &LockInfo,
+    listener: StdListener,
+    copilot: Option<std::os::unix::net::UnixListener>,
+    shared: Arc<Shared>,
+) -> Result<(watch::Sender<bool>, std::sync::mpsc::Receiver<()>), String> {
+    // Blocking work (staging and diffing large proposals) gets at most three threads: every
+    // extra thread would keep a malloc arena of its own alive in Neovim's process. Staging
+    // takes one at a time (review.rs), so a read stuck on a hung mount leaves two.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(3)
+        .build()
+        .map_err(|e| format!("cannot start the server runtime: {e}"))?;
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    let (done_tx, done) = std::sync::mpsc::channel();
+    let mut auth_headers = vec![auth::HEADER];
+    if opts.claude_code {
+        auth_headers.push(auth::CLAUDE_HEADER);
+    }
+    let limits = crate::limits::Limits::for_this_process();
+    let config = websocket::Config { token: lock.auth_token.clone(), limits, auth_headers };
+    let http_config = http::Config { token: lock.auth_token.clone(), limits };
+    let main = async move {
+        let ws = accept_loop(listener, shared.clone(), config, shutdown_rx.clone());
+        let copilot = async {
+            let Some(l) = copilot else { return };
+            match tokio::net::UnixListener::from_std(l) {
+                Ok(l) => http::serve(l, shared.clone(), http_config, shutdown_rx.clone()).await,
+                Err(e) => error!("cannot use the Copilot socket: {e}"),
+            }
+        };
+        tokio::join!(ws, copilot);
+    };
+    std::thread::Builder::new()
+        .name("pi-ide-server".into())
+        .spawn(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                runtime.block_on(main)
+            }));
+            if result.is_err() {
+                error!("the server thread panicked; the server is down");
+            }
+            // Whatever is left is cancelled; a worker stuck on a hung mount is not waited for
+            // (dropping the runtime would, and Neovim would not quit).
+            runtime.shutdown_background();
+            let _ = done_tx.send(());
+        })
+        .map_err(|e| format!("cannot start the server thread: {e}"))?;
+    Ok((shutdown, done))
+}
+
+/// The selection debounce: a small thread of its own (see selection.rs for why).
+fn spawn_debounce(shared: &Arc<Shared>) -> Result<std::thread::JoinHandle<()>, String> {
+    let shared = shared.clone();
+    std::thread::Builder::new()
+        .name("pi-ide-debounce".into())
+        .spawn(move || {
+            while shared.selection.wait_due() {
+                if !shared.events.push_blocking(Event::SelectionDue) {
+                    return;
+                }
+            }
+        })
+        .map_err(|e| format!("cannot start the debounce thread: {e}"))
+}
+
+/// Our lockfile in every folder (ours first); on an error, none is left behind.
+fn write_lockfiles(dirs: &[PathBuf], port: u16, lock: &LockInfo) -> Result<Vec<PathBuf>, String> {
+    let mut paths = Vec::new();
+    for dir in dirs {
+        match lockfile::write(dir, port, lock) {
+            Ok(p) => paths.push(p),
+            Err(e) => {
+                remove_lockfiles(&paths, &lock.auth_token);
+                return Err(e);
+            }
+        }
+    }
+    Ok(paths)
+}
+
+fn remove_lockfiles(paths: &[PathBuf], token: &str) {
+    for p in paths {
+        lockfile::remove(p, token);
+    }
+}
+
+fn write_copilot_lock(
+    c: &CopilotOptions,
+    socket_path: PathBuf,
+    lock: &LockInfo,
+    opts: &Options,
+) -> Result<CopilotSide, String> {
+    let lock_dir = copilot_lock::dir()?;
+    let folders = opts.workspace_folders.clone();
+    let copilot = CopilotLock::new(&socket_path, &lock.auth_token, folders, &opts.ide_name, c.trust_workspace);
+    let lock_path = copilot_lock::write(&lock_dir, &copilot_lock::new_path(&lock_dir), &copilot)
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&socket_path);
+        })?;
+    info!("copilot: listening on {}, lockfile {}", socket_path.display(), lock_path.display());
+    Ok(CopilotSide { socket_path, lock_path, lock_dir, lock: Mutex::new(copilot) })
 }
 
 async fn accept_loop(

@@ -20,16 +20,19 @@ function M.status_lines()
   local lines = {
     ("pi-ide.nvim: running on 127.0.0.1:%d as %q"):format(st.port, st.ide_name),
     "  lockfile: " .. st.lockfile,
+    st.copilot_socket and ("  copilot: socket %s, lockfile %s"):format(st.copilot_socket, st.copilot_lockfile)
+      or "  copilot: off (setup({ copilot = true }))",
     "  workspace folders: " .. table.concat(st.workspace_folders, ", "),
     ("  clients: %d"):format(#st.clients),
   }
   for _, c in ipairs(st.clients) do
     table.insert(
       lines,
-      ("    #%d %s%s, connected %s (%s), %d parked"):format(
+      ("    #%d %s%s%s, connected %s (%s), %d parked"):format(
         c.id,
         c.name or "(not initialized)",
         c.version and (" " .. c.version) or "",
+        c.session_name and (" session %q"):format(c.session_name) or "",
         os.date("%H:%M:%S", c.connected_at),
         ago(c.connected_at),
         c.parked

@@ -11,6 +11,7 @@ local M = {}
 ---@field selection_debounce_ms? integer The selection is sent once the cursor is still this long (default 100).
 ---@field selection_max_lines? integer The selected text sent is cut after this many lines (default 1000).
 ---@field claude_code? boolean Also serve Claude Code (default false).
+---@field copilot? boolean|{ trust_workspace?: boolean } Also serve the GitHub Copilot CLI (default false).
 ---@field diff? PiIde.DiffConfig Reviews of the agent's writes.
 ---@field suggestion? PiIde.SuggestionConfig Ghost-text completions.
 
@@ -105,6 +106,21 @@ local spec = {
   -- Also serve Claude Code (same wire format): a second lockfile in $CLAUDE_CONFIG_DIR/ide
   -- (or ~/.claude/ide) and its x-claude-code-ide-authorization header.
   claude_code = opt(false, { "boolean" }),
+  -- Also serve the GitHub Copilot CLI: MCP over HTTP on a Unix socket in stdpath("run"), and
+  -- its lockfile in $COPILOT_HOME/ide (or ~/.copilot/ide). A table turns it on with options:
+  -- trust_workspace = true tells the CLI the folder is trusted (it skips its trust prompt).
+  copilot = opt(false, { "boolean", "table" }, function(v)
+    if type(v) ~= "table" then
+      return
+    end
+    for k, val in pairs(v) do
+      if k ~= "trust_workspace" then
+        return ("has no option %s (only trust_workspace)"):format(tostring(k))
+      elseif type(val) ~= "boolean" then
+        return "trust_workspace must be true or false"
+      end
+    end
+  end),
   -- Reviews of the files the agent wants to write (openDiff).
   diff = {
     -- false: accept every proposal at once, without showing it.
@@ -286,6 +302,16 @@ function M.ide_name()
     or vim.env.WEZTERM_PANE and ("wezterm " .. vim.env.WEZTERM_PANE)
     or vim.env.KITTY_WINDOW_ID and ("kitty " .. vim.env.KITTY_WINDOW_ID)
   return pane and ("Neovim (%s)"):format(pane) or "Neovim"
+end
+
+--- The Copilot CLI's options when it is served, else nil.
+---@return { trust_workspace: boolean }?
+function M.copilot()
+  local c = M.values.copilot
+  if not c then
+    return nil
+  end
+  return { trust_workspace = type(c) == "table" and c.trust_workspace == true }
 end
 
 return M

@@ -38,7 +38,7 @@ function M.status()
   if not server or not server.running() then
     return ""
   end
-  local parts = { "π " .. (server.agent_name() or "no agent") }
+  local parts = { "π " .. (require("pi-ide.agents").summary() or "no agent") }
   local diff = package.loaded["pi-ide.diff"]
   -- Only reviews on screen count as "to review": `:PiIde reject` must find what the status
   -- promises. One that is not shown yet (held while you type) is "waiting".

@@ -31,6 +31,11 @@ local function on_client_event(ev)
     require("pi-ide.selection").flush()
     vim.notify(("pi-ide.nvim: %s connected"):format(ev.name and (ev.name .. " " .. (ev.version or "")) or "an agent"), vim.log.levels.INFO)
     user_event("PiIdeClientConnected", { client = ev.client, name = ev.name, version = ev.version })
+  elseif ev.kind == "session_named" then
+    log.info("client %d names its session %q", ev.client, ev.name)
+    require("pi-ide.diff").refresh()
+    vim.cmd.redrawstatus({ bang = true })
+    user_event("PiIdeSessionNamed", { client = ev.client, name = ev.name })
   elseif ev.kind == "client_disconnected" then
     log.info("client %d disconnected", ev.client)
     if ev.reason then
@@ -130,6 +135,10 @@ function M.start()
 
   local async = vim.uv.new_async(on_wake)
   local name = config.ide_name()
+  local copilot = config.copilot()
+  if copilot then
+    copilot.socket_dir = vim.fn.stdpath("run")
+  end
   local ok, info = pcall(native.start, {
     ide_name = name,
     workspace_folders = require("pi-ide.workspace").folders(),
@@ -137,6 +146,7 @@ function M.start()
     diagnostics_timeout_ms = config.values.diagnostics_timeout_ms,
     selection_debounce_ms = config.values.selection_debounce_ms,
     claude_code = config.values.claude_code,
+    copilot = copilot,
     diff_review = config.values.diff.review,
     run_dir = vim.fn.stdpath("run"),
     own_names = { "Neovim", name },

@@ -55,14 +55,14 @@ end
 --- Ends a review: answers the agent (once), fires PiIdeDiffClosed, then removes the UI on the
 --- next turn of the loop (it may be ending from inside one of its own autocmds).
 --- result: "accepted" (with text), "rejected", or "abandoned" (the core answered it already).
-local function finish(r, result, text)
+local function finish(r, result, text, trigger)
   if r.done then
     return
   end
   r.done = true
   forget(r)
   if result == "accepted" then
-    if r.reply({ "FILE_SAVED", text }) then
+    if r.reply({ "FILE_SAVED", text, r.report_trigger and trigger or nil }) then
       require("pi-ide.diff.reload").when_written(r.path)
     else
       -- The call had ended already (its connection closed meanwhile): nothing was sent.
@@ -70,7 +70,7 @@ local function finish(r, result, text)
       log.notify(("the agent's call for %s had ended: your accept was not sent"):format(display_name(r.path)), vim.log.levels.WARN)
     end
   elseif result == "rejected" then
-    r.reply({ "DIFF_REJECTED", r.tab_name })
+    r.reply({ "DIFF_REJECTED", r.tab_name, r.report_trigger and trigger or nil })
   end
   log.info("review %s of %s: %s", r.tab_name, r.path, result)
   user_event("PiIdeDiffClosed", { tab_name = r.tab_name, path = r.path, result = result })
@@ -138,6 +138,8 @@ local function make_right(r, args, built)
   end
   load.set_form(right, args.new)
   vim.bo[right].modified = false
+  -- The Copilot CLI writes its own proposal after an accept: edits here would be lost.
+  vim.bo[right].modifiable = not r.read_only
   return right
 end
 
@@ -312,6 +314,8 @@ function M.open(args, reply, ev)
   local r = {
     tab_name = args.tab_name,
     key = key(ev.client, args.tab_name),
+    read_only = args.read_only == true,
+    report_trigger = args.report_trigger == true,
     client = ev.client,
     req = ev.req,
     reply = reply,
@@ -354,12 +358,18 @@ function M.set_stats(req, stats)
 end
 
 --- close_tab: closes (and if undecided, rejects) that client's review; nothing when there is
---- none.
-function M.close(tab_name, client)
+--- none. Returns whether one was open. `trigger`: what the rejection says happened.
+function M.close(tab_name, client, trigger)
   local r = reviews[key(client, tab_name)]
   if r then
-    finish(r, "rejected")
+    finish(r, "rejected", nil, trigger)
   end
+  return r ~= nil
+end
+
+--- Redraws the winbars (an agent named its session).
+function M.refresh()
+  refresh_winbars()
 end
 
 --- closeAllDiffTabs: the reviews this client opened (all of them when `client` is nil: the

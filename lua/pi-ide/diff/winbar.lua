@@ -51,6 +51,9 @@ local function right_bar(r, i, n)
   if n > 1 then
     table.insert(parts, ("%d of %d"):format(i, n))
   end
+  if r.read_only then
+    table.insert(parts, "read-only: Copilot writes its own proposal")
+  end
   if r.user_edits then
     table.insert(parts, "⚠ your buffer has unsaved edits (kept; this diff is against the disk)")
   end
@@ -67,6 +70,10 @@ end
 local function left_bar(r)
   local state = r.old_error and ("⚠ cannot read: " .. r.old_error) or r.new_file and "new file" or "on disk"
   local text = M.display_name(r.path) .. "  ·  " .. state
+  local asker = require("pi-ide.agents").label_of(r.client)
+  if asker then
+    text = text .. "  ·  asked by " .. asker
+  end
   if r.old_path ~= r.path then
     -- The agent named another file as the old one; what is written, and shown here, is this.
     text = text .. "  ·  the agent's old_file_path: " .. M.display_name(r.old_path)

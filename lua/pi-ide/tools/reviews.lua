@@ -7,9 +7,13 @@ function M.openDiff(args, reply, ev)
   require("pi-ide.diff").open(args, reply, ev)
 end
 
--- Each client closes its own reviews only.
+-- Each client closes its own reviews only. Copilot's close_diff (the user answered in the
+-- terminal) asks for a report: whether a review was open.
 function M.close_tab(args, _, ev)
-  require("pi-ide.diff").close(args.tab_name, ev.client)
+  local closed = require("pi-ide.diff").close(args.tab_name, ev.client, args.report and "closed_via_tool" or nil)
+  if args.report then
+    return { "TAB_CLOSED", closed and "closed" or "already_closed", args.tab_name }
+  end
   return "TAB_CLOSED"
 end
 

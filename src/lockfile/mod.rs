@@ -1,5 +1,8 @@
 //! The lockfile that lets an agent find this editor: `<lock dir>/<port>.lock`, mode 0600,
-//! written whole (temp file + rename) so a reader never sees half of it.
+//! written whole (temp file + rename) so a reader never sees half of it. The Copilot CLI's
+//! (another folder, other fields) is copilot.rs, written the same way.
+
+pub mod copilot;
 
 use std::fs::{self, DirBuilder, OpenOptions};
 use std::io::Write;
@@ -108,6 +111,12 @@ pub fn make_private(dir: &Path) -> Result<Option<u32>, String> {
 /// must be private ([`check_dir`]); the temp file is new (O_EXCL) and never a link (O_NOFOLLOW).
 /// No fsync: the rename is what readers need, and after a crash the pid is dead anyway.
 pub fn write(dir: &Path, port: u16, info: &LockInfo) -> Result<PathBuf, String> {
+    let body = serde_json::to_vec(info).map_err(|e| e.to_string())?;
+    write_named(dir, &format!("{port}.lock"), &body)
+}
+
+/// Writes `dir/name` atomically (see [`write`]).
+pub fn write_named(dir: &Path, name: &str, body: &[u8]) -> Result<PathBuf, String> {
     DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -116,10 +125,9 @@ pub fn write(dir: &Path, port: u16, info: &LockInfo) -> Result<PathBuf, String> 
     if let Some(was) = make_private(dir)? {
         crate::info!("made the lock folder {} private (it was mode {was:o}; group and others may no longer write there)", dir.display());
     }
-    let path = path_for(dir, port);
-    let tmp = dir.join(format!(".{port}.lock.{}.tmp", uuid::Uuid::new_v4().simple()));
-    let body = serde_json::to_vec(info).map_err(|e| e.to_string())?;
-    let result = write_new(&tmp, &body).and_then(|()| fs::rename(&tmp, &path));
+    let path = dir.join(name);
+    let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+    let result = write_new(&tmp, body).and_then(|()| fs::rename(&tmp, &path));
     if let Err(e) = result {
         let _ = fs::remove_file(&tmp);
         return Err(format!("cannot write lockfile {}: {e}", path.display()));
@@ -166,6 +174,18 @@ pub fn pid_alive(pid: u32) -> bool {
 /// Removes lockfiles left by editors like us that died without cleaning up: the pid is dead and
 /// `is_ours(ideName)` says it was one of ours. Live editors' and other programs' files stay.
 pub fn remove_stale(dir: &Path, is_ours: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    remove_stale_by(dir, |text| {
+        let info = serde_json::from_slice::<LockInfo>(text).ok()?;
+        Some((info.ide_name, info.pid))
+    }, is_ours)
+}
+
+/// [`remove_stale`] for lockfiles read by `read` as (ideName, pid).
+pub fn remove_stale_by(
+    dir: &Path,
+    read: impl Fn(&[u8]) -> Option<(String, u32)>,
+    is_ours: impl Fn(&str) -> bool,
+) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let Ok(entries) = fs::read_dir(dir) else {
         return removed;
@@ -176,10 +196,10 @@ pub fn remove_stale(dir: &Path, is_ours: impl Fn(&str) -> bool) -> Vec<PathBuf> 
             continue;
         }
         let Ok(text) = fs::read(&path) else { continue };
-        let Ok(info) = serde_json::from_slice::<LockInfo>(&text) else {
+        let Some((name, pid)) = read(&text) else {
             continue;
         };
-        if is_ours(&info.ide_name) && !pid_alive(info.pid) && fs::remove_file(&path).is_ok() {
+        if is_ours(&name) && !pid_alive(pid) && fs::remove_file(&path).is_ok() {
             removed.push(path);
         }
     }

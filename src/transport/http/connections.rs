@@ -1,0 +1,150 @@
+//! The HTTP connections: each served by hyper on the core's runtime, at most a fixed number at
+//! once. A newcomer beyond the cap pushes out the oldest connection that is idle (no request in
+//! flight, no event stream: a silent socket or a spent keep-alive), so idle sockets cannot
+//! lock the CLI out; when none is idle, the newcomer is refused.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use parking_lot::Mutex;
+use tokio::net::UnixStream;
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinSet;
+
+use super::Http;
+
+/// From a connection's start (or its last response) to a request's complete headers.
+const HEADER_DEADLINE: Duration = Duration::from_secs(10);
+
+struct Entry {
+    /// Requests in flight (an event stream counts until it closes).
+    busy: Arc<AtomicUsize>,
+    close: Arc<Notify>,
+}
+
+pub struct Connections {
+    max: usize,
+    next: AtomicU64,
+    /// By age (ids grow).
+    open: Arc<Mutex<BTreeMap<u64, Entry>>>,
+    tasks: Mutex<JoinSet<()>>,
+}
+
+/// Counts a request in flight on its connection while it lives.
+struct Busy(Arc<AtomicUsize>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Connections {
+    pub fn new(max: usize) -> Connections {
+        Connections {
+            max,
+            next: AtomicU64::new(1),
+            open: Arc::new(Mutex::new(BTreeMap::new())),
+            tasks: Mutex::new(JoinSet::new()),
+        }
+    }
+
+    /// Serves one accepted connection, making room for it first.
+    pub fn serve(&self, stream: UnixStream, http: Arc<Http>, shutdown: watch::Receiver<bool>) {
+        if !self.make_room() {
+            crate::debug!("copilot: {} connections are busy; refused a new one", self.max);
+            return;
+        }
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let busy = Arc::new(AtomicUsize::new(0));
+        let close = Arc::new(Notify::new());
+        let entry = Entry { busy: busy.clone(), close: close.clone() };
+        self.open.lock().insert(id, entry);
+        let open = self.open.clone();
+        let mut tasks = self.tasks.lock();
+        while tasks.try_join_next().is_some() {}
+        tasks.spawn(async move {
+            run(stream, http, busy, close, shutdown).await;
+            open.lock().remove(&id);
+        });
+    }
+
+    /// Pushes out the oldest idle connection when at the cap; false when none is idle.
+    fn make_room(&self) -> bool {
+        let open = self.open.lock();
+        if open.len() < self.max {
+            return true;
+        }
+        let idle = open.values().find(|e| e.busy.load(Ordering::Acquire) == 0);
+        match idle {
+            Some(e) => {
+                e.close.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Waits (at most `grace`) for every connection to finish its responses and close.
+    pub async fn finish(&self, grace: Duration) {
+        let mut tasks = std::mem::take(&mut *self.tasks.lock());
+        let _ = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+    }
+}
+
+/// One connection: requests until the client closes it, it is pushed out, or the server
+/// stops (then the responses in progress are finished, and no new request is read).
+async fn run(
+    stream: UnixStream,
+    http: Arc<Http>,
+    busy: Arc<AtomicUsize>,
+    close: Arc<Notify>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let service = service_fn(move |req| {
+        busy.fetch_add(1, Ordering::AcqRel);
+        let guard = Busy(busy.clone());
+        let http = http.clone();
+        async move {
+            let mut reply = http.handle(req).await;
+            // An event stream stays busy until its body ends.
+            if reply.headers().get("content-type").is_some_and(|v| v == "text/event-stream") {
+                reply = hold_busy(reply, guard);
+            }
+            Ok::<_, Infallible>(reply)
+        }
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_DEADLINE)
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    let stopping = async {
+        tokio::select! {
+            _ = shutdown.wait_for(|s| *s) => {}
+            _ = close.notified() => {}
+        }
+    };
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = stopping => conn.as_mut().graceful_shutdown(),
+    }
+    let _ = tokio::time::timeout(crate::server::STOP_GRACE, conn).await;
+}
+
+/// Keeps `guard` alive as long as the reply's body.
+fn hold_busy(reply: super::Reply, guard: Busy) -> super::Reply {
+    use http_body_util::BodyExt;
+    let (parts, body) = reply.into_parts();
+    let body = body.map_frame(move |f| {
+        let _ = &guard;
+        f
+    });
+    hyper::Response::from_parts(parts, http_body_util::combinators::BoxBody::new(body))
+}

@@ -1,0 +1,361 @@
+//! The Copilot CLI's transport (COPILOT.md): MCP Streamable HTTP, HTTP/1.1 on a Unix socket in
+//! a private folder. It only moves bytes: each `POST /mcp` body is one message for the core
+//! (dispatch.rs), answered on the same request; `GET /mcp` is the session's event stream;
+//! `DELETE /mcp` ends the session. The bounds are the WebSocket side's: the body is at most
+//! `max_message_size` (an open_diff over it is still answered, REJECTED), at most
+//! `max_clients` sessions, each with a bounded outbox, and a cap on connections in which the
+//! oldest idle one makes room for a newcomer.
+
+mod connections;
+mod session;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Empty, Full, StreamBody};
+use hyper::body::{Bytes, Frame, Incoming as Body};
+use hyper::header::{HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use parking_lot::Mutex;
+use tokio::net::UnixListener;
+use tokio::sync::watch;
+
+use crate::bridge::Shared;
+use crate::clients::Flavor;
+use crate::events::{Event, Level};
+use crate::jsonrpc::{self, Incoming, RpcError};
+use crate::limits::Limits;
+use crate::{debug, info};
+
+use self::connections::Connections;
+use self::session::Session;
+
+/// A session with no request in flight and no event stream for this long is gone (the CLI
+/// holds its stream open while it runs).
+pub const SESSION_IDLE: Duration = Duration::from_secs(30);
+
+/// A request body must arrive within this (the CLI sends it at once).
+const BODY_DEADLINE: Duration = Duration::from_secs(30);
+
+type Reply = Response<BoxBody<Bytes, Infallible>>;
+
+pub struct Config {
+    /// `Authorization: Nonce <token>`, as the lockfile tells the CLI.
+    pub token: String,
+    pub limits: Limits,
+}
+
+/// The transport's state: the sessions by key, the connections.
+struct Http {
+    shared: Arc<Shared>,
+    config: Config,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+/// Serves `listener` until `shutdown`, then ends every session (its open calls answered first,
+/// as on every close path) and lets the connections finish their responses.
+pub async fn serve(
+    listener: UnixListener,
+    shared: Arc<Shared>,
+    config: Config,
+    shutdown: watch::Receiver<bool>,
+) {
+    let max_connections = 2 * config.limits.max_clients;
+    let http = Arc::new(Http {
+        shared,
+        config,
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let connections = Connections::new(max_connections);
+    let mut reaper = tokio::time::interval(Duration::from_secs(5));
+    let mut stop = shutdown.clone();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => connections.serve(stream, http.clone(), shutdown.clone()),
+                Err(e) => {
+                    crate::error!("copilot: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = reaper.tick() => http.end_idle().await,
+            _ = stop.changed() => break,
+        }
+    }
+    drop(listener);
+    http.end_all("the editor stopped").await;
+    connections.finish(crate::server::STOP_GRACE).await;
+}
+
+impl Http {
+    async fn handle(self: Arc<Self>, req: Request<Body>) -> Reply {
+        if req.uri().path() != "/mcp" {
+            return status(StatusCode::NOT_FOUND, "not found: the endpoint is /mcp");
+        }
+        if !self.authorized(req.headers()) {
+            return status(StatusCode::UNAUTHORIZED, "Unauthorized");
+        }
+        let key = session_key(req.headers());
+        match *req.method() {
+            Method::POST => self.post(key, req.into_body()).await,
+            Method::GET => self.events(key),
+            Method::DELETE => self.delete(key).await,
+            _ => status(StatusCode::METHOD_NOT_ALLOWED, "POST, GET or DELETE"),
+        }
+    }
+
+    fn authorized(&self, headers: &HeaderMap) -> bool {
+        let want = format!("Nonce {}", self.config.token);
+        let got = headers.get(hyper::header::AUTHORIZATION);
+        got.is_some_and(|v| crate::auth::constant_time_eq(v.as_bytes(), want.as_bytes()))
+    }
+
+    /// One JSON-RPC message: its answer on this request (200), or 202 for a notification.
+    async fn post(self: &Arc<Self>, key: Option<String>, body: Body) -> Reply {
+        let text = match self.read_body(body).await {
+            Ok(text) => text,
+            Err(reply) => return reply,
+        };
+        let incoming = jsonrpc::parse(&text);
+        let initialize = matches!(&incoming, Incoming::Request { method, .. } if method == "initialize");
+        let (session, new_key) = match self.session_for(key, initialize) {
+            Ok(found) => found,
+            Err(reply) => return sessionless(incoming).unwrap_or(reply),
+        };
+        let _live = session.live();
+        let mut waiter = match &incoming {
+            Incoming::Request { id, .. } => Some(session.wait_for(&self.shared, id.clone())),
+            _ => None,
+        };
+        let mut mcp = session.mcp();
+        let frames =
+            crate::dispatch::handle(incoming, &text, session.client, &self.shared, &mut mcp).await;
+        drop(text);
+        session.set_mcp(mcp);
+        let mut frames = frames.into_iter();
+        let answer = match (frames.next(), waiter.as_mut()) {
+            (Some(now), _) => Some(now),
+            (None, Some(w)) => w.answer().await,
+            (None, None) => None,
+        };
+        // What follows the answer (the selection after initialize) goes on the event stream.
+        for later in frames {
+            self.shared.clients.push_event_to(session.client, later);
+        }
+        let mut reply = match (answer, waiter.is_some()) {
+            (Some(frame), _) => json(frame),
+            (None, false) => status(StatusCode::ACCEPTED, ""),
+            (None, true) => status(StatusCode::SERVICE_UNAVAILABLE, "the session ended"),
+        };
+        if let Some(key) = new_key {
+            if let Ok(v) = HeaderValue::from_str(&key) {
+                reply.headers_mut().insert("mcp-session-id", v);
+            }
+        }
+        reply
+    }
+
+    /// The body as text, within `max_message_size` and the deadline. Over the size, the
+    /// message is still read (scanned in bounded memory) to answer it: an open_diff REJECTED.
+    async fn read_body(&self, mut body: Body) -> Result<String, Reply> {
+        let limit = self.shared.max_message_size;
+        let mut bytes = Vec::new();
+        let mut over: Option<crate::oversized::Oversized> = None;
+        let read = tokio::time::timeout(BODY_DEADLINE, async {
+            while let Some(frame) = body.frame().await {
+                let Ok(data) = frame.map_err(|_| ()).and_then(|f| f.into_data().map_err(|_| ())) else {
+                    continue;
+                };
+                match over.as_mut() {
+                    Some(o) => {
+                        o.size += data.len() as u64;
+                        o.scan.feed(&data);
+                    }
+                    None if bytes.len() + data.len() > limit => {
+                        let mut o = crate::oversized::Oversized { size: 0, limit, scan: Default::default() };
+                        o.scan.feed(&bytes);
+                        o.scan.feed(&data);
+                        o.size = (bytes.len() + data.len()) as u64;
+                        bytes = Vec::new();
+                        over = Some(o);
+                    }
+                    None => bytes.extend_from_slice(&data),
+                }
+            }
+        });
+        if read.await.is_err() {
+            return Err(status(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time"));
+        }
+        if let Some(mut o) = over {
+            o.scan.finish();
+            self.shared.events.notice("oversized", Level::Warn, o.notice()).await;
+            return Err(match o.answer() {
+                Some(frame) => json(frame),
+                None => status(StatusCode::PAYLOAD_TOO_LARGE, "over max_message_size"),
+            });
+        }
+        String::from_utf8(bytes).map_err(|_| {
+            let e = RpcError::new(jsonrpc::PARSE_ERROR, "the body is not UTF-8");
+            json(jsonrpc::error_frame(None, &e))
+        })
+    }
+
+    /// The session a POST belongs to; `initialize` starts one (a new key when it has none).
+    /// Returns the key to tell the client when it is new.
+    fn session_for(
+        self: &Arc<Self>,
+        key: Option<String>,
+        initialize: bool,
+    ) -> Result<(Arc<Session>, Option<String>), Reply> {
+        if let Some(s) = key.as_ref().and_then(|k| self.sessions.lock().get(k).cloned()) {
+            return Ok((s, None));
+        }
+        if !initialize {
+            return Err(status(StatusCode::NOT_FOUND, "no such session: initialize first"));
+        }
+        let fresh = key.is_none();
+        let key = key.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let session = self.start_session(key.clone())?;
+        Ok((session, fresh.then_some(key)))
+    }
+
+    fn start_session(self: &Arc<Self>, key: String) -> Result<Arc<Session>, Reply> {
+        if !self.shared.clients.reserve(self.config.limits.max_clients) {
+            return Err(status(StatusCode::SERVICE_UNAVAILABLE, "too many clients"));
+        }
+        let client = self.shared.next_id();
+        let outbox = self.shared.clients.add(client, Flavor::Copilot);
+        let session = Session::new(key.clone(), client, outbox);
+        self.sessions.lock().insert(key.clone(), session.clone());
+        info!("copilot: session {key} is client {client}");
+        let events = self.shared.clone();
+        tokio::spawn(async move { events.events.push(Event::ClientConnected { client }).await });
+        let http = self.clone();
+        let pumped = session.clone();
+        tokio::spawn(async move {
+            if !pumped.clone().pump().await {
+                http.end(&pumped, "it did not read its event stream").await;
+            }
+        });
+        Ok(session)
+    }
+
+    /// `GET /mcp`: the session's event stream (server-sent events).
+    fn events(&self, key: Option<String>) -> Reply {
+        let Some(session) = key.and_then(|k| self.sessions.lock().get(&k).cloned()) else {
+            return status(StatusCode::NOT_FOUND, "no such session: initialize first");
+        };
+        let rx = session.open_stream();
+        let live = session.live();
+        let stream = futures_util::stream::unfold((rx, live), |(mut rx, live)| async move {
+            let bytes = rx.recv().await?;
+            Some((Ok::<_, Infallible>(Frame::data(bytes)), (rx, live)))
+        });
+        let mut reply = Response::new(BoxBody::new(StreamBody::new(stream)));
+        let headers = reply.headers_mut();
+        headers.insert("content-type", HeaderValue::from_static("text/event-stream"));
+        headers.insert("cache-control", HeaderValue::from_static("no-cache"));
+        reply
+    }
+
+    /// `DELETE /mcp`: the client ends its session.
+    async fn delete(&self, key: Option<String>) -> Reply {
+        let session = key.and_then(|k| self.sessions.lock().get(&k).cloned());
+        match session {
+            Some(s) => {
+                self.end(&s, "the agent ended its session").await;
+                status(StatusCode::OK, "")
+            }
+            None => status(StatusCode::NOT_FOUND, "no such session"),
+        }
+    }
+
+    /// Ends a session as every close path does: its open calls are answered (open_diff
+    /// REJECTED) on their requests, Lua takes their reviews away, then the client is forgotten.
+    async fn end(&self, session: &Arc<Session>, why: &str) {
+        let removed = {
+            let mut sessions = self.sessions.lock();
+            let ours = sessions.get(&session.key).is_some_and(|s| Arc::ptr_eq(s, session));
+            ours && sessions.remove(&session.key).is_some()
+        };
+        if !removed {
+            return;
+        }
+        let client = session.client;
+        debug!("copilot: session {} ends: {why}", session.key);
+        let reqs = self.shared.abandon_client(client);
+        let _ = session.route();
+        session.mark_ended();
+        let reason = Some(why.to_owned());
+        if !reqs.is_empty() {
+            let event = Event::Abandoned { client, reqs, reason: reason.clone() };
+            self.shared.events.push(event).await;
+        }
+        for event in self.shared.forget_client(client, reason) {
+            self.shared.events.push(event).await;
+        }
+    }
+
+    async fn end_idle(&self) {
+        let idle: Vec<Arc<Session>> = (self.sessions.lock().values())
+            .filter(|s| s.idle_for().is_some_and(|d| d >= SESSION_IDLE))
+            .cloned()
+            .collect();
+        for s in idle {
+            self.end(&s, "it went quiet (no request and no event stream)").await;
+        }
+    }
+
+    async fn end_all(&self, why: &str) {
+        let all: Vec<Arc<Session>> = self.sessions.lock().values().cloned().collect();
+        for s in all {
+            self.end(&s, why).await;
+        }
+    }
+}
+
+/// A request outside any session (the CLI's `server/discover` comes first): answered by the
+/// MCP layer alone when it is no tool's (those need a session), else None.
+fn sessionless(incoming: Incoming) -> Option<Reply> {
+    let Incoming::Request { id, method, params } = incoming else {
+        return None;
+    };
+    if method.starts_with("tools/") {
+        return None;
+    }
+    let mut session = crate::mcp::Session::new(crate::tools::Dialect::Copilot);
+    match crate::mcp::handle_request(&mut session, &method, params) {
+        crate::mcp::Dispatch::Reply(outcome) => Some(json(jsonrpc::outcome_frame(&id, &outcome))),
+        crate::mcp::Dispatch::Park { .. } => None,
+    }
+}
+
+/// `X-Copilot-Session-Id`, else the standard `Mcp-Session-Id`.
+fn session_key(headers: &HeaderMap) -> Option<String> {
+    ["x-copilot-session-id", "mcp-session-id"]
+        .iter()
+        .find_map(|h| headers.get(*h)?.to_str().ok())
+        .filter(|k| !k.is_empty() && k.len() <= 256)
+        .map(str::to_owned)
+}
+
+fn json(frame: String) -> Reply {
+    let mut r = Response::new(BoxBody::new(Full::new(Bytes::from(frame))));
+    r.headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/json"));
+    r
+}
+
+fn status(code: StatusCode, text: &'static str) -> Reply {
+    let body = if text.is_empty() {
+        BoxBody::new(Empty::new())
+    } else {
+        BoxBody::new(Full::new(Bytes::from_static(text.as_bytes())))
+    };
+    let mut r = Response::new(body);
+    *r.status_mut() = code;
+    r
+}
