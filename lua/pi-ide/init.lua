@@ -7,12 +7,14 @@ local M = {}
 ---@param opts? PiIde.Config
 function M.setup(opts)
   local config = require("pi-ide.config")
+  local before = vim.deepcopy(config.values)
   config.setup(opts)
   local server = require("pi-ide.server")
   if server.running() then
     require("pi-ide.log").set_level(config.values.log_level)
     require("pi-ide.suggest.keys").apply()
     server.configure()
+    server.apply_start_options(before)
   end
 end
 

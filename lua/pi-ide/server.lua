@@ -113,6 +113,31 @@ function M.agent_name()
   return agent and agent.name or nil
 end
 
+-- Options the server reads only when it starts (what it listens on, its lockfiles, its bounds).
+local START_OPTIONS = { "claude_code", "copilot", "max_message_size", "ide_name", "diagnostics_timeout_ms", "selection_debounce_ms" }
+
+--- setup() changed options while running: the ones read at start take effect by a restart,
+--- done now when no agent is connected and no review is open (nothing is lost), else on the
+--- user's word.
+function M.apply_start_options(before)
+  local changed = vim.tbl_filter(function(k)
+    return not vim.deep_equal(before[k], config.values[k])
+  end, START_OPTIONS)
+  if #changed == 0 then
+    return
+  end
+  local busy = #M.status().clients > 0 or #require("pi-ide.diff").list() > 0
+  if busy then
+    log.notify(
+      ("%s take effect when the server restarts (:PiIde stop, then :PiIde start); agents are connected now"):format(table.concat(changed, ", ")),
+      vim.log.levels.WARN
+    )
+    return
+  end
+  M.stop()
+  M.start()
+end
+
 --- Tells the running core the options it acts on by itself (setup() after start).
 function M.configure()
   if state.info and state.native then

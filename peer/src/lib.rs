@@ -2,6 +2,7 @@
 //! lockfile, connect with its token, and send the frames the Pi extension sends. Also a small
 //! driver for an embedded Neovim (`nvim --embed`) over msgpack-RPC.
 
+pub mod copilot;
 pub mod lock;
 pub mod nvim;
 pub mod peer;

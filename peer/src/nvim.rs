@@ -47,6 +47,8 @@ pub(crate) fn isolate(cmd: &mut Command, home: &Path, lock_dir: &Path) {
         .env("XDG_CACHE_HOME", home.join("cache"))
         .env("XDG_RUNTIME_DIR", home.join("run"))
         .env("PI_IDE_LOCK_DIR", lock_dir)
+        .env_remove("COPILOT_HOME")
+        .env_remove("CLAUDE_CONFIG_DIR")
         .env_remove("TMUX")
         .env_remove("TMUX_PANE")
         .env_remove("WEZTERM_PANE")
