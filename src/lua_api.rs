@@ -181,11 +181,16 @@ fn respond(_: &Lua, (req, value): (u64, Value)) -> LuaResult<bool> {
     Ok(with_server(|s| s.shared.respond(req, Ok(value))).unwrap_or(false))
 }
 
-/// Every tool and the Lua module that answers it: `{ [name] = module }`.
+/// Every tool, of every dialect, and what answers it: `{ [name] = { module, handler } }`
+/// (module nil: the core answers it).
 fn tools(lua: &Lua, (): ()) -> LuaResult<Table> {
     let t = lua.create_table()?;
     for tool in crate::tools::all() {
-        t.set(tool.name, tool.lua)?;
+        let entry = lua.create_table()?;
+        if !tool.lua.is_empty() {
+            fields!(entry, "module" => tool.lua, "handler" => tool.handler_name());
+        }
+        t.set(tool.name, entry)?;
     }
     Ok(t)
 }

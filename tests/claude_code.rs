@@ -98,7 +98,8 @@ fn claude_code_connects(port: u16, token: &str) -> Peer {
                    "clientInfo": {"name": "claude-code", "version": "2.1.330"}}),
         )
         .unwrap();
-    assert_eq!(r["result"]["protocolVersion"], "2024-11-05");
+    // The version it asks for is answered (the Copilot CLI asks for the same one).
+    assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
     c.notify("notifications/initialized", json!({})).unwrap();
     c.notify("ide_connected", json!({"pid": 4242})).unwrap();
     let tools = c.request("tools/list", json!({})).unwrap();

@@ -152,6 +152,40 @@ local function check_claude()
   end
 end
 
+local function check_copilot()
+  local on = require("pi-ide.config").copilot()
+  local info = require("pi-ide").info()
+  if not on then
+    h.info("Copilot CLI off (option copilot)")
+    return
+  end
+  if not info.running then
+    h.info("Copilot CLI on; the server is not running")
+    return
+  end
+  if not info.copilot_socket then
+    h.warn("Copilot CLI on, but the running server was started without it: :PiIde stop, then :PiIde start")
+    return
+  end
+  h.ok(("Copilot CLI on: socket %s, lockfile %s%s"):format(
+    info.copilot_socket,
+    info.copilot_lockfile,
+    on.trust_workspace and " (workspace trusted)" or ""
+  ))
+  local stat = vim.uv.fs_stat(info.copilot_socket)
+  if not (stat and stat.type == "socket") then
+    h.error("the Copilot socket is gone: " .. info.copilot_socket .. " (restart the server)")
+  end
+  local sessions = vim.tbl_filter(function(c)
+    return c.agent == "copilot"
+  end, info.clients)
+  h.info(("%d Copilot session%s connected; the CLI connects on its own when started in one of: %s"):format(
+    #sessions,
+    #sessions == 1 and "" or "s",
+    table.concat(info.workspace_folders, ", ")
+  ))
+end
+
 function M.check()
   h.start("pi-ide.nvim")
   check_neovim()
@@ -164,6 +198,8 @@ function M.check()
   check_suggestions()
   h.start("Claude Code")
   check_claude()
+  h.start("GitHub Copilot CLI")
+  check_copilot()
 end
 
 return M

@@ -2,6 +2,8 @@
 //! tools/call round trip (Rust and Python clients), main-loop wake-ups while idle, and the
 //! startup time the plugin adds. Run it through `scripts/bench` (it builds and installs first).
 
+mod copilot_bench;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -531,6 +533,14 @@ fn main() {
         println!("getDiagnostics: ours p50 {o50:.3} ms p99 {o99:.3} ms; floor p50 {f50:.3} ms p99 {f99:.3} ms; ratio p50 {:.2}", o50 / f50);
         return;
     }
+    if only.as_deref() == Some("copilot") {
+        let ((o50, o99), (f50, f99)) = copilot_bench::roundtrip_vs_floor(if quick { 200 } else { 1000 });
+        println!("get_diagnostics over the Unix socket: ours p50 {o50:.3} ms p99 {o99:.3} ms; hyper floor p50 {f50:.3} ms p99 {f99:.3} ms; ratio p50 {:.2}", o50 / f50);
+        let mut v: Vec<(f64, f64)> = (0..3).map(|_| copilot_bench::rss_copilot(rss_kib)).collect();
+        v.sort_by(|x, y| (x.1 - x.0).total_cmp(&(y.1 - y.0)));
+        println!("resident memory, copilot off {:.2} MiB, on with a session {:.2} MiB: +{:.2} MiB (median of 3)", v[1].0 / 1024.0, v[1].1 / 1024.0, (v[1].1 - v[1].0) / 1024.0);
+        return;
+    }
     if only.as_deref() == Some("rss") {
         let mut v: Vec<(f64, f64)> = (0..3).map(|_| rss_added()).map(|(r, _, a)| (r, a)).collect();
         v.sort_by(|x, y| x.0.total_cmp(&y.0));
@@ -581,6 +591,8 @@ fn main() {
     drop(nvim);
     let (base, plugin_added, start_added) = startup(runs);
     let (rss_plus, rss_base, rss_anon) = rss_added();
+    let ((c50, c99), (cf50, cf99)) = copilot_bench::roundtrip_vs_floor(n);
+    let (rss_off, rss_on) = copilot_bench::rss_copilot(rss_kib);
 
     let date = Command::new("date")
         .arg("-u")
@@ -626,6 +638,8 @@ fn main() {
     println!("| time added to `nvim --headless --clean +qa` by the plugin on the runtimepath (median of {runs}) | {plugin_added:.2} ms (baseline {base:.1} ms) | < 3 ms |");
     println!("| time added when the server is also started and stopped in that run | {start_added:.2} ms | (stricter than asked) |");
     println!("| resident memory added (server up, an agent connected) | {:.2} MiB (Neovim alone: {:.1} MiB); anonymous {:.2} MiB, the rest mapped from files (the library's code) | ≤ 1.5 MiB (pure-Lua plugins: 1.1–1.9 MiB) |", rss_plus / 1024.0, rss_base / 1024.0, rss_anon / 1024.0);
+    println!("| Copilot: get_diagnostics round trip over the Unix socket, keep-alive client: ours / a bare hyper server answering the same bytes (floor) | p50 {c50:.3} / {cf50:.3} ms = {:.2}x, p99 {c99:.3} / {cf99:.3} ms | ≤ 1.2x the floor (p50) |", c50 / cf50);
+    println!("| Copilot: resident memory, copilot on with a session vs off (each with a Pi client) | +{:.2} MiB ({:.1} vs {:.1} MiB) | copilot off: unchanged |", (rss_on - rss_off) / 1024.0, rss_on / 1024.0, rss_off / 1024.0);
     let lib = std::fs::metadata(plugin_root().join("target/release/libpi_ide.so"))
         .map(|m| m.len() as f64 / 1048576.0)
         .unwrap_or(0.0);
