@@ -347,3 +347,25 @@ fn trust_is_written_only_when_the_user_says_so() {
     });
     assert_eq!(lock(&nvim).json["isTrusted"], true);
 }
+
+#[test]
+fn a_flood_of_idle_sockets_never_locks_the_cli_out() {
+    let nvim = start();
+    let l = lock(&nvim);
+    // Silent sockets, and some that stop in the middle of their headers.
+    let mut idle = Vec::new();
+    for i in 0..300 {
+        let mut s = std::os::unix::net::UnixStream::connect(l.socket()).unwrap();
+        if i % 2 == 0 {
+            use std::io::Write;
+            let _ = s.write_all(b"POST /mcp HTTP/1.1\r\nhost: x\r\n");
+        }
+        idle.push(s);
+    }
+    let mut c = client(&nvim, "after-flood");
+    assert_eq!(c.call("get_selection", json!({})).status, 200);
+    // Neovim holds at most the cap, not one socket per idle connection.
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", nvim.pid())).unwrap().count();
+    assert!(fds < 200, "{fds} descriptors open");
+    responsive(&nvim, PATIENCE);
+}

@@ -11,16 +11,13 @@ use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
 use tokio::net::UnixStream;
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 
 use super::Http;
-
-/// From a connection's start (or its last response) to a request's complete headers.
-const HEADER_DEADLINE: Duration = Duration::from_secs(10);
 
 struct Entry {
     /// Requests in flight (an event stream counts until it closes).
@@ -75,20 +72,21 @@ impl Connections {
         });
     }
 
-    /// Pushes out the oldest idle connection when at the cap; false when none is idle.
+    /// Pushes out the oldest idle connection when at the cap; false when none is idle. It
+    /// leaves the count at once (its task closes it on its next turn).
     fn make_room(&self) -> bool {
-        let open = self.open.lock();
+        let mut open = self.open.lock();
         if open.len() < self.max {
             return true;
         }
-        let idle = open.values().find(|e| e.busy.load(Ordering::Acquire) == 0);
-        match idle {
-            Some(e) => {
-                e.close.notify_one();
-                true
-            }
-            None => false,
+        let idle = open.iter().find(|(_, e)| e.busy.load(Ordering::Acquire) == 0);
+        let Some(id) = idle.map(|(id, _)| *id) else {
+            return false;
+        };
+        if let Some(e) = open.remove(&id) {
+            e.close.notify_one();
         }
+        true
     }
 
     /// Waits (at most `grace`) for every connection to finish its responses and close.
@@ -120,20 +118,15 @@ async fn run(
             Ok::<_, Infallible>(reply)
         }
     });
-    let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_DEADLINE)
-        .serve_connection(TokioIo::new(stream), service);
+    // No header timer (it would cost every request one): a connection that sends its headers
+    // slowly, or nothing, is idle, and the cap pushes out the oldest idle one (make_room).
+    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);
-    let stopping = async {
-        tokio::select! {
-            _ = shutdown.wait_for(|s| *s) => {}
-            _ = close.notified() => {}
-        }
-    };
     tokio::select! {
         _ = conn.as_mut() => return,
-        _ = stopping => conn.as_mut().graceful_shutdown(),
+        // Pushed out: it was idle, nothing is lost by dropping it.
+        _ = close.notified() => return,
+        _ = shutdown.wait_for(|s| *s) => conn.as_mut().graceful_shutdown(),
     }
     let _ = tokio::time::timeout(crate::server::STOP_GRACE, conn).await;
 }

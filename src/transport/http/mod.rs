@@ -134,10 +134,17 @@ impl Http {
         let frames =
             crate::dispatch::handle(incoming, &text, session.client, &self.shared, &mut mcp).await;
         drop(text);
-        session.set_mcp(mcp);
+        if initialize {
+            session.set_mcp(mcp);
+        }
         let mut frames = frames.into_iter();
         let answer = match (frames.next(), waiter.as_mut()) {
-            (Some(now), _) => Some(now),
+            (Some(now), w) => {
+                if let Some(w) = w {
+                    w.settle();
+                }
+                Some(now)
+            }
             (None, Some(w)) => w.answer().await,
             (None, None) => None,
         };
@@ -161,35 +168,32 @@ impl Http {
     /// The body as text, within `max_message_size` and the deadline. Over the size, the
     /// message is still read (scanned in bounded memory) to answer it: an open_diff REJECTED.
     async fn read_body(&self, mut body: Body) -> Result<String, Reply> {
-        let limit = self.shared.max_message_size;
-        let mut bytes = Vec::new();
-        let mut over: Option<crate::oversized::Oversized> = None;
-        let read = tokio::time::timeout(BODY_DEADLINE, async {
-            while let Some(frame) = body.frame().await {
-                let Ok(data) = frame.map_err(|_| ()).and_then(|f| f.into_data().map_err(|_| ())) else {
-                    continue;
-                };
-                match over.as_mut() {
-                    Some(o) => {
-                        o.size += data.len() as u64;
-                        o.scan.feed(&data);
+        use futures_util::FutureExt;
+        let mut reader = BodyReader::new(self.shared.max_message_size);
+        // A call the CLI sent whole with its headers is read without arming a timer.
+        while !hyper::body::Body::is_end_stream(&body) {
+            match body.frame().now_or_never() {
+                Some(Some(frame)) => reader.take(frame),
+                Some(None) => break,
+                None => {
+                    let rest = async {
+                        while let Some(frame) = body.frame().await {
+                            reader.take(frame);
+                        }
+                    };
+                    if tokio::time::timeout(BODY_DEADLINE, rest).await.is_err() {
+                        let why = "the request body did not arrive in time";
+                        return Err(status(StatusCode::REQUEST_TIMEOUT, why));
                     }
-                    None if bytes.len() + data.len() > limit => {
-                        let mut o = crate::oversized::Oversized { size: 0, limit, scan: Default::default() };
-                        o.scan.feed(&bytes);
-                        o.scan.feed(&data);
-                        o.size = (bytes.len() + data.len()) as u64;
-                        bytes = Vec::new();
-                        over = Some(o);
-                    }
-                    None => bytes.extend_from_slice(&data),
+                    break;
                 }
             }
-        });
-        if read.await.is_err() {
-            return Err(status(StatusCode::REQUEST_TIMEOUT, "the request body did not arrive in time"));
         }
-        if let Some(mut o) = over {
+        self.finish_body(reader).await
+    }
+
+    async fn finish_body(&self, reader: BodyReader) -> Result<String, Reply> {
+        if let Some(mut o) = reader.over {
             o.scan.finish();
             self.shared.events.notice("oversized", Level::Warn, o.notice()).await;
             return Err(match o.answer() {
@@ -197,7 +201,7 @@ impl Http {
                 None => status(StatusCode::PAYLOAD_TOO_LARGE, "over max_message_size"),
             });
         }
-        String::from_utf8(bytes).map_err(|_| {
+        String::from_utf8(reader.bytes).map_err(|_| {
             let e = RpcError::new(jsonrpc::PARSE_ERROR, "the body is not UTF-8");
             json(jsonrpc::error_frame(None, &e))
         })
@@ -313,6 +317,40 @@ impl Http {
         let all: Vec<Arc<Session>> = self.sessions.lock().values().cloned().collect();
         for s in all {
             self.end(&s, why).await;
+        }
+    }
+}
+
+/// A request body as it arrives: kept up to the limit; beyond it, only scanned (oversized.rs)
+/// for what is owed to it.
+struct BodyReader {
+    limit: usize,
+    bytes: Vec<u8>,
+    over: Option<crate::oversized::Oversized>,
+}
+
+impl BodyReader {
+    fn new(limit: usize) -> Self {
+        BodyReader { limit, bytes: Vec::new(), over: None }
+    }
+
+    fn take(&mut self, frame: Result<Frame<Bytes>, hyper::Error>) {
+        let Some(data) = frame.ok().and_then(|f| f.into_data().ok()) else {
+            return;
+        };
+        if self.over.is_none() && self.bytes.len() + data.len() > self.limit {
+            let mut o = crate::oversized::Oversized { size: 0, limit: self.limit, scan: Default::default() };
+            o.scan.feed(&self.bytes);
+            o.size = self.bytes.len() as u64;
+            self.bytes = Vec::new();
+            self.over = Some(o);
+        }
+        match self.over.as_mut() {
+            Some(o) => {
+                o.size += data.len() as u64;
+                o.scan.feed(&data);
+            }
+            None => self.bytes.extend_from_slice(&data),
         }
     }
 }

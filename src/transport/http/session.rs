@@ -73,6 +73,14 @@ impl Waiter {
     }
 }
 
+impl Waiter {
+    /// The core answered at once: nothing is waited for any more.
+    pub fn settle(&mut self) {
+        self.session.waiting.lock().remove(self.id.raw());
+        self.rx = None;
+    }
+}
+
 impl Drop for Waiter {
     fn drop(&mut self) {
         let gone = self.session.waiting.lock().remove(self.id.raw()).is_some();
