@@ -185,10 +185,10 @@ impl Clients {
         }
     }
 
-    /// Queues a notification frame (already in its dialect) for one client.
-    pub fn push_event_to(&self, client: u64, frame: String) {
+    /// Queues the selection frame (already in its dialect) for one client (latest wins).
+    pub fn selection_to(&self, client: u64, frame: String) {
         if let Some(o) = self.outbox_of(client) {
-            o.push_notification(frame);
+            o.set_selection(frame);
         }
     }
 

@@ -43,6 +43,12 @@ pub async fn handle(
             if !mcp::handle_notification(&method) {
                 debug!("client {client}: ignored notification {method}");
             }
+            if mcp::wants_selection_again(&method) {
+                let flavor = shared.clients.flavor_of(client);
+                if let Some(frame) = shared.selection_frame_for(flavor) {
+                    shared.clients.selection_to(client, frame);
+                }
+            }
             vec![]
         }
         Incoming::Response { id, outcome } => {

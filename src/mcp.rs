@@ -74,6 +74,12 @@ pub fn handle_notification(method: &str) -> bool {
     }
 }
 
+/// Whether a notification says the client only now listens for the selection: Claude Code's
+/// `ide_connected` (it drops the one sent right after `initialize`).
+pub fn wants_selection_again(method: &str) -> bool {
+    method == "ide_connected"
+}
+
 fn initialize(session: &mut Session, params: Option<&Value>) -> Value {
     let info = params.and_then(|p| p.get("clientInfo"));
     session.client_name = info

@@ -182,3 +182,21 @@ fn with_pi_and_claude_code_connected_each_keeps_its_reviews_and_its_diagnostics_
     );
     std::fs::remove_dir_all(&claude_dir).ok();
 }
+
+#[test]
+fn the_selection_is_sent_again_when_claude_code_says_ide_connected() {
+    // Claude Code listens for selection_changed only once its UI has taken the connection
+    // (after ide_connected): the state sent right after initialize is lost on it.
+    let (nvim, _dir) = claude_nvim(true);
+    let path = edit_file(&nvim, "sel.txt", &["one", "two"]);
+    nvim.lua("vim.api.nvim_win_set_cursor(0, {2, 1})");
+    nvim.lua("require('pi-ide.selection').flush()");
+    let l = nvim.lockfile();
+    let mut c = Peer::connect_with_headers(l.port, &[("x-claude-code-ide-authorization", &l.auth_token)]).unwrap();
+    c.request("initialize", json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "claude-code"}})).unwrap();
+    let first = c.wait_notification("selection_changed", PATIENCE).unwrap();
+    assert_eq!(first["params"]["filePath"], path.as_str());
+    c.notify("ide_connected", json!({"pid": 1})).unwrap();
+    let again = c.wait_notification("selection_changed", PATIENCE).unwrap();
+    assert_eq!(again["params"], first["params"]);
+}

@@ -135,7 +135,7 @@ fn the_handshake_lists_copilots_tools_and_answers_in_its_shapes() {
 #[test]
 fn the_selection_and_send_reach_the_event_stream() {
     let nvim = start();
-    let mut c = client(&nvim, "ev");
+    let c = client(&nvim, "ev");
     let events = c.events();
     let path = edit_file(&nvim, "a.txt", &["one", "two", "three"]);
     nvim.lua("vim.api.nvim_win_set_cursor(0, {3, 1})");

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use pi_ide_peer::copilot::{locks, CopilotClient};
 use pi_ide_peer::nvim::{Nvim, Options};
 
-const CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_diagnostics","arguments":{}}}"#;
+const CALL_DEFAULT: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_diagnostics","arguments":{}}}"#;
+static CALL_TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+fn call_text() -> &'static str { CALL_TEXT.get_or_init(|| std::env::var("PI_IDE_BENCH_CALL").unwrap_or_else(|_| CALL_DEFAULT.to_owned())) }
 
 /// One keep-alive HTTP/1.1 connection, as the CLI's client keeps one.
 struct KeepAlive {
@@ -24,14 +26,14 @@ impl KeepAlive {
         let s = UnixStream::connect(socket).unwrap();
         let head = format!(
             "POST /mcp HTTP/1.1\r\nhost: localhost\r\nauthorization: {auth}\r\nx-copilot-session-id: {session}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-            CALL.len()
+            call_text().len()
         );
         KeepAlive { reader: BufReader::new(s.try_clone().unwrap()), writer: s, head }
     }
 
     /// Sends the call; returns the body of the answer.
     fn call(&mut self) -> String {
-        self.writer.write_all(format!("{}{CALL}", self.head).as_bytes()).unwrap();
+        self.writer.write_all(format!("{}{}", self.head, call_text()).as_bytes()).unwrap();
         let mut len = 0;
         let mut line = String::new();
         loop {
@@ -51,15 +53,40 @@ impl KeepAlive {
 }
 
 /// The floor: hyper's HTTP/1.1 server on a Unix socket (current-thread runtime, like ours)
-/// answering every request with `answer`.
-fn floor_server(answer: String) -> PathBuf {
-    use http_body_util::Full;
-    use hyper::body::Bytes;
+/// answering every request with `answer`, in a process of its own as ours is (Neovim's): a
+/// server thread in the client's own process would be spared the switch between processes.
+/// Returns its socket and the process, to kill.
+fn floor_process(answer: &str) -> (PathBuf, std::process::Child) {
     let path = std::env::temp_dir().join(format!("pi-ide-floor-{}.sock", std::process::id()));
     let _ = std::fs::remove_file(&path);
-    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let answer_file = path.with_extension("answer");
+    std::fs::write(&answer_file, answer).unwrap();
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--serve-floor")
+        .arg(&path)
+        .arg(&answer_file)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while UnixStream::connect(&path).is_err() {
+        assert!(Instant::now() < deadline, "the floor server did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (path, child)
+}
+
+/// `--serve-floor SOCKET ANSWER_FILE`: runs the floor server until killed.
+pub fn serve_floor(path: &Path, answer_file: &Path) {
+    let answer = std::fs::read_to_string(answer_file).unwrap();
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
     listener.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
+    floor_server(listener, answer);
+}
+
+fn floor_server(listener: std::os::unix::net::UnixListener, answer: String) {
+    use http_body_util::Full;
+    use hyper::body::Bytes;
+    {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
             let listener = tokio::net::UnixListener::from_std(listener).unwrap();
@@ -82,8 +109,7 @@ fn floor_server(answer: String) -> PathBuf {
                 });
             }
         });
-    });
-    path
+    }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -121,14 +147,17 @@ pub fn roundtrip_vs_floor(n: usize) -> ((f64, f64), (f64, f64)) {
     client.initialize();
     let mut ours = KeepAlive::connect(&lock.socket(), &lock.authorization(), "bench");
     let answer = ours.call();
-    let floor_path = floor_server(answer.clone());
+    let (floor_path, mut floor_child) = floor_process(&answer);
     let mut floor = KeepAlive::connect(&floor_path, "-", "-");
     let (mut a, mut b) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         a.push(measure(&mut ours, n, answer.len()));
         b.push(measure(&mut floor, n, answer.len()));
     }
-    let _ = std::fs::remove_file(floor_path);
+    let _ = floor_child.kill();
+    let _ = floor_child.wait();
+    let _ = std::fs::remove_file(&floor_path);
+    let _ = std::fs::remove_file(floor_path.with_extension("answer"));
     let med = |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| {
         let mut x: Vec<f64> = v.iter().map(f).collect();
         x.sort_by(f64::total_cmp);

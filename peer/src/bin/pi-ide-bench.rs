@@ -511,6 +511,11 @@ fn rss_added() -> (f64, f64, f64) {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--serve-floor") {
+        copilot_bench::serve_floor(Path::new(&args[2]), Path::new(&args[3]));
+        return;
+    }
     let quick = std::env::args().any(|a| a == "--quick");
     // `--only rss`: one measure, for working on it.
     let only: Option<String> = std::env::args()
@@ -534,7 +539,9 @@ fn main() {
         return;
     }
     if only.as_deref() == Some("copilot") {
-        let ((o50, o99), (f50, f99)) = copilot_bench::roundtrip_vs_floor(if quick { 200 } else { 1000 });
+        // PI_IDE_BENCH_N: more calls, e.g. to attach a profiler.
+        let n = std::env::var("PI_IDE_BENCH_N").ok().and_then(|v| v.parse().ok());
+        let ((o50, o99), (f50, f99)) = copilot_bench::roundtrip_vs_floor(n.unwrap_or(if quick { 200 } else { 1000 }));
         println!("get_diagnostics over the Unix socket: ours p50 {o50:.3} ms p99 {o99:.3} ms; hyper floor p50 {f50:.3} ms p99 {f99:.3} ms; ratio p50 {:.2}", o50 / f50);
         let mut v: Vec<(f64, f64)> = (0..3).map(|_| copilot_bench::rss_copilot(rss_kib)).collect();
         v.sort_by(|x, y| (x.1 - x.0).total_cmp(&(y.1 - y.0)));

@@ -150,7 +150,7 @@ impl Http {
         };
         // What follows the answer (the selection after initialize) goes on the event stream.
         for later in frames {
-            self.shared.clients.push_event_to(session.client, later);
+            self.shared.clients.selection_to(session.client, later);
         }
         let mut reply = match (answer, waiter.is_some()) {
             (Some(frame), _) => json(frame),
