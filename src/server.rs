@@ -197,7 +197,8 @@ impl Server {
         if let Some(c) = &self.copilot {
             let mut copilot = c.lock.lock();
             copilot.workspace_folders = folders;
-            copilot_lock::write(&c.lock_dir, &c.lock_path, &copilot)?;
+            copilot.timestamp = copilot_lock::now_ms();
+            copilot_lock::rewrite(&c.lock_dir, &c.lock_path, &copilot)?;
         }
         Ok(true)
     }

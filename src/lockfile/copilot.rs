@@ -45,7 +45,7 @@ impl CopilotLock {
     }
 }
 
-fn now_ms() -> u64 {
+pub fn now_ms() -> u64 {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     since.map_or(0, |d| d.as_millis() as u64)
 }
@@ -66,6 +66,34 @@ pub fn write(dir: &Path, path: &Path, lock: &CopilotLock) -> Result<PathBuf, Str
     let name = path.file_name().and_then(|n| n.to_str()).ok_or("bad lockfile name")?;
     let body = serde_json::to_vec(lock).map_err(|e| e.to_string())?;
     super::write_named(dir, name, &body)
+}
+
+/// Rewrites our lockfile in place (new workspace folders): the CLI watches the lockfile it
+/// connected through, and a rename over it reads as the editor going away (it disconnects
+/// and reconnects, dropping a pending review). The file is opened without following a link,
+/// and must be a regular file of ours; when it is gone, it is written anew.
+pub fn rewrite(dir: &Path, path: &Path, lock: &CopilotLock) -> Result<PathBuf, String> {
+    use std::io::Write;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let body = serde_json::to_vec(lock).map_err(|e| e.to_string())?;
+    let opened = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path);
+    let mut file = match opened {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return write(dir, path, lock),
+        Err(e) => return Err(format!("cannot rewrite {}: {e}", path.display())),
+    };
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    // SAFETY: geteuid has no preconditions.
+    if !meta.is_file() || meta.uid() != unsafe { libc::geteuid() } {
+        return Err(format!("{} is not our lockfile any more", path.display()));
+    }
+    file.set_len(0)
+        .and_then(|()| file.write_all(&body))
+        .map_err(|e| format!("cannot rewrite {}: {e}", path.display()))?;
+    Ok(path.to_owned())
 }
 
 /// A new name for our lockfile in `dir`.
@@ -136,6 +164,23 @@ mod tests {
         let l = CopilotLock::new(Path::new("/s"), "tok", vec![], "Neovim", false);
         let p = write(&dir, &new_path(&dir), &l).unwrap();
         assert!(check(&p, &l).is_ok());
+        // New folders go into the same file (the CLI takes a rename for the editor leaving).
+        use std::os::unix::fs::MetadataExt;
+        let inode = std::fs::metadata(&p).unwrap().ino();
+        let mut moved = l.clone();
+        moved.workspace_folders = vec!["/a".into(), "/b".into()];
+        rewrite(&dir, &p, &moved).unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().ino(), inode);
+        assert!(check(&p, &moved).is_ok());
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.contains(r#""workspaceFolders":["/a","/b"]"#), "{text}");
+        // A link planted in its place is not followed.
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "mine").unwrap();
+        let link = dir.join("link.lock");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        assert!(rewrite(&dir, &link, &moved).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
         remove(&p, "other");
         assert!(p.exists(), "not ours to remove");
         remove(&p, "tok");

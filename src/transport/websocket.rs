@@ -137,28 +137,7 @@ async fn upgrade(
 ) -> Option<(Ws, GateHandle, Flavor)> {
     let deadline = Instant::now() + HANDSHAKE_DEADLINE;
     let mut stopping = shutdown.clone();
-    let mut pushed_out = handshakes.silent(client);
-    let fd = stream.as_raw_fd();
-    let spoke = loop {
-        tokio::select! {
-            r = stream.readable() => {
-                if r.is_err() {
-                    break false;
-                }
-                // Readiness may be a false alarm: look at the bytes (without taking them).
-                match stream.try_io(tokio::io::Interest::READABLE, || peek(fd)) {
-                    Ok(n) => break n > 0,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                    Err(_) => break false,
-                }
-            }
-            _ = tokio::time::sleep_until(deadline) => break false,
-            // Pushed out as silent, unless its first bytes came meanwhile (its task may not have
-            // had a turn yet while newer sockets were accepted).
-            _ = &mut pushed_out => break peek(fd).is_ok_and(|n| n > 0),
-            _ = stopping.changed() => break false,
-        }
-    };
+    let spoke = first_bytes(&stream, client, deadline, &mut stopping, handshakes).await;
     handshakes.spoke(client);
     if !spoke {
         debug!("connection {client}: nothing received; closed");
@@ -170,11 +149,60 @@ async fn upgrade(
         _ = tokio::time::sleep_until(deadline) => None,
         _ = stopping.changed() => None,
     };
-    let Some(mut slot) = slot else {
+    let Some(slot) = slot else {
         debug!("connection {client}: no handshake slot in time; closed");
         return None;
     };
     let (gate, handle) = Gate::new(stream, shared.max_message_size, activity);
+    let (ws, flavor) = handshake(gate, client, shared, config, deadline, stopping, slot).await?;
+    Some((ws, handle, flavor))
+}
+
+/// Stage 1: waits for the socket's first bytes. False: nothing came in time, it was pushed
+/// out as silent, or the server stops.
+async fn first_bytes(
+    stream: &TcpStream,
+    client: u64,
+    deadline: Instant,
+    stopping: &mut watch::Receiver<bool>,
+    handshakes: &Handshakes,
+) -> bool {
+    let mut pushed_out = handshakes.silent(client);
+    let fd = stream.as_raw_fd();
+    loop {
+        tokio::select! {
+            r = stream.readable() => {
+                if r.is_err() {
+                    return false;
+                }
+                // Readiness may be a false alarm: look at the bytes (without taking them).
+                match stream.try_io(tokio::io::Interest::READABLE, || peek(fd)) {
+                    Ok(n) => return n > 0,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Err(_) => return false,
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => return false,
+            // Pushed out as silent, unless its first bytes came meanwhile (its task may not have
+            // had a turn yet while newer sockets were accepted).
+            _ = &mut pushed_out => return peek(fd).is_ok_and(|n| n > 0),
+            _ = stopping.changed() => return false,
+        }
+    }
+}
+
+/// Stage 3, holding a handshake slot: the WebSocket upgrade with its auth check (auth.rs) and
+/// the client cap. Returns the socket and the dialect its header told.
+async fn handshake(
+    gate: Gate<TcpStream>,
+    client: u64,
+    shared: &Arc<Shared>,
+    config: &Config,
+    deadline: Instant,
+    mut stopping: watch::Receiver<bool>,
+    mut slot: crate::limits::Slot<'_>,
+) -> Option<(Ws, Flavor)> {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     // Small buffers: each would otherwise be 128 KiB resident per client. The size limit is the
     // gate's (it answers what is too big); tungstenite's own is only a backstop.
     let ws_config = WebSocketConfig::default()
@@ -183,13 +211,13 @@ async fn upgrade(
         .max_message_size(Some(shared.max_message_size))
         .max_frame_size(Some(shared.max_message_size));
     let mut refused = None;
-    let admitted = std::sync::atomic::AtomicBool::new(false);
+    let admitted = AtomicBool::new(false);
     let admit = || {
         let ok = shared.clients.reserve(config.limits.max_clients);
-        admitted.store(ok, std::sync::atomic::Ordering::Relaxed);
+        admitted.store(ok, Relaxed);
         ok
     };
-    let claude = std::sync::atomic::AtomicBool::new(false);
+    let claude = AtomicBool::new(false);
     let check = UpgradeCheck {
         token: &config.token,
         accepted: &config.auth_headers,
@@ -210,21 +238,13 @@ async fn upgrade(
         _ = stopping.changed() => None,
     };
     drop(slot);
-    let ok = matches!(upgraded, Some(Ok(_)));
-    if admitted.load(std::sync::atomic::Ordering::Relaxed) && !ok {
+    if admitted.load(Relaxed) && !matches!(upgraded, Some(Ok(_))) {
         // Passed the check, but the upgrade did not complete: give the slot back.
         shared.clients.release();
     }
-    match upgraded {
-        Some(Ok(ws)) => {
-            let flavor = if claude.load(std::sync::atomic::Ordering::Relaxed) {
-                Flavor::ClaudeCode
-            } else {
-                Flavor::Pi
-            };
-            Some((ws, handle, flavor))
-        }
-        Some(Err(e)) => {
+    match upgraded? {
+        Ok(ws) => Some((ws, if claude.load(Relaxed) { Flavor::ClaudeCode } else { Flavor::Pi })),
+        Err(e) => {
             match refused {
                 Some(r) => warn!("connection {client} refused before upgrade: {r:?}"),
                 // The Pi extension probes the port with a bare TCP connect: not worth more.
@@ -232,7 +252,6 @@ async fn upgrade(
             }
             None
         }
-        None => None,
     }
 }
 

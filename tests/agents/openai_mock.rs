@@ -1,0 +1,519 @@
+//! A loopback OpenAI-compatible chat-completions server: the model of a real agent CLI under
+//! test. `POST .../chat/completions` answers by rules the test sets (a text or one tool call),
+//! streamed as the OpenAI API streams (SSE chunks, then `data: [DONE]`), over keep-alive
+//! HTTP/1.1. Every request is recorded, so a test can assert what reached the model.
+//!
+//! Rules look at the newest turn of the conversation: either the user's input (every `user`
+//! message after the last assistant or tool message: agents append notices of their own as user
+//! messages after the typed one) or the result of a tool call (the last message is a `tool`).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// What the model answers.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    Text(String),
+    /// One call of the agent's tool `name` with these arguments.
+    ToolCall {
+        name: String,
+        arguments: Value,
+    },
+}
+
+impl Reply {
+    pub fn text(s: &str) -> Reply {
+        Reply::Text(s.to_owned())
+    }
+
+    pub fn tool(name: &str, arguments: Value) -> Reply {
+        Reply::ToolCall {
+            name: name.to_owned(),
+            arguments,
+        }
+    }
+}
+
+/// The newest turn of a conversation, as the rules see it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Turn {
+    /// The user's input (several user messages joined by newlines).
+    User(String),
+    /// The result of a call of the tool `name`.
+    ToolResult { name: String, content: String },
+}
+
+#[derive(Clone, Debug)]
+enum When {
+    UserSays(String),
+    ToolAnswered(String),
+}
+
+#[derive(Clone, Debug)]
+struct Rule {
+    when: When,
+    reply: Reply,
+}
+
+/// One request the mock received.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub method: String,
+    pub path: String,
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct State {
+    rules: Mutex<Vec<Rule>>,
+    requests: Mutex<Vec<Recorded>>,
+    /// Signalled whenever a request is recorded.
+    arrived: Condvar,
+}
+
+pub struct OpenAiMock {
+    port: u16,
+    state: Arc<State>,
+    stop: Arc<AtomicBool>,
+}
+
+/// Said when no rule matches the user's input, and after a tool result no rule names.
+pub const DEFAULT_TEXT: &str = "Mock model: nothing to do.";
+pub const DEFAULT_AFTER_TOOL: &str = "Mock model: done.";
+
+impl OpenAiMock {
+    /// Listens on a free loopback port, serving on threads of its own until dropped.
+    pub fn start() -> OpenAiMock {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the mock model's port");
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(State::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (st, sp) = (state.clone(), stop.clone());
+        std::thread::spawn(move || accept_loop(listener, st, sp));
+        OpenAiMock { port, state, stop }
+    }
+
+    /// The base URL an OpenAI client is given (`.../v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// When the user's input contains `text`, answer `reply`. The first matching rule wins.
+    pub fn on_user(&self, text: &str, reply: Reply) {
+        self.push(When::UserSays(text.to_owned()), reply);
+    }
+
+    /// When the result of a call of `tool` arrives, answer `reply`.
+    pub fn after_tool(&self, tool: &str, reply: Reply) {
+        self.push(When::ToolAnswered(tool.to_owned()), reply);
+    }
+
+    fn push(&self, when: When, reply: Reply) {
+        self.state.rules.lock().unwrap().push(Rule { when, reply });
+    }
+
+    /// Every request so far, in order of arrival.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.requests.lock().unwrap().clone()
+    }
+
+    /// The bodies of the chat-completion requests so far.
+    pub fn completions(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path.ends_with("/chat/completions"))
+            .map(|r| r.body)
+            .collect()
+    }
+
+    /// Waits for a chat-completion request that satisfies `pred` (one already received counts)
+    /// and returns its body. Panics after `timeout`, naming `what` and listing the turns seen.
+    pub fn wait_completion(
+        &self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + timeout;
+        let mut reqs = self.state.requests.lock().unwrap();
+        loop {
+            let found = reqs
+                .iter()
+                .filter(|r| r.path.ends_with("/chat/completions"))
+                .find(|r| pred(&r.body));
+            if let Some(r) = found {
+                return r.body.clone();
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                let turns: Vec<Turn> = reqs.iter().map(|r| turn(&r.body)).collect();
+                panic!("the model never got {what}; turns it got: {turns:?}");
+            }
+            reqs = self
+                .state
+                .arrived
+                .wait_timeout(reqs, deadline - now)
+                .unwrap()
+                .0;
+        }
+    }
+
+    /// The contents of every result of `tool` that reached the model (each once).
+    pub fn tool_results(&self, tool: &str) -> Vec<String> {
+        let mut seen = Vec::new();
+        for body in self.completions() {
+            for (name, content) in all_tool_results(&body) {
+                if name == tool && !seen.contains(&content) {
+                    seen.push(content);
+                }
+            }
+        }
+        seen
+    }
+
+    /// The names of the tools the agent offered its model in its latest request.
+    pub fn offered_tools(&self) -> Vec<String> {
+        let Some(last) = self.completions().pop() else {
+            return Vec::new();
+        };
+        last["tools"]
+            .as_array()
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for OpenAiMock {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so that it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn accept_loop(listener: TcpListener, state: Arc<State>, stop: Arc<AtomicBool>) {
+    for stream in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        let (st, sp) = (state.clone(), stop.clone());
+        std::thread::spawn(move || serve(stream, st, sp));
+    }
+}
+
+/// One connection: requests one after another (keep-alive) until the client closes.
+fn serve(stream: TcpStream, state: Arc<State>, stop: Arc<AtomicBool>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut out = stream;
+    while !stop.load(Ordering::SeqCst) {
+        let Some((method, path, keep_alive, body)) = read_request(&mut reader) else {
+            return;
+        };
+        let ok = answer(&mut out, &state, &method, &path, &body).is_ok();
+        if !ok || !keep_alive {
+            return;
+        }
+    }
+}
+
+/// Reads one request: (method, path, keep-alive, body). None at end of stream or on garbage.
+fn read_request(r: &mut impl BufRead) -> Option<(String, String, bool, Vec<u8>)> {
+    let mut line = String::new();
+    if r.read_line(&mut line).ok()? == 0 {
+        return None;
+    }
+    let mut parts = line.split_whitespace();
+    let (method, path) = (parts.next()?.to_owned(), parts.next()?.to_owned());
+    let (mut length, mut chunked, mut keep_alive) = (0usize, false, true);
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h).ok()? == 0 {
+            return None;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        let (name, value) = h.split_once(':')?;
+        let (name, value) = (
+            name.trim().to_ascii_lowercase(),
+            value.trim().to_ascii_lowercase(),
+        );
+        match name.as_str() {
+            "content-length" => length = value.parse().ok()?,
+            "transfer-encoding" => chunked = value.contains("chunked"),
+            "connection" => keep_alive = value != "close",
+            _ => {}
+        }
+    }
+    let body = if chunked {
+        read_chunked(r)?
+    } else {
+        read_exact(r, length)?
+    };
+    Some((method, path, keep_alive, body))
+}
+
+fn read_exact(r: &mut impl BufRead, n: usize) -> Option<Vec<u8>> {
+    let mut body = vec![0; n];
+    r.read_exact(&mut body).ok()?;
+    Some(body)
+}
+
+fn read_chunked(r: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut size = String::new();
+        r.read_line(&mut size).ok()?;
+        let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
+        if size == 0 {
+            // Trailers, up to the empty line.
+            loop {
+                let mut t = String::new();
+                if r.read_line(&mut t).ok()? == 0 || t.trim().is_empty() {
+                    return Some(body);
+                }
+            }
+        }
+        body.extend(read_exact(r, size)?);
+        let mut crlf = String::new();
+        r.read_line(&mut crlf).ok()?;
+    }
+}
+
+fn answer(
+    out: &mut TcpStream,
+    state: &State,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> std::io::Result<()> {
+    let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    record(state, method, path, json.clone());
+    if method == "POST" && path.ends_with("/chat/completions") {
+        let reply = decide(&state.rules.lock().unwrap(), &json);
+        if json["stream"] == json!(true) {
+            return stream_reply(out, &reply);
+        }
+        return send_json(out, 200, &whole_reply(&reply));
+    }
+    if method == "GET" && path.ends_with("/models") {
+        return send_json(
+            out,
+            200,
+            &json!({"object": "list", "data": [{"id": "mock", "object": "model"}]}),
+        );
+    }
+    send_json(
+        out,
+        404,
+        &json!({"error": {"message": format!("no {method} {path} here")}}),
+    )
+}
+
+fn record(state: &State, method: &str, path: &str, body: Value) {
+    state.requests.lock().unwrap().push(Recorded {
+        method: method.to_owned(),
+        path: path.to_owned(),
+        body,
+    });
+    state.arrived.notify_all();
+}
+
+/// The reply the rules give for this request.
+fn decide(rules: &[Rule], body: &Value) -> Reply {
+    let turn = turn(body);
+    let hit = rules.iter().find(|r| match (&r.when, &turn) {
+        (When::UserSays(text), Turn::User(input)) => input.contains(text.as_str()),
+        (When::ToolAnswered(tool), Turn::ToolResult { name, .. }) => name == tool,
+        _ => false,
+    });
+    match (hit, &turn) {
+        (Some(rule), _) => rule.reply.clone(),
+        (None, Turn::User(_)) => Reply::text(DEFAULT_TEXT),
+        (None, Turn::ToolResult { .. }) => Reply::text(DEFAULT_AFTER_TOOL),
+    }
+}
+
+/// The newest turn of the conversation in a chat-completion request.
+pub fn turn(body: &Value) -> Turn {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    // A notice the agent appended after a tool result (Copilot's "<system_notification>", e.g.
+    // the editor connected again) leaves that result the newest turn.
+    let notices = messages
+        .iter()
+        .rev()
+        .take_while(|m| m["role"] == "user" && is_notice(&m["content"]))
+        .count();
+    let before = &messages[..messages.len() - notices];
+    if let Some(last) = before.last().filter(|m| m["role"] == "tool") {
+        return Turn::ToolResult {
+            name: tool_name(&messages, &last["tool_call_id"]),
+            content: text_of(&last["content"]),
+        };
+    }
+    let inputs: Vec<String> = messages
+        .iter()
+        .rev()
+        .take_while(|m| m["role"] == "user")
+        .map(|m| text_of(&m["content"]))
+        .collect();
+    Turn::User(inputs.into_iter().rev().collect::<Vec<_>>().join("\n"))
+}
+
+fn is_notice(content: &Value) -> bool {
+    text_of(content)
+        .trim_start()
+        .starts_with("<system_notification>")
+}
+
+/// The user's input in this request ("" when its newest turn is a tool result).
+pub fn user_input(body: &Value) -> String {
+    match turn(body) {
+        Turn::User(s) => s,
+        Turn::ToolResult { .. } => String::new(),
+    }
+}
+
+/// Every tool result in the conversation: (tool name, content).
+pub fn all_tool_results(body: &Value) -> Vec<(String, String)> {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                tool_name(&messages, &m["tool_call_id"]),
+                text_of(&m["content"]),
+            )
+        })
+        .collect()
+}
+
+/// The name of the tool the assistant called with this call id.
+fn tool_name(messages: &[Value], call_id: &Value) -> String {
+    messages
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .find(|c| &c["id"] == call_id)
+        .and_then(|c| c["function"]["name"].as_str())
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// A message's content as text: a string, or the text parts of a list of parts.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+        _ => String::new(),
+    }
+}
+
+static CALLS: AtomicU64 = AtomicU64::new(1);
+
+/// The chunks of a streamed reply, each a `chat.completion.chunk` object.
+fn chunks(reply: &Reply) -> Vec<Value> {
+    let id = format!("chatcmpl-mock-{}", CALLS.fetch_add(1, Ordering::Relaxed));
+    let chunk = |delta: Value, finish: Value, usage: Option<Value>| {
+        let mut c = json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": "mock",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+        if let Some(u) = usage {
+            c["choices"] = json!([]);
+            c["usage"] = u;
+        }
+        c
+    };
+    let mut out = match reply {
+        Reply::Text(text) => vec![
+            chunk(
+                json!({"role": "assistant", "content": ""}),
+                Value::Null,
+                None,
+            ),
+            chunk(json!({"content": text}), Value::Null, None),
+            chunk(json!({}), json!("stop"), None),
+        ],
+        Reply::ToolCall { name, arguments } => {
+            let call_id = format!("call_{}", CALLS.fetch_add(1, Ordering::Relaxed));
+            vec![
+                chunk(
+                    json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": call_id,
+                    "type": "function", "function": {"name": name, "arguments": ""}}]}),
+                    Value::Null,
+                    None,
+                ),
+                chunk(
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": arguments.to_string()}}]}),
+                    Value::Null,
+                    None,
+                ),
+                chunk(json!({}), json!("tool_calls"), None),
+            ]
+        }
+    };
+    let usage = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});
+    out.push(chunk(json!({}), Value::Null, Some(usage)));
+    out
+}
+
+fn stream_reply(out: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
+    out.write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
+          Transfer-Encoding: chunked\r\n\r\n",
+    )?;
+    for c in chunks(reply) {
+        write_chunk(out, format!("data: {c}\n\n").as_bytes())?;
+    }
+    write_chunk(out, b"data: [DONE]\n\n")?;
+    out.write_all(b"0\r\n\r\n")?;
+    out.flush()
+}
+
+fn write_chunk(out: &mut TcpStream, data: &[u8]) -> std::io::Result<()> {
+    out.write_all(format!("{:x}\r\n", data.len()).as_bytes())?;
+    out.write_all(data)?;
+    out.write_all(b"\r\n")
+}
+
+/// The same reply unstreamed (`stream: false`).
+fn whole_reply(reply: &Reply) -> Value {
+    let message = match reply {
+        Reply::Text(t) => json!({"role": "assistant", "content": t}),
+        Reply::ToolCall { name, arguments } => json!({"role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_0", "type": "function",
+                "function": {"name": name, "arguments": arguments.to_string()}}]}),
+    };
+    let finish = if matches!(reply, Reply::Text(_)) {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    json!({"id": "chatcmpl-mock", "object": "chat.completion", "created": 0, "model": "mock",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+}
+
+fn send_json(out: &mut TcpStream, status: u16, body: &Value) -> std::io::Result<()> {
+    let body = body.to_string();
+    let reason = if status == 200 { "OK" } else { "Not Found" };
+    write!(
+        out,
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    out.flush()
+}
