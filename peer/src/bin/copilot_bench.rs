@@ -139,12 +139,39 @@ fn copilot_nvim() -> Nvim {
     nvim
 }
 
+/// Pins this process, and so the servers it starts, to one core: on two shared cores, whether
+/// a server's thread wakes on the client's core or the other one changes a round trip by 2x,
+/// which would decide the comparison instead of the work each server does.
+fn pin_to_one_core() {
+    // SAFETY: a zeroed cpu_set_t with one bit set, passed by pointer with its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+fn unpin() {
+    // SAFETY: as in pin_to_one_core, with every core set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for cpu in 0..libc::CPU_SETSIZE as usize {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 /// get_diagnostics over the socket, ours and the floor, interleaved in rounds: p50 and p99 (ms).
+/// Both servers and the client run on one core (see [`pin_to_one_core`]).
 pub fn roundtrip_vs_floor(n: usize) -> ((f64, f64), (f64, f64)) {
+    pin_to_one_core();
     let nvim = copilot_nvim();
     let lock = locks(&nvim.home).remove(0);
     let mut client = CopilotClient::new(&lock, "bench");
     client.initialize();
+    // The CLI holds its event stream open while it runs.
+    let _events = client.events();
     let mut ours = KeepAlive::connect(&lock.socket(), &lock.authorization(), "bench");
     let answer = ours.call();
     let (floor_path, mut floor_child) = floor_process(&answer);
@@ -154,6 +181,7 @@ pub fn roundtrip_vs_floor(n: usize) -> ((f64, f64), (f64, f64)) {
         a.push(measure(&mut ours, n, answer.len()));
         b.push(measure(&mut floor, n, answer.len()));
     }
+    unpin();
     let _ = floor_child.kill();
     let _ = floor_child.wait();
     let _ = std::fs::remove_file(&floor_path);

@@ -131,13 +131,18 @@ async fn run(
     let _ = tokio::time::timeout(crate::server::STOP_GRACE, conn).await;
 }
 
-/// Keeps `guard` alive as long as the reply's body.
+/// Keeps `guard` alive as long as the event stream's body.
 fn hold_busy(reply: super::Reply, guard: Busy) -> super::Reply {
-    use http_body_util::BodyExt;
+    use http_body_util::{BodyExt, Either};
     let (parts, body) = reply.into_parts();
-    let body = body.map_frame(move |f| {
-        let _ = &guard;
-        f
-    });
-    hyper::Response::from_parts(parts, http_body_util::combinators::BoxBody::new(body))
+    let body = match body {
+        Either::Right(stream) => Either::Right(http_body_util::combinators::BoxBody::new(
+            stream.map_frame(move |f| {
+                let _ = &guard;
+                f
+            }),
+        )),
+        whole => whole,
+    };
+    hyper::Response::from_parts(parts, body)
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Empty, Full, StreamBody};
+use http_body_util::{BodyExt, Either, Full, StreamBody};
 use hyper::body::{Bytes, Frame, Incoming as Body};
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
@@ -37,10 +37,15 @@ use self::session::Session;
 /// holds its stream open while it runs).
 pub const SESSION_IDLE: Duration = Duration::from_secs(30);
 
+/// How often quiet sessions are looked for, while any is idle.
+const REAP_EVERY: Duration = Duration::from_secs(5);
+
 /// A request body must arrive within this (the CLI sends it at once).
 const BODY_DEADLINE: Duration = Duration::from_secs(30);
 
-type Reply = Response<BoxBody<Bytes, Infallible>>;
+/// A whole answer, or the event stream (boxed: it is the rare one).
+type ReplyBody = Either<Full<Bytes>, BoxBody<Bytes, Infallible>>;
+type Reply = Response<ReplyBody>;
 
 pub struct Config {
     /// `Authorization: Nonce <token>`, as the lockfile tells the CLI.
@@ -53,6 +58,9 @@ struct Http {
     shared: Arc<Shared>,
     config: Config,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    went_idle: Arc<tokio::sync::Notify>,
+    /// The Authorization header's one valid value.
+    authorization: String,
 }
 
 /// Serves `listener` until `shutdown`, then ends every session (its open calls answered first,
@@ -64,15 +72,19 @@ pub async fn serve(
     shutdown: watch::Receiver<bool>,
 ) {
     let max_connections = 2 * config.limits.max_clients;
+    let authorization = format!("Nonce {}", config.token);
     let http = Arc::new(Http {
+        authorization,
         shared,
         config,
         sessions: Mutex::new(HashMap::new()),
+        went_idle: Arc::new(tokio::sync::Notify::new()),
     });
     let connections = Connections::new(max_connections);
-    let mut reaper = tokio::time::interval(Duration::from_secs(5));
     let mut stop = shutdown.clone();
     loop {
+        // A timer only while some session is idle: none runs under a CLI that holds its stream.
+        let any_idle = http.any_idle();
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => connections.serve(stream, http.clone(), shutdown.clone()),
@@ -81,7 +93,8 @@ pub async fn serve(
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
-            _ = reaper.tick() => http.end_idle().await,
+            _ = http.went_idle.notified() => {}
+            _ = tokio::time::sleep(REAP_EVERY), if any_idle => http.end_idle().await,
             _ = stop.changed() => break,
         }
     }
@@ -108,9 +121,8 @@ impl Http {
     }
 
     fn authorized(&self, headers: &HeaderMap) -> bool {
-        let want = format!("Nonce {}", self.config.token);
         let got = headers.get(hyper::header::AUTHORIZATION);
-        got.is_some_and(|v| crate::auth::constant_time_eq(v.as_bytes(), want.as_bytes()))
+        got.is_some_and(|v| crate::auth::constant_time_eq(v.as_bytes(), self.authorization.as_bytes()))
     }
 
     /// One JSON-RPC message: its answer on this request (200), or 202 for a notification.
@@ -232,7 +244,7 @@ impl Http {
         }
         let client = self.shared.next_id();
         let outbox = self.shared.clients.add(client, Flavor::Copilot);
-        let session = Session::new(key.clone(), client, outbox);
+        let session = Session::new(key.clone(), client, outbox, self.went_idle.clone());
         self.sessions.lock().insert(key.clone(), session.clone());
         info!("copilot: session {key} is client {client}");
         let events = self.shared.clone();
@@ -258,7 +270,7 @@ impl Http {
             let bytes = rx.recv().await?;
             Some((Ok::<_, Infallible>(Frame::data(bytes)), (rx, live)))
         });
-        let mut reply = Response::new(BoxBody::new(StreamBody::new(stream)));
+        let mut reply = Response::new(Either::Right(BoxBody::new(StreamBody::new(stream))));
         let headers = reply.headers_mut();
         headers.insert("content-type", HeaderValue::from_static("text/event-stream"));
         headers.insert("cache-control", HeaderValue::from_static("no-cache"));
@@ -301,6 +313,10 @@ impl Http {
         for event in self.shared.forget_client(client, reason) {
             self.shared.events.push(event).await;
         }
+    }
+
+    fn any_idle(&self) -> bool {
+        self.sessions.lock().values().any(|s| s.idle_for().is_some())
     }
 
     async fn end_idle(&self) {
@@ -381,19 +397,14 @@ fn session_key(headers: &HeaderMap) -> Option<String> {
 }
 
 fn json(frame: String) -> Reply {
-    let mut r = Response::new(BoxBody::new(Full::new(Bytes::from(frame))));
+    let mut r = Response::new(Either::Left(Full::new(Bytes::from(frame))));
     r.headers_mut()
         .insert("content-type", HeaderValue::from_static("application/json"));
     r
 }
 
 fn status(code: StatusCode, text: &'static str) -> Reply {
-    let body = if text.is_empty() {
-        BoxBody::new(Empty::new())
-    } else {
-        BoxBody::new(Full::new(Bytes::from_static(text.as_bytes())))
-    };
-    let mut r = Response::new(body);
+    let mut r = Response::new(Either::Left(Full::new(Bytes::from_static(text.as_bytes()))));
     *r.status_mut() = code;
     r
 }

@@ -40,6 +40,9 @@ pub struct Session {
     idle_since: Mutex<Instant>,
     /// Wakes the pump (a stream opened, or the session ended).
     wake: Notify,
+    /// Tells the transport a session went idle (it then checks for quiet ones; no timer runs
+    /// while every session has a stream open, as the CLI's has).
+    went_idle: Arc<Notify>,
     ended: AtomicBool,
 }
 
@@ -50,6 +53,7 @@ impl Drop for Live {
     fn drop(&mut self) {
         if self.0.live.fetch_sub(1, Ordering::AcqRel) == 1 {
             *self.0.idle_since.lock() = Instant::now();
+            self.0.went_idle.notify_one();
         }
     }
 }
@@ -102,7 +106,7 @@ impl Drop for Waiter {
 }
 
 impl Session {
-    pub fn new(key: String, client: u64, outbox: Arc<Outbox>) -> Arc<Session> {
+    pub fn new(key: String, client: u64, outbox: Arc<Outbox>, went_idle: Arc<Notify>) -> Arc<Session> {
         Arc::new(Session {
             key,
             client,
@@ -113,6 +117,7 @@ impl Session {
             live: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
             wake: Notify::new(),
+            went_idle,
             ended: AtomicBool::new(false),
         })
     }
@@ -263,7 +268,7 @@ mod tests {
     async fn answers_go_to_their_request_and_the_rest_to_the_stream() {
         let shared = Arc::new(Shared::default());
         let outbox = shared.clients.add(5, crate::clients::Flavor::Copilot);
-        let s = Session::new("k".into(), 5, outbox.clone());
+        let s = Session::new("k".into(), 5, outbox.clone(), Arc::new(Notify::new()));
         let mut w = s.wait_for(&shared, Id::from_u64(9));
         outbox.push_answer(r#"{"jsonrpc":"2.0","id":9,"result":{}}"#.into());
         outbox.push_notification(r#"{"jsonrpc":"2.0","method":"n"}"#.into());
