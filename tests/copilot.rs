@@ -170,10 +170,17 @@ fn open_diff_is_a_read_only_review_answered_saved_or_rejected() {
     let nvim = start();
     let mut c = client(&nvim, "rev");
     let path = file_with(&nvim, "hello.txt", "hello\n");
+    nvim.command("set columns=200").unwrap();
     let rx = open_review(&nvim, &mut c, &path, "hello world\n", "[Copilot CLI] - hello.txt (a1)", 1);
     // The CLI writes its own proposal: edits here would be lost, so there are none to make.
     assert_eq!(nvim.lua("return {vim.bo.buftype, vim.bo.modifiable}"), json!(["acwrite", false]));
     assert!(nvim.lua("return vim.wo.winbar").as_str().unwrap().contains("Copilot writes its own proposal"));
+    // A pane of an 80-column terminal: the short form, and the accept hint still fits.
+    nvim.command("vertical resize 39").unwrap();
+    nvim.wait_for("vim.wo.winbar:find('Copilot writes', 1, true) == nil", PATIENCE);
+    let bar = nvim.lua("return vim.wo.winbar").as_str().unwrap().to_owned();
+    assert!(bar.contains("read-only") && bar.contains(":w accept"), "{bar}");
+    assert_eq!(nvim.lua("return vim.fn.strdisplaywidth(vim.wo.winbar) <= vim.api.nvim_win_get_width(0)"), json!(true), "{bar}");
     type_keys(&nvim, ":w<CR>");
     let a = answer(rx);
     assert_eq!(a["success"], true);
@@ -264,6 +271,8 @@ fn sessions_keep_their_reviews_and_names_apart() {
     assert_eq!(a.call("update_session_name", json!({"name": "Fix the login"})).tool_json(), json!({"success": true}));
     b.call("update_session_name", json!({"name": "Write docs"}));
     let path = file_with(&nvim, "s.txt", "s\n");
+    // Room for who asks beside the file's name (an 80-column pane has none: it is left out).
+    nvim.command("set columns=200").unwrap();
     let ra = open_review(&nvim, &mut a, &path, "a\n", "same-tab", 1);
     let rb = open_review(&nvim, &mut b, &path, "b\n", "same-tab", 2);
     // b's close_diff touches b's review only.

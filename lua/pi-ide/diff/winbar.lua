@@ -36,23 +36,42 @@ local function fit_hints(win, head, hints)
   return hints
 end
 
+-- When the bar is wider than its window, Neovim cuts it from the left, and the file's name
+-- goes first: cut right after the name instead.
+local function keep_name(win, bar, text, name)
+  local fits = not vim.api.nvim_win_is_valid(win) or vim.fn.strdisplaywidth(text) <= vim.api.nvim_win_get_width(win)
+  if fits then
+    return bar
+  end
+  local escaped = escape(name)
+  local at = bar:find(escaped, 1, true)
+  return at and (bar:sub(1, at + #escaped - 1) .. "%<" .. bar:sub(at + #escaped)) or bar
+end
+
 local function right_bar(r, i, n)
   local keys = config.values.diff.keys
   local parts = { M.display_name(r.path) }
+  local counts = {}
   if r.stats then
-    table.insert(parts, ("+%d −%d"):format(r.stats.added, r.stats.removed))
-    table.insert(parts, ("%d hunk%s"):format(#r.stats.hunks, #r.stats.hunks == 1 and "" or "s"))
+    counts = {
+      ("+%d −%d"):format(r.stats.added, r.stats.removed),
+      ("%d hunk%s"):format(#r.stats.hunks, #r.stats.hunks == 1 and "" or "s"),
+    }
   else
-    table.insert(parts, "…") -- the core is still counting
+    counts = { "…" } -- the core is still counting
   end
+  vim.list_extend(parts, counts)
   for _, change in ipairs(r.format_changes or {}) do
     table.insert(parts, "⚠ " .. change)
   end
   if n > 1 then
     table.insert(parts, ("%d of %d"):format(i, n))
   end
+  local read_only_at
   if r.read_only then
+    -- Copilot writes its own proposal after an accept: edits here would not be applied.
     table.insert(parts, "read-only: Copilot writes its own proposal")
+    read_only_at = #parts
   end
   if r.user_edits then
     table.insert(parts, "⚠ your buffer has unsaved edits (kept; this diff is against the disk)")
@@ -63,22 +82,36 @@ local function right_bar(r, i, n)
   end
   table.insert(hints, keys.reject and (key_label(keys.reject) .. " reject") or ":q reject")
   local head = " " .. table.concat(parts, "  ·  ")
-  local shown = fit_hints(r.ui.right_win, head, hints)
-  return escape(head) .. (#shown > 0 and ("  ·  " .. escape(table.concat(shown, "  "))) or "")
+  local win = r.ui.right_win
+  if read_only_at and vim.api.nvim_win_is_valid(win) and vim.fn.strdisplaywidth(head) > vim.api.nvim_win_get_width(win) - 12 then
+    -- A narrow pane: the short form, and no counts (the panes show the changes), so that
+    -- ":w accept" keeps its room.
+    parts[read_only_at] = "read-only"
+    parts = vim.list_slice(parts, #counts + 2)
+    table.insert(parts, 1, M.display_name(r.path))
+    head = " " .. table.concat(parts, "  ·  ")
+  end
+  local shown = fit_hints(win, head, hints)
+  local bar = escape(head) .. (#shown > 0 and ("  ·  " .. escape(table.concat(shown, "  "))) or "")
+  return keep_name(r.ui.right_win, bar, head, parts[1])
 end
 
 local function left_bar(r)
   local state = r.old_error and ("⚠ cannot read: " .. r.old_error) or r.new_file and "new file" or "on disk"
-  local text = M.display_name(r.path) .. "  ·  " .. state
-  local asker = require("pi-ide.agents").label_of(r.client)
-  if asker then
-    text = text .. "  ·  asked by " .. asker
-  end
+  local name = M.display_name(r.path)
+  local text = name .. "  ·  " .. state
   if r.old_path ~= r.path then
     -- The agent named another file as the old one; what is written, and shown here, is this.
     text = text .. "  ·  the agent's old_file_path: " .. M.display_name(r.old_path)
   end
-  return " " .. escape(text)
+  -- Which agent asks (and its session's title), when there is room for it.
+  local asker = require("pi-ide.agents").label_of(r.client)
+  local win = r.ui.left_win
+  local room = vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_width(win) or math.huge
+  if asker and vim.fn.strdisplaywidth(" " .. text .. "  ·  asked by " .. asker) <= room then
+    text = text .. "  ·  asked by " .. asker
+  end
+  return keep_name(win, " " .. escape(text), " " .. text, name)
 end
 
 --- Sets the winbars of every review on screen; `reviews` in their order.
