@@ -126,7 +126,10 @@ fn the_handshake_lists_copilots_tools_and_answers_in_its_shapes() {
     let one = c.call("get_diagnostics", json!({"uri": diags[0]["uri"].clone()})).tool_json();
     assert_eq!(one.as_array().unwrap().len(), 1);
 
-    // A request outside any session needs one first.
+    // The CLI lists the tools on a second connection while it initializes: that may come first.
+    let early = CopilotClient::new(&lock(&nvim), "not-yet").send("POST", Some(json!({"jsonrpc":"2.0","id":0,"method":"tools/list","params":{"_meta":{"progressToken":0}}}).to_string()), &[]).unwrap();
+    assert_eq!(early.json()["result"]["tools"].as_array().map(Vec::len), Some(5), "{early:?}");
+    // A tool call outside any session needs one first.
     let other = CopilotClient::new(&lock(&nvim), "never-initialized");
     let r = other.send("POST", Some(json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_selection"}}).to_string()), &[]).unwrap();
     assert_eq!(r.status, 404, "{r:?}");
@@ -377,4 +380,20 @@ fn a_flood_of_idle_sockets_never_locks_the_cli_out() {
     let fds = std::fs::read_dir(format!("/proc/{}/fd", nvim.pid())).unwrap().count();
     assert!(fds < 200, "{fds} descriptors open");
     responsive(&nvim, PATIENCE);
+}
+
+#[test]
+fn a_cli_that_goes_away_is_seen_gone_in_seconds() {
+    // The CLI holds its event stream while it runs: once the stream closes and nothing comes
+    // back, the session ends (a quiet session without a stream waits 30 s).
+    let nvim = start();
+    let c = client(&nvim, "leaving");
+    let events = c.events();
+    let listed = || nvim.lua("return #require('pi-ide').info().clients").as_u64() == Some(1);
+    wait_until("the session listed", PATIENCE, listed);
+    drop(events);
+    drop(c);
+    let t = std::time::Instant::now();
+    wait_until("the session gone", PATIENCE, || nvim.lua("return #require('pi-ide').info().clients").as_u64() == Some(0));
+    assert!(t.elapsed() < std::time::Duration::from_secs(15), "took {:?}", t.elapsed());
 }

@@ -33,12 +33,15 @@ use crate::{debug, info};
 use self::connections::Connections;
 use self::session::Session;
 
-/// A session with no request in flight and no event stream for this long is gone (the CLI
-/// holds its stream open while it runs).
+/// A session with no request in flight and no event stream for this long is gone.
 pub const SESSION_IDLE: Duration = Duration::from_secs(30);
 
+/// The same for a session whose event stream has closed: the CLI holds it open while it runs,
+/// so its closing means the CLI has gone, unless it reconnects at once (it does at startup).
+pub const STREAM_GONE: Duration = Duration::from_secs(3);
+
 /// How often quiet sessions are looked for, while any is idle.
-const REAP_EVERY: Duration = Duration::from_secs(5);
+const REAP_EVERY: Duration = Duration::from_secs(1);
 
 /// A request body must arrive within this (the CLI sends it at once).
 const BODY_DEADLINE: Duration = Duration::from_secs(30);
@@ -321,7 +324,10 @@ impl Http {
 
     async fn end_idle(&self) {
         let idle: Vec<Arc<Session>> = (self.sessions.lock().values())
-            .filter(|s| s.idle_for().is_some_and(|d| d >= SESSION_IDLE))
+            .filter(|s| {
+                let quiet = if s.had_stream() { STREAM_GONE } else { SESSION_IDLE };
+                s.idle_for().is_some_and(|d| d >= quiet)
+            })
             .cloned()
             .collect();
         for s in idle {
@@ -371,13 +377,14 @@ impl BodyReader {
     }
 }
 
-/// A request outside any session (the CLI's `server/discover` comes first): answered by the
-/// MCP layer alone when it is no tool's (those need a session), else None.
+/// A request outside any session, answered by the MCP layer alone when it needs no session:
+/// the CLI's `server/discover` comes first, and its `tools/list` goes on a second connection
+/// at the same time as `initialize` (it may arrive first). A tool call needs a session: None.
 fn sessionless(incoming: Incoming) -> Option<Reply> {
     let Incoming::Request { id, method, params } = incoming else {
         return None;
     };
-    if method.starts_with("tools/") {
+    if method == "tools/call" {
         return None;
     }
     let mut session = crate::mcp::Session::new(crate::tools::Dialect::Copilot);

@@ -44,6 +44,8 @@ pub struct Session {
     /// while every session has a stream open, as the CLI's has).
     went_idle: Arc<Notify>,
     ended: AtomicBool,
+    /// It has opened an event stream (its closing then says the client went away).
+    had_stream: AtomicBool,
 }
 
 /// Keeps a session live while it exists (a request in flight, an open stream).
@@ -119,6 +121,7 @@ impl Session {
             wake: Notify::new(),
             went_idle,
             ended: AtomicBool::new(false),
+            had_stream: AtomicBool::new(false),
         })
     }
 
@@ -157,8 +160,13 @@ impl Session {
     pub fn open_stream(&self) -> mpsc::Receiver<Bytes> {
         let (tx, rx) = mpsc::channel(STREAM_ROOM);
         *self.stream.lock() = Some(tx);
+        self.had_stream.store(true, Ordering::Release);
         self.wake.notify_one();
         rx
+    }
+
+    pub fn had_stream(&self) -> bool {
+        self.had_stream.load(Ordering::Acquire)
     }
 
     pub fn has_ended(&self) -> bool {
