@@ -169,13 +169,11 @@ impl Shared {
     /// The current selection state from Lua: sent when it changed (latest wins: a client that
     /// is not reading gets the newest state when it reads again). Returns whether it changed.
     pub fn selection_set(&self, params: Value) -> bool {
-        match self.selection.set(params.clone()) {
-            Some(_) => {
-                self.clients.set_selection(&params);
-                true
-            }
-            None => false,
+        let changed = self.selection.set(&params);
+        if changed {
+            self.clients.set_selection(&params);
         }
+        changed
     }
 
     /// The one rule of every close path: before a connection closes, each of its parked calls

@@ -25,8 +25,8 @@ pub struct Selection {
     debounce: Duration,
     timer: Mutex<Timer>,
     wake: Condvar,
-    /// The last state sent, as params JSON and as a whole notification frame.
-    last: Mutex<Option<(Value, String)>>,
+    /// The last state sent, as params JSON (each dialect's frame is made from it: notify.rs).
+    last: Mutex<Option<Value>>,
 }
 
 impl Selection {
@@ -77,25 +77,19 @@ impl Selection {
         self.wake.notify_all();
     }
 
-    /// Records a new state. Returns the notification frame to broadcast, or None when it is the
-    /// same as the last one.
-    pub fn set(&self, params: Value) -> Option<String> {
+    /// Records a new state. Returns whether it differs from the last one (then it is sent).
+    pub fn set(&self, params: &Value) -> bool {
         let mut last = self.last.lock();
-        if last.as_ref().is_some_and(|(v, _)| *v == params) {
-            return None;
+        if last.as_ref() == Some(params) {
+            return false;
         }
-        let frame = crate::jsonrpc::notification_frame("selection_changed", &params);
-        *last = Some((params, frame.clone()));
-        Some(frame)
+        *last = Some(params.clone());
+        true
     }
 
-    /// The last notification frame sent, for a client that just initialized.
-    pub fn last_frame(&self) -> Option<String> {
-        self.last.lock().as_ref().map(|(_, f)| f.clone())
-    }
-
+    /// The last state sent, for a client that just initialized.
     pub fn last_params(&self) -> Option<Value> {
-        self.last.lock().as_ref().map(|(v, _)| v.clone())
+        self.last.lock().clone()
     }
 }
 
@@ -155,14 +149,15 @@ mod tests {
     #[test]
     fn unchanged_state_is_not_sent_twice() {
         let s = Selection::new(Duration::from_millis(100));
-        assert!(s.last_frame().is_none());
+        assert!(s.last_params().is_none());
         let a = json!({"filePath": "/a", "text": ""});
-        let f = s.set(a.clone()).unwrap();
+        assert!(s.set(&a));
+        let f = crate::notify::frame_for(crate::clients::Flavor::Pi, "selection_changed", &s.last_params().unwrap()).unwrap();
         let v: Value = serde_json::from_str(&f).unwrap();
         assert_eq!(v["method"], "selection_changed");
         assert_eq!(v["params"], a);
-        assert!(s.set(a.clone()).is_none());
-        assert!(s.set(json!({"filePath": "/b", "text": ""})).is_some());
+        assert!(!s.set(&a));
+        assert!(s.set(&json!({"filePath": "/b", "text": ""})));
         assert_eq!(s.last_params().unwrap()["filePath"], "/b");
     }
 }

@@ -13,6 +13,8 @@
 #[path = "agents/anthropic_mock.rs"]
 mod anthropic_mock;
 mod common;
+#[path = "agents/http_body.rs"]
+mod http_body;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -8,6 +8,8 @@
 //! accept what the user typed.
 
 mod common;
+#[path = "agents/http_body.rs"]
+mod http_body;
 #[path = "agents/copilot_cli.rs"]
 mod copilot_cli;
 #[path = "agents/openai_mock.rs"]
@@ -74,18 +76,8 @@ fn start_cli(dirs: &Folders, model: &OpenAiMock) -> CopilotCli {
 
 /// The lock files in `$COPILOT_HOME/ide`, parsed, with their paths.
 fn copilot_locks(dirs: &Folders) -> Vec<(PathBuf, Value)> {
-    let Ok(entries) = std::fs::read_dir(dirs.copilot_home.join("ide")) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "lock"))
-        .filter_map(|p| {
-            let v = serde_json::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
-            Some((p, v))
-        })
-        .collect()
+    let locks = pi_ide_peer::copilot::locks_in(&dirs.copilot_home.join("ide"));
+    locks.into_iter().map(|l| (l.path, l.json)).collect()
 }
 
 /// Waits for Neovim's one Copilot lock file; if none comes, fails with Neovim's messages.

@@ -32,8 +32,12 @@ impl CopilotLock {
 
 /// The lockfiles in `<home>/.copilot/ide`.
 pub fn locks(home: &Path) -> Vec<CopilotLock> {
-    let dir = home.join(".copilot").join("ide");
-    let Ok(entries) = std::fs::read_dir(&dir) else { return vec![] };
+    locks_in(&home.join(".copilot").join("ide"))
+}
+
+/// The lockfiles in `dir` (`$COPILOT_HOME/ide`).
+pub fn locks_in(dir: &Path) -> Vec<CopilotLock> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
     entries
         .flatten()
         .map(|e| e.path())

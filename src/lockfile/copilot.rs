@@ -52,13 +52,7 @@ pub fn now_ms() -> u64 {
 
 /// `$COPILOT_HOME/ide`, or `~/.copilot/ide`.
 pub fn dir() -> Result<PathBuf, String> {
-    match std::env::var_os("COPILOT_HOME") {
-        Some(d) if !d.is_empty() => Ok(PathBuf::from(d).join("ide")),
-        _ => match std::env::var_os("HOME") {
-            Some(h) if !h.is_empty() => Ok(Path::new(&h).join(".copilot").join("ide")),
-            _ => Err("neither COPILOT_HOME nor HOME is set: nowhere to write the Copilot CLI's lockfile".into()),
-        },
-    }
+    super::agent_dir("COPILOT_HOME", ".copilot", "the Copilot CLI's lockfile")
 }
 
 /// Writes (or rewrites) our lockfile at `path` in `dir`, atomically, 0600.

@@ -37,11 +37,17 @@ pub fn lock_dir() -> Result<PathBuf, String> {
 
 /// Claude Code's lock folder: `$CLAUDE_CONFIG_DIR/ide`, or `~/.claude/ide`.
 pub fn claude_dir() -> Result<PathBuf, String> {
-    match std::env::var_os("CLAUDE_CONFIG_DIR") {
+    agent_dir("CLAUDE_CONFIG_DIR", ".claude", "Claude Code's lockfile")
+}
+
+/// An agent's lock folder: `$<var>/ide`, or `~/<in_home>/ide` when the variable is unset or
+/// empty. `what` names the file for the error.
+pub fn agent_dir(var: &str, in_home: &str, what: &str) -> Result<PathBuf, String> {
+    match std::env::var_os(var) {
         Some(d) if !d.is_empty() => Ok(PathBuf::from(d).join("ide")),
         _ => match std::env::var_os("HOME") {
-            Some(h) if !h.is_empty() => Ok(Path::new(&h).join(".claude").join("ide")),
-            _ => Err("neither CLAUDE_CONFIG_DIR nor HOME is set: nowhere to write Claude Code's lockfile".into()),
+            Some(h) if !h.is_empty() => Ok(Path::new(&h).join(in_home).join("ide")),
+            _ => Err(format!("neither {var} nor HOME is set: nowhere to write {what}")),
         },
     }
 }

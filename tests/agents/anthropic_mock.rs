@@ -320,37 +320,13 @@ fn read_head(r: &mut impl BufRead) -> Option<Head> {
 }
 
 fn read_body(r: &mut impl BufRead, head: &Head) -> Option<Vec<u8>> {
-    if head
+    let chunked = head
         .header("transfer-encoding")
-        .is_some_and(|t| t.eq_ignore_ascii_case("chunked"))
-    {
-        return read_chunked(r);
-    }
-    let len: usize = head
-        .header("content-length")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; len];
-    r.read_exact(&mut body).ok()?;
-    Some(body)
+        .is_some_and(|t| t.eq_ignore_ascii_case("chunked"));
+    let len = head.header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+    crate::http_body::read_body(r, chunked, len)
 }
 
-fn read_chunked(r: &mut impl BufRead) -> Option<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let mut size = String::new();
-        r.read_line(&mut size).ok()?;
-        let n = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
-        let mut chunk = vec![0; n + 2]; // the chunk and its CRLF
-        r.read_exact(&mut chunk).ok()?;
-        if n == 0 {
-            return Some(body); // (no trailers expected)
-        }
-        body.extend_from_slice(&chunk[..n]);
-    }
-}
-
-/// Status line, content type and body for one request.
 fn answer(st: &State, head: &Head, body: &Value) -> (&'static str, &'static str, Vec<u8>) {
     let path = head.target.split('?').next().unwrap_or("");
     match (head.method.as_str(), path) {

@@ -258,39 +258,8 @@ fn read_request(r: &mut impl BufRead) -> Option<(String, String, bool, Vec<u8>)>
             _ => {}
         }
     }
-    let body = if chunked {
-        read_chunked(r)?
-    } else {
-        read_exact(r, length)?
-    };
+    let body = crate::http_body::read_body(r, chunked, length)?;
     Some((method, path, keep_alive, body))
-}
-
-fn read_exact(r: &mut impl BufRead, n: usize) -> Option<Vec<u8>> {
-    let mut body = vec![0; n];
-    r.read_exact(&mut body).ok()?;
-    Some(body)
-}
-
-fn read_chunked(r: &mut impl BufRead) -> Option<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let mut size = String::new();
-        r.read_line(&mut size).ok()?;
-        let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
-        if size == 0 {
-            // Trailers, up to the empty line.
-            loop {
-                let mut t = String::new();
-                if r.read_line(&mut t).ok()? == 0 || t.trim().is_empty() {
-                    return Some(body);
-                }
-            }
-        }
-        body.extend(read_exact(r, size)?);
-        let mut crlf = String::new();
-        r.read_line(&mut crlf).ok()?;
-    }
 }
 
 fn answer(
