@@ -387,10 +387,13 @@ fn a_cli_that_goes_away_is_seen_gone_in_seconds() {
     // The CLI holds its event stream while it runs: once the stream closes and nothing comes
     // back, the session ends (a quiet session without a stream waits 30 s).
     let nvim = start();
+    edit_file(&nvim, "here.txt", &["x"]);
     let c = client(&nvim, "leaving");
     let events = c.events();
     let listed = || nvim.lua("return #require('pi-ide').info().clients").as_u64() == Some(1);
     wait_until("the session listed", PATIENCE, listed);
+    // The stream is open once the selection arrives on it.
+    next_event(&events, "selection_changed", |_| true);
     drop(events);
     drop(c);
     let t = std::time::Instant::now();
