@@ -83,7 +83,7 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
     let info = lua.create_table()?;
     info.set("port", server.port)?;
     info.set("lockfile", server.lock_path.to_string_lossy().into_owned())?;
-    if let Some(p) = &server.claude_lock_path {
+    if let Some(p) = server.claude_lock_path() {
         info.set("claude_lockfile", p.to_string_lossy().into_owned())?;
     }
     set_copilot_paths(&info, &server)?;
@@ -93,18 +93,19 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
 
 /// `opts.copilot`: nil (off), or `{ socket_dir, trust_workspace }`.
 fn copilot_options(opts: &Table) -> LuaResult<Option<crate::server::CopilotOptions>> {
-    let Some(c) = opts.get::<Option<Table>>("copilot")? else {
-        return Ok(None);
-    };
-    Ok(Some(crate::server::CopilotOptions {
+    opts.get::<Option<Table>>("copilot")?.map(|c| copilot_from(&c)).transpose()
+}
+
+fn copilot_from(c: &Table) -> LuaResult<crate::server::CopilotOptions> {
+    Ok(crate::server::CopilotOptions {
         socket_dir: std::path::PathBuf::from(c.get::<String>("socket_dir")?),
         trust_workspace: c.get::<Option<bool>>("trust_workspace")?.unwrap_or(false),
-    }))
+    })
 }
 
 /// What Lua shows of the Copilot side: its socket and lockfile.
 fn set_copilot_paths(t: &Table, server: &Server) -> LuaResult<()> {
-    if let Some(c) = &server.copilot {
+    if let Some(c) = server.copilot() {
         t.set("copilot_socket", c.socket_path.to_string_lossy().into_owned())?;
         t.set("copilot_lockfile", c.lock_path.to_string_lossy().into_owned())?;
     }
@@ -376,7 +377,7 @@ fn status(lua: &Lua, (): ()) -> LuaResult<Table> {
     t.set("running", true)?;
     t.set("port", s.port)?;
     t.set("lockfile", s.lock_path.to_string_lossy().into_owned())?;
-    if let Some(p) = &s.claude_lock_path {
+    if let Some(p) = s.claude_lock_path() {
         t.set("claude_lockfile", p.to_string_lossy().into_owned())?;
     }
     set_copilot_paths(&t, s)?;
@@ -415,6 +416,27 @@ fn set_workspace_folders(_: &Lua, folders: Vec<String>) -> LuaResult<bool> {
         Some(r) => r.map_err(err),
         None => Ok(false),
     }
+}
+
+/// For an agent launched from Neovim: our lockfile in one more (private) folder too. Returns its
+/// path; an error when the server is off or the folder will not do.
+fn add_lock_dir(_: &Lua, dir: String) -> LuaResult<String> {
+    let path = with_server(|s| s.add_lock_dir(Path::new(&dir))).ok_or_else(|| err("the server is not running"))?;
+    Ok(path.map_err(err)?.to_string_lossy().into_owned())
+}
+
+/// Serves Claude Code from now on (its lockfile, its header); returns the lockfile's path.
+fn serve_claude(_: &Lua, (): ()) -> LuaResult<String> {
+    let path = with_server(|s| s.serve_claude()).ok_or_else(|| err("the server is not running"))?;
+    Ok(path.map_err(err)?.to_string_lossy().into_owned())
+}
+
+/// Serves the Copilot CLI from now on; `opts` as start's `copilot`. Returns its lockfile's path.
+fn serve_copilot(_: &Lua, opts: Table) -> LuaResult<String> {
+    let c = copilot_from(&opts)?;
+    let served = with_server(|s| s.serve_copilot(&c).map(|side| side.lock_path.clone()));
+    let path = served.ok_or_else(|| err("the server is not running"))?;
+    Ok(path.map_err(err)?.to_string_lossy().into_owned())
 }
 
 fn log_configure(_: &Lua, (path, level): (String, String)) -> LuaResult<()> {
@@ -484,6 +506,9 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         tools => tools,
         status => status,
         set_workspace_folders => set_workspace_folders,
+        add_lock_dir => add_lock_dir,
+        serve_claude => serve_claude,
+        serve_copilot => serve_copilot,
         selection_touch => selection_touch,
         selection_set => selection_set,
         agents => agents,

@@ -3,13 +3,14 @@
 //! (answer parked calls, Close frames, short wait, detach the waker, remove the lockfile).
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener as StdListener};
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
 use crate::bridge::Shared;
@@ -57,11 +58,18 @@ pub struct Server {
     pub shared: Arc<Shared>,
     pub port: u16,
     pub lock_path: PathBuf,
-    /// The same lockfile in Claude Code's folder, when its compatibility is on.
-    pub claude_lock_path: Option<PathBuf>,
-    /// Every folder we keep a lockfile in (ours first).
-    lock_dirs: Vec<PathBuf>,
-    pub copilot: Option<CopilotSide>,
+    /// The same lockfile in Claude Code's folder, when its compatibility is on (from the start,
+    /// or since an agent was launched that needs it: `serve_claude`).
+    claude_lock_path: OnceLock<PathBuf>,
+    /// Whether Claude Code's auth header is accepted (the WebSocket side reads it).
+    claude_accepted: Arc<AtomicBool>,
+    /// Every folder we keep a lockfile in (ours first; then Claude's, private ones).
+    lock_dirs: Mutex<Vec<PathBuf>>,
+    copilot: OnceLock<CopilotSide>,
+    /// Hands the Copilot socket to the server thread when it is turned on after the start.
+    copilot_later: Mutex<Option<oneshot::Sender<std::os::unix::net::UnixListener>>>,
+    /// Names (prefixes) of editors whose dead lockfiles we may clean up.
+    own_names: Vec<String>,
     lock: Mutex<LockInfo>,
     shutdown: watch::Sender<bool>,
     done: std::sync::mpsc::Receiver<()>,
@@ -103,14 +111,23 @@ impl Server {
             Some((l, p)) => (Some(l), Some(p)),
             None => (None, None),
         };
-        let (shutdown, done) =
-            spawn_runtime(&opts, &lock, listener, copilot_listener, shared.clone())?;
+        let claude_accepted = Arc::new(AtomicBool::new(opts.claude_code));
+        let (copilot_tx, copilot_rx) = oneshot::channel();
+        let copilot_later = match copilot_listener {
+            Some(l) => {
+                let _ = copilot_tx.send(l);
+                None
+            }
+            None => Some(copilot_tx),
+        };
+        let sockets = Sockets { ws: listener, copilot: copilot_rx, claude: claude_accepted.clone() };
+        let (shutdown, done) = spawn_runtime(&lock, sockets, shared.clone())?;
         let mut running = Running { shared: &shared, shutdown: &shutdown, done: &done, debounce: None };
         running.debounce = Some(spawn_debounce(&shared).inspect_err(|_| running.halt())?);
         let paths = write_lockfiles(&lock_dirs, port, &lock).inspect_err(|_| running.halt())?;
         let copilot = match (&opts.copilot, copilot_path) {
             (Some(c), Some(socket)) => Some(
-                write_copilot_lock(c, socket, &lock, &opts).inspect_err(|_| {
+                write_copilot_lock(c, socket, &lock, &opts.workspace_folders).inspect_err(|_| {
                     remove_lockfiles(&paths, &lock.auth_token);
                     running.halt();
                 })?,
@@ -120,15 +137,22 @@ impl Server {
         let debounce = running.debounce.take();
         let mut paths = paths.into_iter();
         let lock_path = paths.next().ok_or("no lock folder")?;
-        let claude_lock_path = paths.next();
+        let claude_lock_path = OnceLock::new();
+        if let Some(p) = paths.next() {
+            let _ = claude_lock_path.set(p);
+        }
+        let copilot = copilot.map(OnceLock::from).unwrap_or_default();
         info!("listening on 127.0.0.1:{port}, lockfile {}", lock_path.display());
         Ok(Server {
             shared,
             port,
             lock_path,
             claude_lock_path,
-            lock_dirs,
+            claude_accepted,
+            lock_dirs: Mutex::new(lock_dirs),
             copilot,
+            copilot_later: Mutex::new(copilot_later),
+            own_names: opts.own_names.clone(),
             lock: Mutex::new(lock),
             shutdown,
             done,
@@ -144,13 +168,74 @@ impl Server {
         self.lock.lock().clone()
     }
 
+    /// Our lockfile in Claude Code's folder, when Claude Code is served.
+    pub fn claude_lock_path(&self) -> Option<&PathBuf> {
+        self.claude_lock_path.get()
+    }
+
+    /// The Copilot CLI's side, when it is served.
+    pub fn copilot(&self) -> Option<&CopilotSide> {
+        self.copilot.get()
+    }
+
+    /// Every lockfile of ours in the pi-ide format (ours, Claude Code's, private ones).
+    fn lock_paths(&self) -> Vec<PathBuf> {
+        self.lock_dirs.lock().iter().map(|d| lockfile::path_for(d, self.port)).collect()
+    }
+
+    /// Keeps our lockfile in one more folder too (kept in step, removed on stop): a private
+    /// folder that only an agent launched from this Neovim reads. Returns the lockfile's path.
+    pub fn add_lock_dir(&self, dir: &Path) -> Result<PathBuf, String> {
+        let mut dirs = self.lock_dirs.lock();
+        if !dirs.iter().any(|d| d == dir) {
+            lockfile::write(dir, self.port, &self.lock.lock())?;
+            dirs.push(dir.to_path_buf());
+        }
+        Ok(lockfile::path_for(dir, self.port))
+    }
+
+    /// Serves Claude Code from now on (its lockfile and auth header), for a Claude Code that
+    /// Neovim launches while the `claude_code` option is off. Returns its lockfile's path.
+    pub fn serve_claude(&self) -> Result<PathBuf, String> {
+        if let Some(p) = self.claude_lock_path.get() {
+            return Ok(p.clone());
+        }
+        let path = self.add_lock_dir(&lockfile::claude_dir()?)?;
+        self.claude_accepted.store(true, Ordering::Relaxed);
+        let _ = self.claude_lock_path.set(path.clone());
+        info!("serving Claude Code too: lockfile {}", path.display());
+        Ok(path)
+    }
+
+    /// Serves the Copilot CLI from now on (its socket and lockfile), for a CLI that Neovim
+    /// launches while the `copilot` option is off.
+    pub fn serve_copilot(&self, opts: &CopilotOptions) -> Result<&CopilotSide, String> {
+        if let Some(c) = self.copilot.get() {
+            return Ok(c);
+        }
+        let sender = self.copilot_later.lock().take().ok_or("the Copilot socket is being set up")?;
+        let (listener, socket) = bind_copilot(opts)?;
+        if let Ok(dir) = copilot_lock::dir() {
+            let is_ours = |name: &str| self.own_names.iter().any(|o| name.starts_with(o.as_str()));
+            for p in copilot_lock::remove_stale(&dir, is_ours) {
+                info!("removed stale lockfile {}", p.display());
+            }
+        }
+        let lock = self.lock.lock().clone();
+        let side = write_copilot_lock(opts, socket, &lock, &lock.workspace_folders)?;
+        if sender.send(listener).is_err() {
+            copilot_lock::remove(&side.lock_path, &lock.auth_token);
+            let _ = std::fs::remove_file(&side.socket_path);
+            return Err("the server thread has stopped".into());
+        }
+        Ok(self.copilot.get_or_init(|| side))
+    }
+
     /// Checks that our lockfiles are there, private, and still ours (for :checkhealth).
     pub fn check_lockfiles(&self) -> Vec<(PathBuf, Result<(), String>)> {
         use std::os::unix::fs::PermissionsExt;
         let lock = self.lock.lock().clone();
-        let mut paths = vec![self.lock_path.clone()];
-        paths.extend(self.claude_lock_path.clone());
-        paths
+        self.lock_paths()
             .into_iter()
             .map(|p| {
                 let check = (|| {
@@ -171,7 +256,7 @@ impl Server {
                 })();
                 (p, check)
             })
-            .chain(self.copilot.iter().map(|c| {
+            .chain(self.copilot().map(|c| {
                 (c.lock_path.clone(), copilot_lock::check(&c.lock_path, &c.lock.lock()))
             }))
             .collect()
@@ -179,9 +264,9 @@ impl Server {
 
     /// Each lock folder, and why it is no place for the token if it is not (for :checkhealth).
     pub fn check_lock_dirs(&self) -> Vec<(PathBuf, Option<String>)> {
-        (self.lock_dirs.iter().chain(self.copilot.iter().map(|c| &c.lock_dir)))
-            .map(|d| (d.clone(), lockfile::check_dir(d)))
-            .collect()
+        let mut dirs = self.lock_dirs.lock().clone();
+        dirs.extend(self.copilot().map(|c| c.lock_dir.clone()));
+        dirs.iter().map(|d| (d.clone(), lockfile::check_dir(d))).collect()
     }
 
     /// Rewrites the lockfile when the folders changed. Returns whether it wrote.
@@ -191,10 +276,10 @@ impl Server {
             return Ok(false);
         }
         lock.workspace_folders = folders.clone();
-        for dir in &self.lock_dirs {
+        for dir in self.lock_dirs.lock().iter() {
             lockfile::write(dir, self.port, &lock)?;
         }
-        if let Some(c) = &self.copilot {
+        if let Some(c) = self.copilot() {
             let mut copilot = c.lock.lock();
             copilot.workspace_folders = folders;
             copilot.timestamp = copilot_lock::now_ms();
@@ -226,11 +311,8 @@ impl Server {
         shared.abandon_all();
         let _ = std::fs::remove_dir_all(&shared.stage_dir);
         let token = self.lock.lock().auth_token.clone();
-        lockfile::remove(&self.lock_path, &token);
-        if let Some(p) = &self.claude_lock_path {
-            lockfile::remove(p, &token);
-        }
-        if let Some(c) = &self.copilot {
+        remove_lockfiles(&self.lock_paths(), &token);
+        if let Some(c) = self.copilot() {
             copilot_lock::remove(&c.lock_path, &token);
             let _ = std::fs::remove_file(&c.socket_path);
         }
@@ -317,13 +399,20 @@ fn sweep_stale(lock_dirs: &[PathBuf], opts: &Options) {
     }
 }
 
+/// What the server thread listens on: the WebSocket port, and the Copilot socket when (or
+/// once) it is on.
+struct Sockets {
+    ws: StdListener,
+    copilot: oneshot::Receiver<std::os::unix::net::UnixListener>,
+    /// Whether Claude Code's header is accepted (it may be turned on later).
+    claude: Arc<AtomicBool>,
+}
+
 /// The server thread: its own single-threaded runtime running the WebSocket accept loop and,
 /// when on, the Copilot transport. Returns the stop signal and what tells it has stopped.
 fn spawn_runtime(
-    opts: &Options,
     lock: &LockInfo,
-    listener: StdListener,
-    copilot: Option<std::os::unix::net::UnixListener>,
+    sockets: Sockets,
     shared: Arc<Shared>,
 ) -> Result<(watch::Sender<bool>, std::sync::mpsc::Receiver<()>), String> {
     // Blocking work (staging and diffing large proposals) gets at most three threads: every
@@ -336,17 +425,18 @@ fn spawn_runtime(
         .map_err(|e| format!("cannot start the server runtime: {e}"))?;
     let (shutdown, shutdown_rx) = watch::channel(false);
     let (done_tx, done) = std::sync::mpsc::channel();
-    let mut auth_headers = vec![auth::HEADER];
-    if opts.claude_code {
-        auth_headers.push(auth::CLAUDE_HEADER);
-    }
+    let Sockets { ws: listener, copilot, claude } = sockets;
     let limits = crate::limits::Limits::for_this_process();
-    let config = websocket::Config { token: lock.auth_token.clone(), limits, auth_headers };
+    let config = websocket::Config { token: lock.auth_token.clone(), limits, claude };
     let http_config = http::Config { token: lock.auth_token.clone(), limits };
     let main = async move {
         let ws = accept_loop(listener, shared.clone(), config, shutdown_rx.clone());
         let copilot = async {
-            let Some(l) = copilot else { return };
+            let mut stop = shutdown_rx.clone();
+            let l = tokio::select! {
+                l = copilot => match l { Ok(l) => l, Err(_) => return },
+                _ = stop.changed() => return,
+            };
             match tokio::net::UnixListener::from_std(l) {
                 Ok(l) => http::serve(l, shared.clone(), http_config, shutdown_rx.clone()).await,
                 Err(e) => error!("cannot use the Copilot socket: {e}"),
@@ -412,11 +502,10 @@ fn write_copilot_lock(
     c: &CopilotOptions,
     socket_path: PathBuf,
     lock: &LockInfo,
-    opts: &Options,
+    folders: &[String],
 ) -> Result<CopilotSide, String> {
     let lock_dir = copilot_lock::dir()?;
-    let folders = opts.workspace_folders.clone();
-    let copilot = CopilotLock::new(&socket_path, &lock.auth_token, folders, &opts.ide_name, c.trust_workspace);
+    let copilot = CopilotLock::new(&socket_path, &lock.auth_token, folders.to_vec(), &lock.ide_name, c.trust_workspace);
     let lock_path = copilot_lock::write(&lock_dir, &copilot_lock::new_path(&lock_dir), &copilot)
         .inspect_err(|_| {
             let _ = std::fs::remove_file(&socket_path);

@@ -38,8 +38,20 @@ pub struct Config {
     pub token: String,
     /// Caps on connections (see limits.rs).
     pub limits: crate::limits::Limits,
-    /// The auth header names accepted (Claude Code's too when its compatibility is on).
-    pub auth_headers: Vec<&'static str>,
+    /// Whether Claude Code's auth header is accepted too (its compatibility is on; it may be
+    /// turned on while the server runs, when Neovim launches Claude Code).
+    pub claude: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Config {
+    /// The auth header names accepted now.
+    fn auth_headers(&self) -> &'static [&'static str] {
+        if self.claude.load(std::sync::atomic::Ordering::Relaxed) {
+            &[crate::auth::HEADER, crate::auth::CLAUDE_HEADER]
+        } else {
+            &[crate::auth::HEADER]
+        }
+    }
 }
 
 type Ws = WebSocketStream<Gate<TcpStream>>;
@@ -220,7 +232,7 @@ async fn handshake(
     let claude = AtomicBool::new(false);
     let check = UpgradeCheck {
         token: &config.token,
-        accepted: &config.auth_headers,
+        accepted: config.auth_headers(),
         refused: &mut refused,
         admit: &admit,
         claude: &claude,
