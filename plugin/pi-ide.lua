@@ -14,7 +14,7 @@ vim.api.nvim_create_user_command("PiIde", function(opts)
 end, {
   nargs = "*",
   range = true,
-  desc = "pi-ide.nvim: status, start, stop, restart, send, add",
+  desc = "pi-ide.nvim: status, start, stop, open, close, send, add",
   complete = function(arglead, cmdline)
     return require("pi-ide.commands").complete(arglead, cmdline)
   end,
@@ -23,6 +23,12 @@ end, {
 -- Visual mode: mention the selected lines to the agent (map it, e.g. to <leader>as).
 vim.keymap.set("x", "<Plug>(PiIdeSend)", ":PiIde send<CR>", { silent = true, desc = "pi-ide: send selection" })
 vim.keymap.set("n", "<Plug>(PiIdeSend)", "<Cmd>PiIde send<CR>", { silent = true, desc = "pi-ide: send file" })
+
+-- The agent's terminal: open it (started and connected when it is not running), or hide it
+-- when you are in it. Not mapped by default (the README shows <leader>ap).
+vim.keymap.set({ "n", "t" }, "<Plug>(PiIdeTerminal)", function()
+  require("pi-ide.terminal").toggle()
+end, { desc = "pi-ide: agent terminal" })
 
 -- Insert mode: suggestion actions, for mapping to your own keys (defaults: :help pi-ide-keys).
 require("pi-ide.suggest.keys").define_plugs()

@@ -20,6 +20,7 @@ function M.status_lines()
   local lines = {
     ("pi-ide.nvim: running on 127.0.0.1:%d as %q"):format(st.port, st.ide_name),
     "  lockfile: " .. st.lockfile,
+    st.claude_lockfile and ("  claude code: lockfile %s"):format(st.claude_lockfile) or "  claude code: off (setup({ claude_code = true }), or :PiIde open claude)",
     st.copilot_socket and ("  copilot: socket %s, lockfile %s"):format(st.copilot_socket, st.copilot_lockfile)
       or "  copilot: off (setup({ copilot = true }))",
     "  workspace folders: " .. table.concat(st.workspace_folders, ", "),
@@ -54,6 +55,10 @@ function M.status_lines()
   table.insert(lines, ("  open reviews: %d"):format(#open))
   for _, r in ipairs(open) do
     table.insert(lines, ("    %s  %s"):format(r.tab_name, vim.fn.fnamemodify(r.path, ":~:.")))
+  end
+  local terminals = package.loaded["pi-ide.terminal"] and package.loaded["pi-ide.terminal"].summary() or {}
+  if #terminals > 0 then
+    table.insert(lines, "  agents launched here: " .. table.concat(terminals, ", "))
   end
   table.insert(lines, "  log: " .. require("pi-ide.log").path())
   return lines
@@ -150,10 +155,21 @@ M.subcommands = {
     vim.api.nvim_echo({ { table.concat(lines, "\n") } }, false, {})
   end,
   send = function(opts)
-    require("pi-ide.mention").send_command(opts)
+    if require("pi-ide.mention").send_command(opts) then
+      require("pi-ide.terminal").after_send()
+    end
   end,
   add = function(opts)
-    require("pi-ide.mention").add_command(opts)
+    if require("pi-ide.mention").add_command(opts) then
+      require("pi-ide.terminal").after_send()
+    end
+  end,
+  -- :PiIde open [agent] [args...]: the agent in a terminal, connected to this Neovim.
+  open = function(opts)
+    require("pi-ide.terminal").open(opts.fargs[2], vim.list_slice(opts.fargs, 3))
+  end,
+  close = function(opts)
+    require("pi-ide.terminal").close(opts.fargs[2])
   end,
   status = function()
     local chunks = {}
@@ -185,6 +201,12 @@ function M.complete(arglead, cmdline)
   local sub = cmdline:match("^%A*%a+%s+(%S+)%s")
   local second = cmdline:match("^%A*%a+%s+%S+%s+%S+%s")
   if sub == "add" and not second then
+    return vim.fn.getcompletion(arglead, "file")
+  elseif (sub == "open" or sub == "close") and not second then
+    return vim.tbl_filter(function(w)
+      return w:sub(1, #arglead) == arglead
+    end, require("pi-ide.terminal.agents").names)
+  elseif sub == "open" then
     return vim.fn.getcompletion(arglead, "file")
   elseif (sub == "toggle" or sub == "build") and not second then
     return vim.tbl_filter(function(w)

@@ -14,6 +14,18 @@ local M = {}
 ---@field copilot? boolean|{ trust_workspace?: boolean } Also serve the GitHub Copilot CLI (default false).
 ---@field diff? PiIde.DiffConfig Reviews of the agent's writes.
 ---@field suggestion? PiIde.SuggestionConfig Ghost-text completions.
+---@field terminal? PiIde.TerminalConfig Agents launched from Neovim (:PiIde open).
+
+---@class PiIde.TerminalConfig
+---@field agent? "pi"|"claude"|"copilot" What :PiIde open starts with no argument (default "pi").
+---@field provider? "auto"|"split"|"float"|"snacks"|"external" Where it runs (default "auto": snacks when installed, else split).
+---@field side? "left"|"right" The split's side (default "right").
+---@field width? number The split's width: a fraction of the columns below 1, else columns (default 0.4).
+---@field float? { width?: number, height?: number, border?: string } The float's size (fractions) and border.
+---@field external? string For "external": a command with %s, e.g. "tmux split-window -h %s".
+---@field close_on_exit? boolean Close the window when the agent exits cleanly (default true).
+---@field focus_after_send? boolean :PiIde send/add focus the agent's terminal (default true).
+---@field agents? table<string, { cmd?: string[], env?: table<string, string> }> How each agent is run.
 
 ---@class PiIde.DiffConfig
 ---@field review? boolean false: accept every proposal at once, unseen (default true).
@@ -78,6 +90,59 @@ end
 
 local function key(default)
   return opt(default, { "string", "boolean" }, key_or_false)
+end
+
+local function fraction_or_columns(v)
+  if v <= 0 then
+    return "must be a fraction of the screen (0 to 1) or a number of columns"
+  end
+end
+
+-- terminal.agents: per agent, cmd (the argv; :PiIde open's arguments are added) and env.
+local AGENTS = { pi = true, claude = true, copilot = true }
+
+local function strings_only(list)
+  return type(list) == "table" and #list > 0 and vim.iter(list):all(function(x)
+    return type(x) == "string"
+  end)
+end
+
+local function string_map(map)
+  if type(map) ~= "table" then
+    return false
+  end
+  for k, v in pairs(map) do
+    if type(k) ~= "string" or type(v) ~= "string" then
+      return false
+    end
+  end
+  return true
+end
+
+local function check_agent(name, a)
+  if not AGENTS[name] then
+    return ("has no agent %s (only pi, claude, copilot)"):format(tostring(name))
+  elseif type(a) ~= "table" then
+    return ("%s must be a table { cmd = {...}, env = {...} }"):format(name)
+  end
+  for k, v in pairs(a) do
+    if k == "cmd" and not strings_only(v) then
+      return ("%s.cmd must be a list of strings, the program first"):format(name)
+    elseif k == "env" and not string_map(v) then
+      return ("%s.env must map variable names to strings"):format(name)
+    elseif k ~= "cmd" and k ~= "env" then
+      return ("%s has no option %s (only cmd, env)"):format(name, tostring(k))
+    end
+  end
+end
+
+local function agents_table(v)
+  for name, a in pairs(v) do
+    local problem = check_agent(name, a)
+    if problem then
+      return problem
+    end
+  end
 end
 
 local spec = {
@@ -176,6 +241,39 @@ local spec = {
       dismiss = key("<C-]>"),
       trigger = key("<M-\\>"),
     },
+  },
+  -- Agents launched from Neovim (:PiIde open), already connected to this Neovim.
+  terminal = {
+    -- The agent :PiIde open starts when given none.
+    agent = opt("pi", { "string" }, one_of("pi", "claude", "copilot")),
+    -- "split": a :terminal in a vertical split; "float"; "snacks": snacks.nvim's terminal;
+    -- "external": a command of yours (below); "auto": snacks when installed, else split.
+    provider = opt("auto", { "string" }, one_of("auto", "split", "float", "snacks", "external")),
+    side = opt("right", { "string" }, one_of("left", "right")),
+    width = opt(0.4, { "number" }, fraction_or_columns),
+    float = {
+      width = opt(0.85, { "number" }, fraction_or_columns),
+      height = opt(0.85, { "number" }, fraction_or_columns),
+      border = opt("rounded", { "string" }),
+    },
+    -- "external": a command in which %s is replaced by the agent's command line (one shell
+    -- word), run by your shell: "tmux split-window -h %s", "wezterm cli split-pane -- sh -c %s".
+    external = opt(nil, { "nil", "string" }, function(v)
+      if not v:find("%s", 1, true) then
+        return "must contain %s (where the agent's command goes)"
+      end
+    end),
+    -- Close the agent's window when it exits with status 0 (an error stays on screen).
+    close_on_exit = opt(true, { "boolean" }),
+    -- :PiIde send and :PiIde add put you in the agent's terminal after sending.
+    focus_after_send = opt(true, { "boolean" }),
+    -- How each agent runs: cmd is the program and its first arguments, env is added to
+    -- Neovim's. Merged agent by agent with the defaults.
+    agents = opt({
+      pi = { cmd = { "pi" }, env = {} },
+      claude = { cmd = { "claude" }, env = {} },
+      copilot = { cmd = { "copilot" }, env = {} },
+    }, { "table" }, agents_table),
   },
 }
 

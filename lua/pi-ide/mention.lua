@@ -30,14 +30,13 @@ function M.send_command(opts)
   local buf = vim.api.nvim_get_current_buf()
   if not require("pi-ide.buffers").is_file(buf) then
     log.notify("the current buffer is not a file: nothing to send", vim.log.levels.WARN)
-    return
+    return false
   end
   local path = vim.api.nvim_buf_get_name(buf)
   if opts.range and opts.range > 0 then
-    M.send(path, math.min(opts.line1, opts.line2), math.max(opts.line1, opts.line2))
-  else
-    M.send(path)
+    return M.send(path, math.min(opts.line1, opts.line2), math.max(opts.line1, opts.line2))
   end
+  return M.send(path)
 end
 
 --- :PiIde add <path> [start] [end]
@@ -65,7 +64,7 @@ function M.add_command(opts)
   if a and b and b < a then
     a, b = b, a
   end
-  M.send(path, a, b or a)
+  return M.send(path, a, b or a)
 end
 
 return M
