@@ -5,7 +5,8 @@ local log = require("pi-ide.log")
 
 local M = {}
 
--- agent -> { provider = module, handle = provider's handle }
+-- agent -> { provider = module, handle = provider's handle }; kept after the process ends
+-- (a failed agent's window stays on screen) until the agent is started again.
 local running = {}
 -- The agent the toggle and :PiIde close act on: the one opened or shown last.
 local last
@@ -20,15 +21,17 @@ local function provider_for(name)
   return require("pi-ide.terminal.providers." .. name), name
 end
 
+--- The terminal buffer of `agent` (running or ended), if it has one.
+function M.buffer(agent)
+  local t = running[agent]
+  return t and t.handle.buf and vim.api.nvim_buf_is_valid(t.handle.buf) and t.handle.buf or nil
+end
+
 --- Whether `agent` runs in a terminal of this Neovim.
 function M.is_running(agent)
-  local t = running[agent]
-  if t and t.handle.buf and vim.api.nvim_buf_is_valid(t.handle.buf) then
-    local job = vim.b[t.handle.buf].terminal_job_id
-    return job ~= nil and vim.fn.jobwait({ job }, 0)[1] == -1
-  end
-  running[agent] = nil
-  return false
+  local buf = M.buffer(agent)
+  local job = buf and vim.b[buf].terminal_job_id
+  return job ~= nil and vim.fn.jobwait({ job }, 0)[1] == -1
 end
 
 local function focus(agent)
@@ -42,9 +45,6 @@ end
 
 -- The process ended: say so when it failed; close its window when it did not (option).
 local function on_exit(agent, provider, handle, status)
-  if running[agent] and running[agent].handle == handle then
-    running[agent] = nil
-  end
   if status ~= 0 then
     log.notify(("%s exited with status %d"):format(agents.label(agent), status), vim.log.levels.WARN)
   elseif require("pi-ide.config").values.terminal.close_on_exit then
@@ -75,6 +75,12 @@ local function launch(agent, args)
   local env, err = require("pi-ide.terminal.connect").env_for(agent, agent_env, cwd)
   if not env then
     return log.notify(err, vim.log.levels.ERROR)
+  end
+  -- The window of one that failed before goes now.
+  local old = running[agent]
+  if old then
+    running[agent] = nil
+    old.provider.close(old.handle)
   end
   local provider, kind = provider_for(require("pi-ide.config").values.terminal.provider)
   local spec = { cmd = cmd, cwd = cwd, env = vim.tbl_extend("force", agent_env, env) }
