@@ -523,3 +523,108 @@ fn real_claude_code_writes_through_a_review_in_neovim_and_hears_a_rejection() {
     eprintln!("real Claude Code flow took {:?}", started.elapsed());
 }
 
+
+/// The agent's terminal in Neovim, as its user reads it (the terminal buffer's lines).
+fn terminal_screen(nvim: &Nvim, agent: &str) -> String {
+    let lua = format!(
+        "local b = require('pi-ide.terminal').buffer('{agent}') \
+         return b and table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n') or ''"
+    );
+    nvim.lua(&lua).as_str().unwrap_or_default().to_owned()
+}
+
+/// Types into the agent's terminal as its user would (bytes to its pty).
+fn terminal_type(nvim: &Nvim, agent: &str, text: &str) {
+    let lua = format!(
+        "local b = require('pi-ide.terminal').buffer('{agent}') \
+         vim.api.nvim_chan_send(vim.b[b].terminal_job_id, {text:?})"
+    );
+    nvim.lua(&lua);
+}
+
+/// A Lua table literal of `env` (ASCII values: paths, URLs, keys).
+fn lua_env(env: &[(String, String)]) -> String {
+    let fields: Vec<String> = env.iter().map(|(k, v)| format!("[{k:?}] = {v:?}")).collect();
+    format!("{{ {} }}", fields.join(", "))
+}
+
+/// `:PiIde open claude` in LazyVim (200 columns, so snacks.nvim's terminal), with
+/// `claude_code` off and a second Neovim serving Claude Code in the same folder: Claude Code
+/// connects to the Neovim that launched it, its write is reviewed there, and hiding and showing
+/// its terminal keeps the session.
+#[test]
+fn real_claude_code_launched_by_piide_open_connects_to_that_neovim_only() {
+    let claude = claude_binary();
+    let scratch = Scratch::new();
+    let config = scratch.path("config");
+    let claude_dir = ("CLAUDE_CONFIG_DIR".to_string(), config.display().to_string());
+    let nvim = Nvim::start_lazyvim(pi_ide_peer::tui::LazyOptions {
+        env: vec![claude_dir.clone()],
+        cols: 200,
+        rows: 50,
+        ..Default::default()
+    });
+    let other = Nvim::start_with(Options {
+        before: Some("require('pi-ide').setup({ claude_code = true })".into()),
+        env: vec![claude_dir],
+        cwd: Some(nvim.cwd.clone()),
+        ..Default::default()
+    });
+    wait_until("the other Neovim's Claude lockfile", WAIT, || lock::read_all(&config.join("ide")).len() == 1);
+    write_claude_config(&config, &nvim.cwd);
+    nvim.t("record_events", json!(["PiIdeDiffOpened", "PiIdeDiffClosed"]));
+    let mock = Mock::start(script(nvim.cwd.join("hello.txt")));
+    let env: Vec<_> = claude_env(&scratch, &mock, 0)
+        .into_iter()
+        .filter(|(k, _)| k != "CLAUDE_CODE_SSE_PORT")
+        .collect();
+    let debug = scratch.path("claude-debug.txt").display().to_string();
+    nvim.lua(&format!(
+        "require('pi-ide').setup({{ terminal = {{ agents = {{ claude = {{ cmd = {{ {:?}, '--debug-file', {debug:?} }}, env = {} }} }} }} }})",
+        claude.display().to_string(),
+        lua_env(&env)
+    ));
+    let rig = Rig { tui: None, nvim, mock, scratch };
+    let nvim = &rig.nvim;
+    let screen = || terminal_screen(nvim, "claude");
+    let fail = |what: &str| -> ! {
+        panic!("{what}\n--- Claude Code's terminal in Neovim ---\n{}\n{}", screen(), rig.report())
+    };
+
+    nvim.command("PiIde open claude").unwrap();
+    let deadline = Instant::now() + WAIT;
+    while !claude_connected(nvim) {
+        if Instant::now() > deadline {
+            fail("Claude Code did not connect to the Neovim that launched it");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!claude_connected(&other), "Claude Code connected to the other Neovim too");
+    assert_eq!(nvim.lua("return vim.bo[require('pi-ide.terminal').buffer('claude')].filetype"), json!("snacks_terminal"));
+    let client = nvim.lua("return require('pi-ide').info().clients[1].id");
+
+    // A write from the terminal in Neovim is reviewed in the same Neovim.
+    rig.wait("Claude Code's prompt", || screen().contains("manual mode on"));
+    terminal_type(nvim, "claude", CREATE);
+    rig.wait("the prompt typed", || screen().lines().any(|l| l.starts_with('❯') && l.trim_end().ends_with(CREATE)));
+    terminal_type(nvim, "claude", "\r");
+    rig.wait("the review on screen", || nvim.t("reviews_shown", json!([])) == json!(1));
+    nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
+    let hello = nvim.cwd.join("hello.txt");
+    assert!(!hello.exists(), "written before the review was decided");
+    type_keys(nvim, ":w<CR>");
+    rig.wait("Claude Code wrote the accepted contents", || {
+        std::fs::read_to_string(&hello).ok().as_deref() == Some(PROPOSED)
+    });
+    rig.wait("Claude Code heard it", || screen().contains("The file is written."));
+
+    // Hidden and shown: the same process, still connected.
+    let job = nvim.lua("return vim.b[require('pi-ide.terminal').buffer('claude')].terminal_job_id");
+    nvim.command("PiIde close").unwrap();
+    assert_eq!(nvim.lua("return vim.fn.bufwinid(require('pi-ide.terminal').buffer('claude'))"), json!(-1));
+    nvim.command("PiIde open claude").unwrap();
+    assert_eq!(nvim.lua("return vim.b[require('pi-ide.terminal').buffer('claude')].terminal_job_id"), job);
+    assert_eq!(nvim.lua("return require('pi-ide').info().clients[1].id"), client);
+    assert!(screen().contains("The file is written."), "the session is not the same");
+    assert!(rig.mock.outside().is_empty(), "Claude Code tried to reach the internet:\n{}", rig.mock.summary());
+}
