@@ -220,7 +220,7 @@ impl CopilotCli {
 
 /// The CLI's whole environment: offline, its model the mock, its folders the test's, no
 /// automatic update, and nothing of the terminal the tests run in.
-fn cli_env(home: &Path, copilot_home: &Path, model_url: &str) -> Vec<(String, String)> {
+pub fn cli_env(home: &Path, copilot_home: &Path, model_url: &str) -> Vec<(String, String)> {
     let s = |p: &Path| p.to_string_lossy().into_owned();
     vec![
         ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
