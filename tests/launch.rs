@@ -336,3 +336,31 @@ fn send_focuses_the_agent_unless_told_not_to() {
     nvim.command("PiIde send").unwrap();
     assert_eq!(r.term("pi")["current"], false);
 }
+
+#[test]
+fn a_review_waits_while_the_user_types_in_the_agents_terminal() {
+    let r = rig();
+    let nvim = &r.nvim;
+    let path = file_with(nvim, "w.txt", "old\n");
+    let mut peer = nvim.peer();
+    peer.initialize().unwrap();
+    nvim.command("PiIde open").unwrap();
+    r.report("pi");
+    assert_eq!(nvim.lua("return vim.api.nvim_get_mode().mode"), "t");
+    // Keys typed are seen (every key, whatever the mode).
+    type_keys(nvim, "x");
+    assert_eq!(nvim.lua("return require('pi-ide.terminal').typed_within(60000)"), true);
+    // While the keyboard is busy in the terminal the review waits, and the keys stay there.
+    nvim.lua("_G.real_typed_within = require('pi-ide.terminal').typed_within \
+              require('pi-ide.terminal').typed_within = function() return true end");
+    peer.send_json(&open_diff_call("1", &path, "new\n", "t1")).unwrap();
+    wait_until("the review held", PATIENCE, || {
+        nvim.lua("local shown, waiting = require('pi-ide.diff').count() return { shown, waiting }") == json!([0, 1])
+    });
+    type_keys(nvim, "yz<CR>");
+    assert_eq!(nvim.lua("return vim.api.nvim_get_mode().mode"), "t");
+    wait_until("the keys reached the agent", PATIENCE, || r.typed("pi").contains("xyz"));
+    // Quiet: it opens.
+    nvim.lua("require('pi-ide.terminal').typed_within = _G.real_typed_within");
+    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])) == json!(1));
+}

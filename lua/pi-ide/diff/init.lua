@@ -273,7 +273,31 @@ local function busy_mode()
   return not (c == "n" or c == "t") or m.mode:sub(1, 2) == "no"
 end
 
+-- Typing into a terminal (the agent's prompt, when it runs in Neovim): the review would take
+-- the next keys as Normal-mode commands. It opens once the keyboard has been quiet a moment.
+local TERMINAL_QUIET_MS = 700
+
+local function typing_in_terminal()
+  local terminal = package.loaded["pi-ide.terminal"]
+  return terminal ~= nil and vim.api.nvim_get_mode().mode:sub(1, 1) == "t" and terminal.typed_within(TERMINAL_QUIET_MS)
+end
+
+local function show_when_quiet(r, args, again)
+  local timer = assert(vim.uv.new_timer())
+  timer:start(TERMINAL_QUIET_MS, TERMINAL_QUIET_MS, vim.schedule_wrap(function()
+    if r.done or not typing_in_terminal() then
+      timer:stop()
+      timer:close()
+      again(r, args)
+    end
+  end))
+end
+
 local function show_when_ready(r, args)
+  if typing_in_terminal() then
+    show_when_quiet(r, args, show_when_ready)
+    return
+  end
   if not busy_mode() then
     show(r, args)
     return
