@@ -134,11 +134,17 @@ fn pi_opens_in_a_split_in_neovims_folder_with_a_lock_folder_of_its_own() {
     let there = lock::read_all(&private);
     assert_eq!(there.len(), 1, "{there:?}");
     assert_eq!(there[0].raw, ours.raw);
-    // A split on the right, 40% of the 80 columns, with the cursor in it.
+    // A split on the right, with the cursor in it: 40% of the 80 columns would be 32, too
+    // narrow for an agent's TUI; it gets 40.
     let t = r.term("pi");
-    assert_eq!(t["width"], 32, "{t}");
+    assert_eq!(t["width"], 40, "{t}");
     assert_eq!(t["current"], true);
     assert_eq!(nvim.lua("return vim.fn.winnr() == vim.fn.winnr('$')"), true);
+    // At 200 columns, 40% of them.
+    nvim.command("PiIde close").unwrap();
+    nvim.command("set columns=200").unwrap();
+    nvim.command("PiIde open").unwrap();
+    assert_eq!(r.term("pi")["width"], 80);
 }
 
 #[test]

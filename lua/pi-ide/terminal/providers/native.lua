@@ -12,6 +12,15 @@ local function size(v, total)
   return math.max(1, math.min(n, total - 2))
 end
 
+-- An agent's TUI needs room: the split is never narrower than 40 columns (or half the screen).
+local MIN_COLUMNS = 40
+
+--- The split's width in columns, from `terminal.width`.
+function M.split_width()
+  local cols = vim.o.columns
+  return math.max(size(cfg().width, cols), math.min(MIN_COLUMNS, math.floor(cols / 2)))
+end
+
 local function open_window(buf, kind)
   if kind == "float" then
     local f = cfg().float
@@ -28,7 +37,7 @@ local function open_window(buf, kind)
     })
   end
   -- win = -1: a split of the whole screen (like :botright vsplit), not of the current window.
-  local win = vim.api.nvim_open_win(buf, true, { split = cfg().side, win = -1, width = size(cfg().width, vim.o.columns) })
+  local win = vim.api.nvim_open_win(buf, true, { split = cfg().side, win = -1, width = M.split_width() })
   for name, value in pairs({ number = false, relativenumber = false, signcolumn = "no", winfixwidth = true, spell = false }) do
     vim.api.nvim_set_option_value(name, value, { win = win, scope = "local" })
   end

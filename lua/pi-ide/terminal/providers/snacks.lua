@@ -15,7 +15,7 @@ function M.open(spec)
     auto_close = false,
     start_insert = true,
     auto_insert = false,
-    win = { position = cfg.side, width = cfg.width },
+    win = { position = cfg.side, width = require("pi-ide.terminal.providers.native").split_width() },
   })
   if not ok or not term or not term:buf_valid() then
     return nil, "snacks.nvim could not open a terminal: " .. tostring(ok and "no buffer" or term)
