@@ -186,6 +186,26 @@ local function check_copilot()
   ))
 end
 
+-- :PiIde open: which agents can be started, and where it would run them.
+local function check_terminal()
+  local cfg = require("pi-ide.config").values.terminal
+  local agents = require("pi-ide.terminal.agents")
+  for _, name in ipairs(agents.names) do
+    local cmd = agents.command(name, {})
+    local missing = agents.missing(name, cmd)
+    if missing then
+      h.info((":PiIde open %s: %s"):format(name, missing))
+    else
+      h.ok((":PiIde open %s runs %s"):format(name, vim.fn.exepath(cmd[1])))
+    end
+  end
+  if cfg.provider == "snacks" and not require("pi-ide.terminal.providers.snacks").available() then
+    h.error('terminal.provider is "snacks" but snacks.nvim is not installed (use "auto" or "split")')
+  elseif cfg.provider == "external" and not cfg.external then
+    h.error('terminal.provider is "external" but terminal.external is not set (e.g. "tmux split-window -h %s")')
+  end
+end
+
 function M.check()
   h.start("pi-ide.nvim")
   check_neovim()
@@ -200,6 +220,8 @@ function M.check()
   check_claude()
   h.start("GitHub Copilot CLI")
   check_copilot()
+  h.start("agents launched from Neovim")
+  check_terminal()
 end
 
 return M
