@@ -65,6 +65,8 @@ pub struct Server {
     claude_accepted: Arc<AtomicBool>,
     /// Every folder we keep a lockfile in (ours first; then Claude's, private ones).
     lock_dirs: Mutex<Vec<PathBuf>>,
+    /// Folders `add_lock_dir` created: removed on stop when nothing else is left in them.
+    created_dirs: Mutex<Vec<PathBuf>>,
     copilot: OnceLock<CopilotSide>,
     /// Hands the Copilot socket to the server thread when it is turned on after the start.
     copilot_later: Mutex<Option<oneshot::Sender<std::os::unix::net::UnixListener>>>,
@@ -150,6 +152,7 @@ impl Server {
             claude_lock_path,
             claude_accepted,
             lock_dirs: Mutex::new(lock_dirs),
+            created_dirs: Mutex::new(Vec::new()),
             copilot,
             copilot_later: Mutex::new(copilot_later),
             own_names: opts.own_names.clone(),
@@ -188,8 +191,12 @@ impl Server {
     pub fn add_lock_dir(&self, dir: &Path) -> Result<PathBuf, String> {
         let mut dirs = self.lock_dirs.lock();
         if !dirs.iter().any(|d| d == dir) {
+            let existed = dir.exists();
             lockfile::write(dir, self.port, &self.lock.lock())?;
             dirs.push(dir.to_path_buf());
+            if !existed {
+                self.created_dirs.lock().push(dir.to_path_buf());
+            }
         }
         Ok(lockfile::path_for(dir, self.port))
     }
@@ -312,6 +319,10 @@ impl Server {
         let _ = std::fs::remove_dir_all(&shared.stage_dir);
         let token = self.lock.lock().auth_token.clone();
         remove_lockfiles(&self.lock_paths(), &token);
+        for dir in self.created_dirs.lock().iter() {
+            // Only when empty: another file there is not ours to remove.
+            let _ = std::fs::remove_dir(dir);
+        }
         if let Some(c) = self.copilot() {
             copilot_lock::remove(&c.lock_path, &token);
             let _ = std::fs::remove_file(&c.socket_path);
