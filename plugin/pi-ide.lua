@@ -23,6 +23,10 @@ end, {
 -- Visual mode: mention the selected lines to the agent (map it, e.g. to <leader>as).
 vim.keymap.set("x", "<Plug>(PiIdeSend)", ":PiIde send<CR>", { silent = true, desc = "pi-ide: send selection" })
 vim.keymap.set("n", "<Plug>(PiIdeSend)", "<Cmd>PiIde send<CR>", { silent = true, desc = "pi-ide: send file" })
+-- In a file explorer: the entry under the cursor (Normal) or the selected ones (Visual);
+-- elsewhere the current file.
+vim.keymap.set("x", "<Plug>(PiIdeAdd)", ":PiIde add<CR>", { silent = true, desc = "pi-ide: add selected entries" })
+vim.keymap.set("n", "<Plug>(PiIdeAdd)", "<Cmd>PiIde add<CR>", { silent = true, desc = "pi-ide: add entry or file" })
 
 -- Insert mode: suggestion actions, for mapping to your own keys (defaults: :help pi-ide-keys).
 require("pi-ide.suggest.keys").define_plugs()

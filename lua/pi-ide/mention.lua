@@ -71,8 +71,30 @@ function M.send_all(paths)
   return true
 end
 
---- :[range]PiIde send — the current file, or the given lines of it.
+-- In an explorer's buffer, sends the entries under the cursor or in the range and returns
+-- true; returns false elsewhere.
+local function send_entries(opts)
+  local first, last
+  if opts.range and opts.range > 0 then
+    first, last = math.min(opts.line1, opts.line2), math.max(opts.line1, opts.line2)
+  end
+  local paths, why, failed = require("pi-ide.explorers").entries(vim.api.nvim_get_current_buf(), first, last)
+  if not paths then
+    return false
+  elseif #paths == 0 then
+    log.notify(why, failed and vim.log.levels.ERROR or vim.log.levels.WARN)
+  else
+    M.send_all(paths)
+  end
+  return true
+end
+
+--- :[range]PiIde send — the current file, or the given lines of it; in a file explorer, the
+--- entries under the cursor or in the range.
 function M.send_command(opts)
+  if send_entries(opts) then
+    return
+  end
   local buf = vim.api.nvim_get_current_buf()
   if not require("pi-ide.buffers").is_file(buf) then
     log.notify("the current buffer is not a file: nothing to send", vim.log.levels.WARN)
@@ -86,11 +108,17 @@ function M.send_command(opts)
   end
 end
 
---- :PiIde add <path> [start] [end]
+--- :PiIde add <path> [start] [end]; with no path, the explorer's entries (see send_command),
+--- or the current file.
 function M.add_command(opts)
   local raw, first, last = opts.fargs[2], opts.fargs[3], opts.fargs[4]
   if not raw then
-    log.notify("usage: :PiIde add <path> [start line] [end line]", vim.log.levels.ERROR)
+    if send_entries(opts) then
+      return
+    elseif require("pi-ide.buffers").is_file(vim.api.nvim_get_current_buf()) then
+      return M.send_command(opts)
+    end
+    log.notify("usage: :PiIde add <path> [start line] [end line] (no path: in a file or a file explorer)", vim.log.levels.ERROR)
     return
   end
   local path = vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(raw), ":p"))
