@@ -128,6 +128,14 @@ fn netrw_adds_the_entry_under_the_cursor_and_every_entry_of_a_visual_range() {
         nvim.notes(),
         ["pi-ide.nvim: sent 2 entries to the agent: a.txt, b.lua"]
     );
+    // A range with no entry on its lines.
+    nvim.record_notify();
+    ex(&nvim, "1,3PiIde add");
+    assert_eq!(mentioned(&mut p), Vec::<String>::new());
+    assert_eq!(
+        nvim.notes(),
+        ["pi-ide.nvim: netrw: no file or folder on these lines"]
+    );
     // A range over the banner, "../" and "./" too: only the real entries, once each.
     let last = line_of(&nvim, "b.lua");
     ex(&nvim, &format!("1,{last}PiIde add"));
@@ -214,7 +222,7 @@ fn oil_through_its_documented_api() {
 }
 
 #[test]
-fn oil_parent_entry_is_skipped() {
+fn oil_parent_and_unsaved_entries_are_skipped() {
     let nvim = nvim_in_tree();
     let mut p = agent(&nvim);
     nvim.lua_with("require('oil').open(...)", vec![nvim.cwd.display().to_string().into()]);
@@ -224,6 +232,16 @@ fn oil_parent_entry_is_skipped() {
     assert_eq!(
         nvim.notes(),
         ["pi-ide.nvim: oil.nvim: no file or folder under the cursor"]
+    );
+    // A line typed in oil's buffer is a file only once oil has saved it.
+    nvim.record_notify();
+    nvim.lua("vim.api.nvim_buf_set_lines(0, -1, -1, false, { 'new.txt' })");
+    cursor_on(&nvim, "new.txt");
+    ex(&nvim, "PiIde add");
+    assert_eq!(mentioned(&mut p), Vec::<String>::new());
+    assert_eq!(
+        nvim.notes(),
+        [format!("pi-ide.nvim: oil.nvim: not on disk: {}", abs(&nvim, "new.txt"))]
     );
 }
 

@@ -118,7 +118,8 @@ function M.add_command(opts)
     elseif require("pi-ide.buffers").is_file(vim.api.nvim_get_current_buf()) then
       return M.send_command(opts)
     end
-    log.notify("usage: :PiIde add <path> [start line] [end line] (no path: in a file or a file explorer)", vim.log.levels.ERROR)
+    local usage = "usage: :PiIde add <path> [start line] [end line] (no path: in a file or a file explorer)"
+    log.notify(usage, vim.log.levels.ERROR)
     return
   end
   local path = vim.fs.normalize(vim.fn.fnamemodify(vim.fn.expand(raw), ":p"))

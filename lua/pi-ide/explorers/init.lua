@@ -100,7 +100,8 @@ function M.entries(buf, first, last)
   end
   local paths, missing = clean_all(raws)
   if #paths == 0 then
-    local why = #missing > 0 and ("not on disk: " .. missing[1]) or "no file or folder under the cursor"
+    local where = first and "on these lines" or "under the cursor"
+    local why = #missing > 0 and ("not on disk: " .. missing[1]) or ("no file or folder " .. where)
     return paths, ("%s: %s"):format(explorer.name, why)
   end
   return paths
