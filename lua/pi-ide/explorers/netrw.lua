@@ -7,8 +7,13 @@ local M = { name = "netrw" }
 
 local TREE = 3
 
+-- netrw's own function `fname`, or an error naming it (netrw changes with Neovim).
 local function call(fname, ...)
-  return x.call(vim.fn, "netrw#Call", "netrw#Call", fname, ...)
+  local ok, res = pcall(vim.fn["netrw#Call"], fname, ...)
+  if not ok then
+    error(("netrw#Call('%s') failed: %s"):format(fname, tostring(res):match("[^\n]*")), 0)
+  end
+  return res
 end
 
 -- The entry on the cursor's line, or nil on the banner (where netrw's reader acts on keys).
