@@ -23,6 +23,10 @@ end, {
 -- Visual mode: mention the selected lines to the agent (map it, e.g. to <leader>as).
 vim.keymap.set("x", "<Plug>(PiIdeSend)", ":PiIde send<CR>", { silent = true, desc = "pi-ide: send selection" })
 vim.keymap.set("n", "<Plug>(PiIdeSend)", "<Cmd>PiIde send<CR>", { silent = true, desc = "pi-ide: send file" })
+-- In a file explorer: the entry under the cursor (Normal) or the selected ones (Visual);
+-- elsewhere the current file.
+vim.keymap.set("x", "<Plug>(PiIdeAdd)", ":PiIde add<CR>", { silent = true, desc = "pi-ide: add selected entries" })
+vim.keymap.set("n", "<Plug>(PiIdeAdd)", "<Cmd>PiIde add<CR>", { silent = true, desc = "pi-ide: add entry or file" })
 
 -- The agent's terminal: open it (started and connected when it is not running), or hide it
 -- when you are in it. Not mapped by default (the README shows <leader>ap).

@@ -314,3 +314,154 @@ fn health_says_tab_reaches_pi_ide_through_blinks_fallback() {
     );
     assert!(!text.contains("mapped by something else"), "{text}");
 }
+
+/// LazyVim in a folder holding a.lua, b.txt and sub/c.txt, and an agent connected to it (what
+/// vim.notify shows is recorded from then on).
+fn lazyvim_in_tree() -> (Nvim, Peer) {
+    let nvim = Nvim::start_lazyvim(LazyOptions {
+        files: vec!["a.lua".into()],
+        ..Default::default()
+    });
+    std::fs::create_dir_all(nvim.cwd.join("sub")).unwrap();
+    for f in ["b.txt", "sub/c.txt"] {
+        std::fs::write(nvim.cwd.join(f), "x\n").unwrap();
+    }
+    let mut p = nvim.peer();
+    settle(&nvim, &mut p);
+    fence(&mut p);
+    nvim.record_notify();
+    (nvim, p)
+}
+
+/// What pi-ide.nvim showed with vim.notify since `record_notify` (noice may add a warning of
+/// its own that vim.notify was replaced: the recorder is the replacement).
+fn our_notes(nvim: &Nvim) -> Vec<String> {
+    nvim.notes()
+        .into_iter()
+        .filter(|n| n.starts_with("pi-ide.nvim: "))
+        .collect()
+}
+
+/// The paths of every at_mentioned sent to `p` so far, in order (a ping's answer comes after
+/// every frame queued before it).
+fn mentioned(p: &mut Peer) -> Vec<String> {
+    let r = p.request("ping", json!({})).expect("ping");
+    assert_eq!(r["result"], json!({}), "{r}");
+    let mut out = Vec::new();
+    p.inbox.retain(|f| {
+        let mention = f["method"] == "at_mentioned";
+        if mention {
+            out.push(f["params"]["filePath"].as_str().unwrap().to_owned());
+        }
+        !mention
+    });
+    out
+}
+
+/// A Lua condition: the current buffer shows a line ending with `name` (an explorer's entry,
+/// after its indent and icon).
+fn shows(name: &str) -> String {
+    format!(
+        "(function() for _, l in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do \
+         if vim.endswith(vim.trim(l), {name:?}) then return true end end return false end)()"
+    )
+}
+
+/// Puts the cursor on the line of the entry `name`; returns the line number.
+fn cursor_to_entry(nvim: &Nvim, name: &str) -> i64 {
+    nvim.lua_with(
+        "local name = ... for i, l in ipairs(vim.api.nvim_buf_get_lines(0, 0, -1, false)) do \
+         if vim.endswith(vim.trim(l), name) then vim.api.nvim_win_set_cursor(0, { i, 0 }) return i end end \
+         error('no entry ' .. name .. ' in ' .. vim.inspect(vim.api.nvim_buf_get_lines(0, 0, -1, false)))",
+        vec![name.into()],
+    )
+    .as_i64()
+    .unwrap()
+}
+
+#[test]
+fn add_in_neo_tree_sends_the_entry_under_the_cursor_and_a_visual_range() {
+    let (nvim, mut p) = lazyvim_in_tree();
+    let abs = |rel: &str| format!("{}/{rel}", nvim.cwd.display());
+    // This LazyVim profile enables the neo-tree extra (lazyvim.json): <leader>e opens it.
+    type_keys(&nvim, "<Esc>:Neotree<CR>");
+    nvim.wait_for(&format!("vim.bo.filetype == 'neo-tree' and {}", shows("b.txt")), PATIENCE);
+    cursor_to_entry(&nvim, "b.txt");
+    type_keys(&nvim, ":PiIde add<CR>");
+    assert_eq!(mentioned(&mut p), [abs("b.txt")]);
+    cursor_to_entry(&nvim, "sub");
+    type_keys(&nvim, ":PiIde send<CR>");
+    assert_eq!(mentioned(&mut p), [abs("sub/")]);
+    // a.lua and b.txt, selected in Visual mode.
+    let a = cursor_to_entry(&nvim, "a.lua");
+    let b = cursor_to_entry(&nvim, "b.txt");
+    assert_eq!(b, a + 1, "a.lua and b.txt are next to each other");
+    cursor_to_entry(&nvim, "a.lua");
+    type_keys(&nvim, "Vj:PiIde add<CR>");
+    assert_eq!(mentioned(&mut p), [abs("a.lua"), abs("b.txt")]);
+    assert_eq!(
+        our_notes(&nvim),
+        [
+            "pi-ide.nvim: sent b.txt",
+            "pi-ide.nvim: sent sub/",
+            "pi-ide.nvim: sent 2 entries to the agent: a.lua, b.txt"
+        ]
+    );
+    assert_no_errors(&nvim);
+}
+
+#[test]
+fn add_in_snacks_explorer_sends_the_entry_under_the_cursor_picked_entries_and_a_range() {
+    let (nvim, mut p) = lazyvim_in_tree();
+    let abs = |rel: &str| format!("{}/{rel}", nvim.cwd.display());
+    type_keys(&nvim, "<Esc>:lua Snacks.explorer()<CR>");
+    nvim.wait_for(
+        &format!("vim.bo.filetype == 'snacks_picker_list' and {}", shows("b.txt")),
+        PATIENCE,
+    );
+    // snacks moves its own cursor on CursorMoved: wait until it is on the entry.
+    let current_is = |name: &str| {
+        format!(
+            "vim.endswith(Snacks.picker.get({{ source = 'explorer' }})[1]:current().file or '', {name:?})"
+        )
+    };
+    cursor_to_entry(&nvim, "b.txt");
+    nvim.wait_for(&current_is("b.txt"), PATIENCE);
+    type_keys(&nvim, ":PiIde add<CR>");
+    assert_eq!(mentioned(&mut p), [abs("b.txt")]);
+    cursor_to_entry(&nvim, "sub");
+    nvim.wait_for(&current_is("sub"), PATIENCE);
+    type_keys(&nvim, ":PiIde add<CR>");
+    assert_eq!(mentioned(&mut p), [abs("sub/")]);
+    // A Visual range: the entries on its lines.
+    let a = cursor_to_entry(&nvim, "a.lua");
+    nvim.wait_for(&current_is("a.lua"), PATIENCE);
+    type_keys(&nvim, &format!(":{a},{}PiIde add<CR>", a + 1));
+    assert_eq!(mentioned(&mut p), [abs("a.lua"), abs("b.txt")]);
+    // Entries picked with <Tab> (snacks' own selection) win over the cursor.
+    type_keys(&nvim, "<Tab>");
+    nvim.wait_for(
+        "#Snacks.picker.get({ source = 'explorer' })[1]:selected() == 1",
+        PATIENCE,
+    );
+    cursor_to_entry(&nvim, "sub");
+    type_keys(&nvim, "<Tab>");
+    nvim.wait_for(
+        "#Snacks.picker.get({ source = 'explorer' })[1]:selected() == 2",
+        PATIENCE,
+    );
+    type_keys(&nvim, ":PiIde add<CR>");
+    let mut got = mentioned(&mut p);
+    got.sort();
+    assert_eq!(got, [abs("a.lua"), abs("sub/")]);
+    assert_eq!(
+        our_notes(&nvim),
+        [
+            "pi-ide.nvim: sent b.txt",
+            "pi-ide.nvim: sent sub/",
+            "pi-ide.nvim: sent 2 entries to the agent: a.lua, b.txt",
+            "pi-ide.nvim: sent 2 entries to the agent: a.lua, sub/"
+        ]
+    );
+    assert_no_errors(&nvim);
+}
