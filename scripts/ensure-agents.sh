@@ -29,9 +29,15 @@ if [ "$(cat "$agents_stamp" 2>/dev/null)" != "$agents_want" ] \
   [ -f "$agents_dir/package.json" ] || echo '{"name":"pi-ide-test-agents","private":true}' >"$agents_dir/package.json"
   (cd "$agents_dir" && npm install --save-exact --no-audit --no-fund --loglevel=error "${agents_pins[@]}" >&2) \
     || { echo "pi-ide.nvim: could not install ${agents_pins[*]} with npm" >&2; exit 1; }
-  rm -rf "$pi_extension_dir" && mkdir -p "$pi_extension_dir" \
-    && cp -R "$pi_extension_src/." "$pi_extension_dir/" && chmod -R u+w "$pi_extension_dir" \
-    || { echo "pi-ide.nvim: could not copy $pi_extension_src into $pi_extension_dir" >&2; exit 1; }
+  # Replaced only when it differs (a Pi of another checkout sharing .deps may be loading it),
+  # and then by a rename of a full copy.
+  if ! diff -rq "$pi_extension_src" "$pi_extension_dir" >/dev/null 2>&1; then
+    mkdir -p "${pi_extension_dir%/*}" \
+      && pi_extension_tmp=$(mktemp -d "${pi_extension_dir%/*}/.copy.XXXXXX") \
+      && cp -R "$pi_extension_src/." "$pi_extension_tmp/" && chmod -R u+w,go+rX "$pi_extension_tmp" \
+      && rm -rf "$pi_extension_dir" && mv "$pi_extension_tmp" "$pi_extension_dir" \
+      || { echo "pi-ide.nvim: could not copy $pi_extension_src into $pi_extension_dir" >&2; exit 1; }
+  fi
   echo "$agents_want" >"$agents_stamp"
 fi
 export PI_IDE_AGENTS="$agents_dir/node_modules/.bin"
