@@ -255,8 +255,10 @@ fn pi_connects_by_itself_to_the_one_neovim_whose_lockfile_it_sees() {
     assert_ne!(other.lockfile().port, rig.nvim.lockfile().port);
     rig.connect();
     let pi = rig.pi();
-    // Pi's line below its input names the editor it is connected to.
-    let screen = pi.wait_text(OURS);
+    // The extension's line above Pi's input names the editor it is connected to.
+    let screen = pi.wait_screen("the name of our Neovim on a line of its own", |s| {
+        s.lines().any(|l| l.trim() == OURS)
+    });
     assert!(!screen.contains("nvim-other"), "{screen}");
     // As Neovim sees it: one client, the extension, initialized (`:PiIde` shows it).
     assert_eq!(client_names(&rig.nvim), vec!["pi-ide".to_string()]);
@@ -278,7 +280,7 @@ fn pi_connects_by_itself_to_the_one_neovim_whose_lockfile_it_sees() {
         rig.nvim.lua("return require('pi-ide').status()"),
         json!("π pi-ide")
     );
-    // The other Neovim was never even probed.
+    // The other Neovim never had a client.
     assert!(
         client_names(&other).is_empty(),
         "{:?}",
