@@ -603,3 +603,40 @@ fn the_winbar_shows_only_whole_key_hints_and_follows_the_width() {
     nvim.command("PiIde reject").unwrap();
     assert_eq!(answer(&mut p, "w")[0], "DIFF_REJECTED");
 }
+
+#[test]
+fn a_waiting_review_opens_once_when_the_user_leaves_two_modes_in_one_burst() {
+    // `<Esc>:w<CR>` typed at once: Visual to Normal, then Command-line to Normal. Each return to
+    // Normal mode wakes the waiting review; it must open once, and stay open for the user.
+    let nvim = Nvim::start();
+    let path = setup(&nvim, "burst.txt", "x\n");
+    nvim.command(&format!("edit {path}")).unwrap();
+    nvim.record_notify();
+    type_keys(&nvim, "V");
+    let mut p = nvim.peer();
+    p.send_json(&json!({"jsonrpc": "2.0", "id": "b", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
+        "old_file_path": path, "new_file_path": path, "new_file_contents": "y\n", "tab_name": "pi-write:b"}}})).unwrap();
+    nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
+    type_keys(&nvim, "<Esc>:w<CR>");
+    nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
+    wait_until("the review on screen", PATIENCE, || opened(&nvim) == 1);
+    // Whatever was still scheduled has run: a second opening would have failed by now.
+    nvim.lua("return vim.fn.getchar(1)");
+    nvim.lua("vim.wait(200)");
+    let errors: Vec<String> = nvim.notes().into_iter().filter(|n| n.contains("cannot show")).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(opened(&nvim), 1);
+    assert_eq!(
+        nvim.t("count_events", json!(["PiIdeDiffClosed"])),
+        json!(0),
+        "the review was closed before the user decided"
+    );
+    type_keys(&nvim, ":w<CR>");
+    assert_eq!(answer(&mut p, "b"), vec!["FILE_SAVED".to_string(), "y\n".to_string()]);
+    nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
+    // Nothing of the review is left behind.
+    assert_eq!(
+        nvim.lua("local n = 0 for _, b in ipairs(vim.api.nvim_list_bufs()) do if vim.api.nvim_buf_get_name(b):find('pi-ide://', 1, true) then n = n + 1 end end return n"),
+        json!(0)
+    );
+}

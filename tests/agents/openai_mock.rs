@@ -5,7 +5,8 @@
 //!
 //! Rules look at the newest turn of the conversation: either the user's input (every `user`
 //! message after the last assistant or tool message: agents append notices of their own as user
-//! messages after the typed one) or the result of a tool call (the last message is a `tool`).
+//! messages after the typed one) or the result of a tool call (the last message is a `tool`),
+//! or at the system prompt (a side request such as the pi-ide extension's getSuggestions).
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
@@ -53,6 +54,7 @@ pub enum Turn {
 enum When {
     UserSays(String),
     ToolAnswered(String),
+    SystemSays(String),
 }
 
 #[derive(Clone, Debug)]
@@ -87,6 +89,9 @@ pub struct OpenAiMock {
 pub const DEFAULT_TEXT: &str = "Mock model: nothing to do.";
 pub const DEFAULT_AFTER_TOOL: &str = "Mock model: done.";
 
+/// What the system prompt of the pi-ide extension's suggestion requests asks the model for.
+pub const SUGGESTION_TAG: &str = "<SUGGESTION>";
+
 impl OpenAiMock {
     /// Listens on a free loopback port, serving on threads of its own until dropped.
     pub fn start() -> OpenAiMock {
@@ -112,6 +117,19 @@ impl OpenAiMock {
     /// When the result of a call of `tool` arrives, answer `reply`.
     pub fn after_tool(&self, tool: &str, reply: Reply) {
         self.push(When::ToolAnswered(tool.to_owned()), reply);
+    }
+
+    /// When the system prompt contains `text`, answer `reply`, whatever the turn.
+    pub fn on_system(&self, text: &str, reply: Reply) {
+        self.push(When::SystemSays(text.to_owned()), reply);
+    }
+
+    /// Answers the pi-ide extension's requests for inline completions (its getSuggestions: a
+    /// system prompt that asks for `<SUGGESTION>` blocks) with one candidate, `insertion`.
+    /// Add it before rules on the user's input: the first matching rule wins.
+    pub fn on_suggestion(&self, insertion: &str) {
+        let answer = format!("<SUGGESTION>{insertion}</SUGGESTION>");
+        self.on_system(SUGGESTION_TAG, Reply::Text(answer));
     }
 
     fn push(&self, when: When, reply: Reply) {
@@ -304,7 +322,9 @@ fn record(state: &State, method: &str, path: &str, body: Value) {
 /// The reply the rules give for this request.
 fn decide(rules: &[Rule], body: &Value) -> Reply {
     let turn = turn(body);
+    let system = system_prompt(body);
     let hit = rules.iter().find(|r| match (&r.when, &turn) {
+        (When::SystemSays(text), _) => system.contains(text.as_str()),
         (When::UserSays(text), Turn::User(input)) => input.contains(text.as_str()),
         (When::ToolAnswered(tool), Turn::ToolResult { name, .. }) => name == tool,
         _ => false,
@@ -319,8 +339,8 @@ fn decide(rules: &[Rule], body: &Value) -> Reply {
 /// The newest turn of the conversation in a chat-completion request.
 pub fn turn(body: &Value) -> Turn {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    // A notice the agent appended after a tool result (Copilot's "<system_notification>", e.g.
-    // the editor connected again) leaves that result the newest turn.
+    // A notice the agent appended after a tool result (Copilot's "<system_notification>", the
+    // pi-ide extension's editor context) leaves that result the newest turn.
     let notices = messages
         .iter()
         .rev()
@@ -342,10 +362,43 @@ pub fn turn(body: &Value) -> Turn {
     Turn::User(inputs.into_iter().rev().collect::<Vec<_>>().join("\n"))
 }
 
+/// A user message the agent added on its own: Copilot's `<system_notification>` (e.g. the
+/// editor connected again), or the editor context the pi-ide extension appends before every
+/// model call (`<editor>`, `<lsp_diagnostics>`).
 fn is_notice(content: &Value) -> bool {
-    text_of(content)
-        .trim_start()
-        .starts_with("<system_notification>")
+    let text = text_of(content);
+    let text = text.trim_start();
+    ["<system_notification>", "<editor>", "<lsp_diagnostics>"]
+        .iter()
+        .any(|tag| text.starts_with(tag))
+}
+
+/// The system prompt of a chat-completion request (`system` or `developer` messages).
+pub fn system_prompt(body: &Value) -> String {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    messages
+        .iter()
+        .filter(|m| m["role"] == "system" || m["role"] == "developer")
+        .map(|m| text_of(&m["content"]))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The context the pi-ide extension appended to this request (its `<editor>` and
+/// `<lsp_diagnostics>` blocks), "" when there is none.
+pub fn editor_context(body: &Value) -> String {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    messages
+        .iter()
+        .rev()
+        .take_while(|m| m["role"] == "user")
+        .map(|m| text_of(&m["content"]))
+        .filter(|t| {
+            let t = t.trim_start();
+            t.starts_with("<editor>") || t.starts_with("<lsp_diagnostics>")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The user's input in this request ("" when its newest turn is a tool result).

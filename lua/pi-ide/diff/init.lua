@@ -311,12 +311,16 @@ local function show_when_ready(r, args)
     ),
     vim.log.levels.INFO
   )
-  local id
+  -- Several returns to Normal mode may come before the main loop runs what they scheduled
+  -- (`<Esc>:w<CR>` typed at once: Visual, then Command-line): the review opens once. A second
+  -- opening would find the staged proposal gone (deleted once read) and reject the review.
+  local id, opening
   id = vim.api.nvim_create_autocmd("ModeChanged", {
     pattern = "*:n",
     callback = log.guard("showing a waiting review", function()
       vim.schedule(function()
-        if not busy_mode() then
+        if not opening and not busy_mode() then
+          opening = true
           pcall(vim.api.nvim_del_autocmd, id)
           show(r, args)
         end
