@@ -501,3 +501,93 @@ fn ghost_text_in_neovim_comes_from_pis_model() {
     );
     eprintln!("took {:?}", started.elapsed());
 }
+
+/// The agent's terminal in Neovim, rows joined (Pi wraps its lines at the split's width).
+fn terminal_text(nvim: &Nvim) -> String {
+    let lua = "local b = require('pi-ide.terminal').buffer('pi') \
+               return b and table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '') or ''";
+    nvim.lua(lua).as_str().unwrap_or_default().to_owned()
+}
+
+/// Types into Pi's terminal as its user would (bytes to its pty).
+fn terminal_type(nvim: &Nvim, text: &str) {
+    let lua = format!(
+        "local b = require('pi-ide.terminal').buffer('pi') \
+         vim.api.nvim_chan_send(vim.b[b].terminal_job_id, {text:?})"
+    );
+    nvim.lua(&lua);
+}
+
+/// `:PiIde open` in LazyVim at 80 columns, with a second Neovim serving the same folder through
+/// the same lock folder (Pi started by hand there would see two editors and connect to
+/// neither): Pi connects to the Neovim that launched it, its write is reviewed there, and
+/// hiding and showing its terminal keeps the session.
+#[test]
+fn pi_launched_by_piide_open_connects_to_that_neovim_and_its_write_is_reviewed() {
+    let dirs = Folders::new();
+    let model = OpenAiMock::start();
+    let nvim = Nvim::start_lazyvim(pi_ide_peer::tui::LazyOptions { cols: 80, rows: 30, ..Default::default() });
+    let other = Nvim::start_with(Options {
+        cwd: Some(nvim.cwd.clone()),
+        lock_dir: Some(nvim.lock_dir.clone()),
+        before: Some("require('pi-ide').setup({ ide_name = 'nvim-other' })".into()),
+        ..Default::default()
+    });
+    other.wait_for("require('pi-ide').info().running", PATIENCE);
+    let env: Vec<String> = pi_env(&dirs.pi, &model.base_url())
+        .into_iter()
+        .map(|(k, v)| format!("[{k:?}] = {v:?}"))
+        .collect();
+    let cmd: Vec<String> = pi_cli::pi_command().iter().map(|a| format!("{a:?}")).collect();
+    nvim.lua(&format!(
+        "require('pi-ide').setup({{ ide_name = 'nvim-launcher', terminal = {{ agents = {{ pi = {{ cmd = {{ {} }}, env = {{ {} }} }} }} }} }})",
+        cmd.join(", "),
+        env.join(", ")
+    ));
+    nvim.wait_for("require('pi-ide').info().running", PATIENCE);
+    assert_eq!(lock::read_all(&nvim.lock_dir).len(), 2, "two editors serve this folder");
+    nvim.t("record_events", json!(["PiIdeDiffOpened", "PiIdeDiffClosed"]));
+    let wait = |what: &str, cond: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + PI_PATIENCE;
+        while !cond() {
+            if Instant::now() > deadline {
+                panic!(
+                    "timed out waiting for: {what}\n--- Pi in Neovim ---\n{}\n--- clients ---\n{:?}\n--- pi-ide.log ---\n{}",
+                    terminal_text(&nvim),
+                    client_names(&nvim),
+                    neovim_log(&nvim)
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+
+    nvim.command("PiIde open").unwrap();
+    wait("Pi to connect to this Neovim", &|| terminal_text(&nvim).contains("Auto-connected to nvim-launcher"));
+    wait("Neovim to list Pi", &|| client_names(&nvim) == vec!["pi-ide".to_string()]);
+    assert!(client_names(&other).is_empty(), "Pi reached the other Neovim");
+    let client = nvim.lua("return require('pi-ide').info().clients[1].id");
+
+    // A write from the terminal in Neovim is reviewed in the same Neovim.
+    let hello = nvim.cwd.join("hello.txt");
+    model.on_user("please-write", Reply::tool("write", json!({"path": "hello.txt", "content": "hello from pi\n"})));
+    model.after_tool("write", Reply::text("Mock model: the write is over."));
+    terminal_type(&nvim, "please-write hello.txt");
+    wait("the prompt typed", &|| terminal_text(&nvim).contains("please-write hello.txt"));
+    terminal_type(&nvim, "\r");
+    wait("the review on screen", &|| nvim.t("reviews_shown", json!([])) == json!(1));
+    nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
+    assert!(!hello.exists(), "written before the review was decided");
+    type_keys(&nvim, ":w<CR>");
+    wait("Pi to write the accepted file", &|| read(&hello).as_deref() == Some("hello from pi\n"));
+    wait("Pi to show the model's answer", &|| terminal_text(&nvim).contains("the write is over"));
+
+    // Hidden and shown: the same process, still connected.
+    let job = nvim.lua("return vim.b[require('pi-ide.terminal').buffer('pi')].terminal_job_id");
+    nvim.command("PiIde close").unwrap();
+    assert_eq!(nvim.lua("return vim.fn.bufwinid(require('pi-ide.terminal').buffer('pi'))"), json!(-1));
+    nvim.command("PiIde open").unwrap();
+    assert_eq!(nvim.lua("return vim.b[require('pi-ide.terminal').buffer('pi')].terminal_job_id"), job);
+    assert_eq!(nvim.lua("return require('pi-ide').info().clients[1].id"), client);
+    assert!(terminal_text(&nvim).contains("the write is over"), "not the same session");
+}
