@@ -407,7 +407,7 @@ fn the_layout_comes_back_and_splitright_does_not_flip_the_panes() {
         "#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 2",
         PATIENCE,
     );
-    nvim.wait_for("vim.fn.bufname():find('pi-ide://') == nil", PATIENCE);
+    nvim.wait_for("vim.b.pi_ide_review == nil", PATIENCE);
     let after = nvim.t("layout", json!([]));
     assert_eq!(before, after);
 }
