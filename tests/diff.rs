@@ -773,3 +773,34 @@ fn a_new_files_left_pane_is_named_for_it() {
     assert_eq!(answer(&mut p, "n")[0], "DIFF_REJECTED");
     assert!(files_in(&nvim.cwd).is_empty());
 }
+
+#[test]
+fn a_session_brings_a_review_back_as_empty_windows_never_as_files() {
+    let nvim = Nvim::start();
+    let path = setup(&nvim, "kept.txt", "kept\n");
+    let mut p = nvim.peer();
+    open_diff(&nvim, &mut p, "k", &path, "changed\n", "pi-edit:k");
+    // With the default 'sessionoptions' ("blank"), Neovim writes "enew" and "file <name>" for
+    // each pane: restored, those would be normal buffers that :w writes as files.
+    let session = nvim.home.join("Session.vim");
+    nvim.command(&format!("mksession! {}", session.display())).unwrap();
+    let text = std::fs::read_to_string(&session).unwrap();
+    assert!(text.contains("enew"), "{text}");
+    assert!(!text.contains("kept.txt\\ ("), "{text}");
+    nvim.command("PiIde reject").unwrap();
+    assert_eq!(answer(&mut p, "k")[0], "DIFF_REJECTED");
+    nvim.wait_for("#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
+    // Sourced, the session has the review's tab back, with empty, unnamed windows.
+    nvim.command(&format!("source {}", session.display())).unwrap();
+    assert_eq!(
+        nvim.lua(
+            "local names = {}
+             for _, b in ipairs(vim.api.nvim_list_bufs()) do
+               if vim.api.nvim_buf_get_name(b):find('kept.txt (', 1, true) then table.insert(names, vim.api.nvim_buf_get_name(b)) end
+             end
+             return { #vim.api.nvim_list_tabpages(), names }"
+        ),
+        json!([2, []])
+    );
+    assert_eq!(files_in(&nvim.cwd), vec!["kept.txt"]);
+}

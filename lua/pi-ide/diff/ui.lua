@@ -167,6 +167,45 @@ function M.set_name(buf, name, path, tag)
   return name
 end
 
+-- A session (:mksession, a session plugin) brings a review's windows back as new, empty buffers
+-- with the panes' names: "enew", then "file hello.txt\ (proposal)". Those would be normal
+-- buffers, and a :w there would write a file of that name. The review is long gone then: its
+-- windows come back unnamed instead.
+local function unescape(arg)
+  return (arg:gsub("\\(.)", "%1"))
+end
+
+local function keep_names_out_of(session)
+  local names = {}
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.b[b].pi_ide_review then
+      names[vim.fn.bufname(b)] = true
+      names[vim.api.nvim_buf_get_name(b)] = true
+    end
+  end
+  if next(names) == nil or vim.fn.filereadable(session) == 0 then
+    return
+  end
+  local lines, kept = vim.fn.readfile(session, "b"), {}
+  for _, line in ipairs(lines) do
+    local arg = line:match("^file (.+)$")
+    local ours = arg and (names[unescape(arg)] or names[vim.fs.normalize(unescape(arg))])
+    if not ours then
+      table.insert(kept, line)
+    end
+  end
+  if #kept < #lines then
+    vim.fn.writefile(kept, session, "b")
+  end
+end
+
+vim.api.nvim_create_autocmd("SessionWritePost", {
+  group = vim.api.nvim_create_augroup("PiIdeReviewSessions", { clear = true }),
+  callback = log.guard("keeping a review out of a session", function()
+    keep_names_out_of(vim.v.this_session)
+  end),
+})
+
 --- Takes the review's windows and buffers away and puts the user back where they were when it
 --- opened, if they are in the review now.
 function M.close(r)
