@@ -407,7 +407,7 @@ fn the_layout_comes_back_and_splitright_does_not_flip_the_panes() {
         "#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 2",
         PATIENCE,
     );
-    nvim.wait_for("vim.fn.bufname():find('pi-ide://') == nil", PATIENCE);
+    nvim.wait_for("vim.b.pi_ide_review == nil", PATIENCE);
     let after = nvim.t("layout", json!([]));
     assert_eq!(before, after);
 }
@@ -639,4 +639,204 @@ fn a_waiting_review_opens_once_when_the_user_leaves_two_modes_in_one_burst() {
         nvim.lua("local n = 0 for _, b in ipairs(vim.api.nvim_list_bufs()) do if vim.api.nvim_buf_get_name(b):find('pi-ide://', 1, true) then n = n + 1 end end return n"),
         json!(0)
     );
+
+/// The names of a review's pane: [bufname(), full name].
+fn pane_name(nvim: &Nvim, tab: &str, pane: &str) -> Value {
+    nvim.t("pane_name", json!([tab, pane]))
+}
+
+/// Every file in a folder, by name.
+fn files_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn review_panes_have_names_people_read_that_are_never_files() {
+    let nvim = Nvim::start();
+    let path = setup(&nvim, "hello.txt", "hello\n");
+    std::fs::create_dir(nvim.cwd.join("sub")).unwrap();
+    let mut p = nvim.peer();
+    // The Copilot CLI's tab_name: it was part of the names, and the tabline showed "p//[/a.txt".
+    let tab = "[Copilot CLI] - hello.txt (…)";
+    open_diff(&nvim, &mut p, "h", &path, "hello, world\nand more\n", tab);
+    let cwd = nvim.cwd.to_string_lossy().to_string();
+    assert_eq!(
+        pane_name(&nvim, tab, "proposal"),
+        json!(["hello.txt (proposal)", format!("{cwd}/hello.txt (proposal)")])
+    );
+    assert_eq!(pane_name(&nvim, tab, "disk")[0], "hello.txt (on disk)");
+    // The default tabline, the statusline's %f and :ls! read them whole.
+    let tabline = nvim.t("tabline", json!([]));
+    assert!(
+        tabline.as_str().unwrap().contains(" 2 hello.txt (proposal) "),
+        "{tabline}"
+    );
+    let looks = || {
+        nvim.lua(
+            "local l = vim.fn.win_getid(vim.fn.winnr('h'))
+             local function f(win) return vim.api.nvim_eval_statusline('%f', { winid = win }).str end
+             return { f(0), f(l), vim.fn.execute('ls!') }",
+        )
+    };
+    let before = looks();
+    assert_eq!(before[0], "hello.txt (proposal)");
+    assert_eq!(before[1], "hello.txt (on disk)");
+    let ls = before[2].as_str().unwrap();
+    assert!(ls.contains("\"hello.txt (proposal)\"") && ls.contains("\"hello.txt (on disk)\""), "{ls}");
+    // Unlisted: a session never brings them back as files, and :bnext never lands on them.
+    let listed = nvim.lua("return vim.fn.execute('ls')");
+    assert!(!listed.as_str().unwrap().contains("hello.txt ("), "{listed}");
+    // Not files, for Neovim and for the plugin, whatever their 'buftype' becomes.
+    let kinds = nvim.lua(
+        "local l = vim.fn.winbufnr(vim.fn.winnr('h'))
+         local is_file = require('pi-ide.buffers').is_file
+         local kinds = { vim.bo.buftype, vim.bo[l].buftype, is_file(0), is_file(l) }
+         vim.bo[l].buftype = ''
+         table.insert(kinds, is_file(l))
+         vim.bo[l].buftype = 'nofile'
+         return kinds",
+    );
+    assert_eq!(kinds, json!(["acwrite", "nofile", false, false, false]));
+    // :w in the left pane writes nothing.
+    nvim.command("wincmd h").unwrap();
+    assert!(nvim.command("write").unwrap_err().contains("E382"));
+    nvim.command("wincmd l").unwrap();
+    // Elsewhere with :cd, nothing changes: no name is turned into a path in another folder.
+    nvim.command("cd sub").unwrap();
+    assert_eq!(looks(), before);
+    assert_eq!(nvim.t("tabline", json!([])), tabline);
+    // A part of it is never a copy of that name in the new folder either.
+    nvim.record_notify();
+    type_keys(&nvim, ":1w!<CR>");
+    nvim.wait_t("has_note", json!(["a part of the proposal cannot be accepted"]), PATIENCE);
+    // :w there still accepts: the agent gets the proposal, and no file is written anywhere.
+    type_keys(&nvim, ":w<CR>");
+    assert_eq!(
+        answer(&mut p, "h"),
+        vec!["FILE_SAVED".to_string(), "hello, world\nand more\n".to_string()]
+    );
+    nvim.wait_for("#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
+    assert_eq!(files_in(&nvim.cwd), vec!["hello.txt", "sub"]);
+    assert!(files_in(&nvim.cwd.join("sub")).is_empty());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "hello\n");
+    // And back again: a new review there is named the same way.
+    nvim.command("cd ..").unwrap();
+    open_diff(&nvim, &mut p, "h2", &path, "hi\n", "pi-edit:h2");
+    assert_eq!(pane_name(&nvim, "pi-edit:h2", "proposal")[0], "hello.txt (proposal)");
+    // :file (here or elsewhere) renames it only for a moment.
+    for dir in ["sub", ".."] {
+        nvim.command(&format!("cd {dir}")).unwrap();
+        type_keys(&nvim, ":file other.txt<CR>");
+        assert_eq!(pane_name(&nvim, "pi-edit:h2", "proposal")[0], "hello.txt (proposal)");
+    }
+    nvim.command("PiIde reject").unwrap();
+    assert_eq!(answer(&mut p, "h2")[0], "DIFF_REJECTED");
+}
+
+#[test]
+fn reviews_of_files_with_the_same_name_are_told_apart() {
+    let nvim = Nvim::start();
+    let mut p = nvim.peer();
+    record_events(&nvim);
+    // Room for the four tabs' labels (the default tabline cuts long ones from the left).
+    nvim.command("set columns=160").unwrap();
+    let file = |rel: &str| {
+        let path = nvim.cwd.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "old\n").unwrap();
+        path.to_string_lossy().to_string()
+    };
+    let (src, lib) = (file("src/a.txt"), file("lib/a.txt"));
+    open_diff(&nvim, &mut p, "s", &src, "src\n", "pi-edit:s");
+    open_diff(&nvim, &mut p, "l", &lib, "lib\n", "pi-edit:l");
+    // The same file again, from another call: a number.
+    open_diff(&nvim, &mut p, "s2", &src, "src again\n", "pi-edit:s2");
+    let names: Vec<Value> = ["pi-edit:s", "pi-edit:l", "pi-edit:s2"]
+        .iter()
+        .flat_map(|t| [pane_name(&nvim, t, "proposal")[0].clone(), pane_name(&nvim, t, "disk")[0].clone()])
+        .collect();
+    assert_eq!(
+        names,
+        json!([
+            "a.txt (proposal)",
+            "a.txt (on disk)",
+            "lib/a.txt (proposal)",
+            "lib/a.txt (on disk)",
+            "a.txt (proposal 2)",
+            "a.txt (on disk 2)"
+        ])
+        .as_array()
+        .unwrap()
+        .clone()
+    );
+    // Side by side in the tabline (a folder is cut to its first letter there).
+    let tabline = nvim.t("tabline", json!([]));
+    let t = tabline.as_str().unwrap();
+    for label in [" 2 a.txt (proposal) ", " 2 l/a.txt (proposal) ", " 2 a.txt (proposal 2)"] {
+        assert!(t.contains(label), "{label} in {t}");
+    }
+    // Each :w accepts its own review, and writes nothing. Each accept puts the user back in the
+    // review they came from.
+    for (id, text) in [("s2", "src again\n"), ("l", "lib\n"), ("s", "src\n")] {
+        nvim.wait_for(
+            &format!("(vim.b.pi_ide_review or {{}}).tab_name == 'pi-edit:{id}' and vim.b.pi_ide_review.pane == 'proposal'"),
+            PATIENCE,
+        );
+        type_keys(&nvim, ":w<CR>");
+        assert_eq!(answer(&mut p, id), vec!["FILE_SAVED".to_string(), text.to_string()]);
+    }
+    nvim.wait_for("#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
+    assert_eq!(files_in(&nvim.cwd), vec!["lib", "src"]);
+    assert_eq!(files_in(&nvim.cwd.join("src")), vec!["a.txt"]);
+    assert_eq!(files_in(&nvim.cwd.join("lib")), vec!["a.txt"]);
+}
+
+#[test]
+fn a_new_files_left_pane_is_named_for_it() {
+    let nvim = Nvim::start();
+    record_events(&nvim);
+    let path = nvim.cwd.join("new.py").to_string_lossy().to_string();
+    let mut p = nvim.peer();
+    open_diff(&nvim, &mut p, "n", &path, "print(1)\n", "pi-write:new");
+    assert_eq!(pane_name(&nvim, "pi-write:new", "disk")[0], "new.py (new file)");
+    assert_eq!(pane_name(&nvim, "pi-write:new", "proposal")[0], "new.py (proposal)");
+    nvim.command("PiIde reject").unwrap();
+    assert_eq!(answer(&mut p, "n")[0], "DIFF_REJECTED");
+    assert!(files_in(&nvim.cwd).is_empty());
+}
+
+#[test]
+fn a_session_brings_a_review_back_as_empty_windows_never_as_files() {
+    let nvim = Nvim::start();
+    let path = setup(&nvim, "kept.txt", "kept\n");
+    let mut p = nvim.peer();
+    open_diff(&nvim, &mut p, "k", &path, "changed\n", "pi-edit:k");
+    // With the default 'sessionoptions' ("blank"), Neovim writes "enew" and "file <name>" for
+    // each pane: restored, those would be normal buffers that :w writes as files.
+    let session = nvim.home.join("Session.vim");
+    nvim.command(&format!("mksession! {}", session.display())).unwrap();
+    let text = std::fs::read_to_string(&session).unwrap();
+    assert!(text.contains("enew"), "{text}");
+    assert!(!text.contains("kept.txt\\ ("), "{text}");
+    nvim.command("PiIde reject").unwrap();
+    assert_eq!(answer(&mut p, "k")[0], "DIFF_REJECTED");
+    nvim.wait_for("#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
+    // Sourced, the session has the review's tab back, with empty, unnamed windows.
+    nvim.command(&format!("source {}", session.display())).unwrap();
+    assert_eq!(
+        nvim.lua(
+            "local names = {}
+             for _, b in ipairs(vim.api.nvim_list_bufs()) do
+               if vim.api.nvim_buf_get_name(b):find('kept.txt (', 1, true) then table.insert(names, vim.api.nvim_buf_get_name(b)) end
+             end
+             return { #vim.api.nvim_list_tabpages(), names }"
+        ),
+        json!([2, []])
+    );
+    assert_eq!(files_in(&nvim.cwd), vec!["kept.txt"]);
 }

@@ -119,9 +119,9 @@ fn an_agent_cannot_name_files_for_the_editor_to_read_or_delete() {
     forge(&mut f);
     p.send_json(&f).unwrap();
     wait_until("the proposal pane", PATIENCE, || {
-        nvim.t("buffer_lines", json!(["pi-write:s/target.txt"])) == json!(["new"])
+        nvim.t("pane_lines", json!(["pi-write:s", "proposal"])) == json!(["new"])
     });
-    let lines = nvim.t("buffer_lines", json!(["pi-write:s/disk/"]));
+    let lines = nvim.t("pane_lines", json!(["pi-write:s", "disk"]));
     assert_eq!(lines, json!(["old"]), "the left pane shows the file on disk, not a file the agent named");
     // Loaded: the core has deleted what it staged, while the review is still open.
     nvim.wait_for(

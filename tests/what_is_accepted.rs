@@ -200,7 +200,7 @@ fn the_left_pane_shows_the_file_that_will_be_written() {
         "old_file_path": old, "new_file_path": new, "new_file_contents": "B\nC\n", "tab_name": "pi-write:1"}}}))
         .unwrap();
     wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])) == json!(1));
-    assert_eq!(nvim.t("buffer_lines", json!(["/disk/"])), json!(["B"]), "new_file_path on the left");
+    assert_eq!(nvim.t("pane_lines", json!([null, "disk"])), json!(["B"]), "new_file_path on the left");
     let left_bar = nvim.lua("return vim.wo[vim.fn.win_getid(vim.fn.winnr('h'))].winbar");
     let left_bar = left_bar.as_str().unwrap();
     assert!(left_bar.contains("new.txt") && left_bar.contains("old.txt"), "{left_bar}");

@@ -21,7 +21,7 @@ end
 function M.find(path)
   path = M.to_path(path)
   for _, buf in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_get_name(buf) == path then
+    if vim.api.nvim_buf_get_name(buf) == path and not M.is_review(buf) then
       return buf
     end
   end
@@ -38,10 +38,17 @@ function M.find(path)
   end
 end
 
+--- Whether a buffer is one of a review's panes (diff/init.lua marks them; their names, like
+--- "a.txt (proposal)", are for people and are never parsed).
+function M.is_review(buf)
+  return vim.b[buf].pi_ide_review ~= nil
+end
+
 --- Whether a buffer is a real file: a normal buffer with a name that is not a URL (terminal,
---- help, quickfix, scratch, oil:// and pi-ide:// buffers are not).
+--- help, quickfix, scratch and oil:// buffers are not, nor a review's panes, whatever their
+--- 'buftype' has become).
 function M.is_file(buf)
-  if vim.api.nvim_get_option_value("buftype", { buf = buf }) ~= "" then
+  if vim.api.nvim_get_option_value("buftype", { buf = buf }) ~= "" or M.is_review(buf) then
     return false
   end
   local name = vim.api.nvim_buf_get_name(buf)

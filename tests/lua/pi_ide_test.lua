@@ -170,13 +170,37 @@ function M.diff_windows()
   return n
 end
 
---- The lines of the buffer whose name contains `part` (nil when there is none).
-function M.buffer_lines(part)
+--- A review's pane: the buffer that b:pi_ide_review marks with `pane` ("proposal" or "disk"),
+--- of the review named `tab_name` (any review's when nil).
+local function pane(tab_name, which)
   for _, b in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_get_name(b):find(part, 1, true) then
-      return vim.api.nvim_buf_get_lines(b, 0, -1, false)
+    local r = vim.b[b].pi_ide_review
+    if r and r.pane == which and (tab_name == nil or tab_name == vim.NIL or r.tab_name == tab_name) then
+      return b
     end
   end
+end
+
+--- The lines of a review's pane (nil when there is none).
+function M.pane_lines(tab_name, which)
+  local b = pane(tab_name, which)
+  return b and vim.api.nvim_buf_get_lines(b, 0, -1, false)
+end
+
+--- The names of a review's pane: { bufname(), full name } (nil when there is none).
+function M.pane_name(tab_name, which)
+  local b = pane(tab_name, which)
+  return b and { vim.fn.bufname(b), vim.api.nvim_buf_get_name(b) }
+end
+
+--- The default tabline as drawn on the screen (its first row), trailing blanks cut.
+function M.tabline()
+  vim.cmd("redraw!")
+  local cells = {}
+  for c = 1, vim.o.columns do
+    table.insert(cells, vim.fn.screenstring(1, c))
+  end
+  return (table.concat(cells):gsub("%s+$", ""))
 end
 
 return M

@@ -110,7 +110,11 @@ end
 local function make_left(r, args)
   local left = vim.api.nvim_create_buf(false, true)
   vim.bo[left].bufhidden = "wipe"
-  ui.set_name(left, ("pi-ide://%s/disk/%s"):format(r.tab_name, vim.fs.basename(r.path)))
+  -- Named for people (see ui.lua); known to the plugin by this variable.
+  local tag = r.new_file and "new file" or "on disk"
+  vim.b[left].pi_ide_review = { pane = "disk", path = r.path, tab_name = r.tab_name }
+  r.names = ui.pane_names(r.path, { tag, "proposal" })
+  ui.set_name(left, r.names[tag], r.path, tag)
   if args.old.file then
     -- Decoded as Neovim would decode the file itself; UTF-8 when it is (like the proposal).
     load.read_into(left, args.old.file, { utf8 = args.old.utf8 })
@@ -127,8 +131,9 @@ local function make_right(r, args, built)
   vim.bo[right].buftype = "acwrite"
   vim.bo[right].bufhidden = "wipe"
   vim.bo[right].swapfile = false
+  vim.b[right].pi_ide_review = { pane = "proposal", path = r.path, tab_name = r.tab_name }
   -- intent.lua keeps this name (a :saveas or :file must not make the proposal a file).
-  built.right_name = ui.set_name(right, ("pi-ide://%s/%s"):format(r.tab_name, vim.fs.basename(r.path)))
+  built.right_name = ui.set_name(right, r.names.proposal, r.path, "proposal")
   load.read_into(right, r.proposal_file, { ff = args.new.crlf and "dos" or "unix", utf8 = true })
   -- Both staged files are read: the core, which owns them, deletes them now (it also does when
   -- the call ends, whichever comes first).

@@ -127,6 +127,14 @@ local function write_copy(r, path, opts)
   )
 end
 
+-- Whether a write goes to the proposal's own name (`:w`), not to a file named (`:w {file}`). The
+-- name is a relative one ("a.txt (proposal)", see ui.lua): after a :cd, Neovim expands it against
+-- the new directory for the write, so the short name decides, not the full one.
+local function to_itself(r, ev)
+  local buf = r.ui.right_buf
+  return ev.file == vim.fn.bufname(buf) or ev.match == vim.api.nvim_buf_get_name(buf)
+end
+
 local function on_write(r, ev, accept)
   if r.copy_to then
     -- The write a :saveas does after renaming (see keep_name).
@@ -134,7 +142,7 @@ local function on_write(r, ev, accept)
     r.copy_to = nil
     return write_copy(r, to, { bang = true })
   end
-  if ev.match ~= r.ui.right_name then
+  if not to_itself(r, ev) then
     return write_copy(r, ev.match, { bang = vim.v.cmdbang == 1 })
   end
   local cmd = typed_here(r)
@@ -146,7 +154,7 @@ end
 
 -- A part of the proposal (:1,5w {file}), or an append (:w >> {file}): only ever a copy.
 local function on_part(r, ev, append)
-  if ev.match == r.ui.right_name then
+  if to_itself(r, ev) then
     return hint(r, "a part of the proposal cannot be accepted")
   end
   local first = vim.api.nvim_buf_get_mark(r.ui.right_buf, "[")[1]
@@ -156,8 +164,10 @@ end
 
 -- Wipes the unloaded buffers named `name` (what a rename leaves behind as the alternate file).
 local function free_name(name, except)
+  local full = vim.fn.fnamemodify(name, ":p")
   for _, b in ipairs(vim.api.nvim_list_bufs()) do
-    if b ~= except and vim.api.nvim_buf_get_name(b) == name and not vim.api.nvim_buf_is_loaded(b) then
+    local named = vim.fn.bufname(b) == name or vim.api.nvim_buf_get_name(b) == full
+    if b ~= except and named and not vim.api.nvim_buf_is_loaded(b) then
       pcall(vim.api.nvim_buf_delete, b, { force = true })
     end
   end
@@ -167,10 +177,10 @@ end
 -- next goes to the new name: a copy.
 local function keep_name(r)
   local buf = r.ui.right_buf
-  local now = vim.api.nvim_buf_get_name(buf)
-  if now == r.ui.right_name then
+  if vim.fn.bufname(buf) == r.ui.right_name then
     return
   end
+  local now = vim.api.nvim_buf_get_name(buf)
   free_name(r.ui.right_name, buf)
   pcall(vim.api.nvim_buf_set_name, buf, r.ui.right_name)
   free_name(now, buf)

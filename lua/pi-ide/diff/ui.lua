@@ -1,5 +1,5 @@
--- A review's windows and buffers: opened even when another plugin's autocmds throw, named
--- uniquely, and taken away again with the user put back where they were.
+-- A review's windows and buffers: opened even when another plugin's autocmds throw, named for
+-- people and uniquely, and taken away again with the user put back where they were.
 local log = require("pi-ide.log")
 
 local M = {}
@@ -84,16 +84,127 @@ function M.open_window(r, cmd, buf)
   M.report_autocmd_error(r, err)
 end
 
---- Names a buffer uniquely (a leftover of the same name gets a number added); returns the name.
-function M.set_name(buf, name)
-  local candidate, n = name, 1
-  while vim.fn.bufexists(candidate) == 1 do
-    n = n + 1
-    candidate = ("%s (%d)"):format(name, n)
+-- A review's panes are named for people: "a.txt (proposal)" and "a.txt (on disk)" read whole in
+-- the default tabline, the statusline and :ls! (a name with slashes has its folders cut to one
+-- letter in the tabline, and a URL's scheme shows there as "p//"). Such a name is not a file:
+-- both buffers have a 'buftype' (Neovim never reads or writes them as files, and leaves their
+-- names alone on :cd), they are unlisted (a session never brings them back), and the plugin
+-- knows them by b:pi_ide_review, never by their names.
+
+-- Whose is `name`: nil when no buffer has it, else the buffer that has it (as its own short
+-- name, or as the full name it would get in this directory).
+local function holder(name)
+  local full = vim.fn.fnamemodify(name, ":p")
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.fn.bufname(b) == name or vim.api.nvim_buf_get_name(b) == full then
+      return b
+    end
   end
-  vim.api.nvim_buf_set_name(buf, candidate)
-  return candidate
 end
+
+-- The file's name, then with one and two of its folders (relative to the working directory
+-- when it is in there): "a.txt", "src/a.txt", "lib/src/a.txt". Never "~" or a leading "/".
+local function labels(path)
+  local parts = vim.split(vim.fn.fnamemodify(path, ":~:."), "/", { plain = true, trimempty = true })
+  if parts[1] == "~" then
+    table.remove(parts, 1)
+  end
+  local out = {}
+  for n = 1, math.min(#parts, 3) do
+    table.insert(out, table.concat(vim.list_slice(parts, #parts - n + 1), "/"))
+  end
+  return out
+end
+
+--- Names for the panes of a review of `path`, one per tag ("proposal", "on disk"), that no buffer
+--- has: "a.txt (proposal)". When another review's pane has one: with the folders that tell the two
+--- files apart ("src/a.txt (proposal)"), or for a second review of the same file, a number
+--- ("a.txt (proposal 2)").
+function M.pane_names(path, tags)
+  local function names(label, n)
+    local t = {}
+    for _, tag in ipairs(tags) do
+      t[tag] = ("%s (%s%s)"):format(label, tag, n and (" " .. n) or "")
+    end
+    return t
+  end
+  -- nil when all are free; else whether one is a pane of a review of this same file.
+  local function clash(t)
+    for _, name in pairs(t) do
+      local b = holder(name)
+      if b then
+        local review = vim.b[b].pi_ide_review
+        return { same = type(review) == "table" and review.path == path }
+      end
+    end
+  end
+  local candidates = labels(path)
+  for _, label in ipairs(candidates) do
+    local t = names(label)
+    local c = clash(t)
+    if not c then
+      return t
+    elseif c.same then
+      break
+    end
+  end
+  for n = 2, math.huge do
+    local t = names(candidates[1], n)
+    if not clash(t) then
+      return t
+    end
+  end
+end
+
+--- Names a review's pane `buf`, which b:pi_ide_review already marks; returns the name. `name`
+--- came from pane_names, when the pane is named later than its sibling it may have been taken
+--- meanwhile: a free one is found the same way.
+function M.set_name(buf, name, path, tag)
+  if holder(name) then
+    name = M.pane_names(path, { tag })[tag]
+  end
+  vim.api.nvim_buf_set_name(buf, name)
+  return name
+end
+
+-- A session (:mksession, a session plugin) brings a review's windows back as new, empty buffers
+-- with the panes' names: "enew", then "file hello.txt\ (proposal)". Those would be normal
+-- buffers, and a :w there would write a file of that name. The review is long gone then: its
+-- windows come back unnamed instead.
+local function unescape(arg)
+  return (arg:gsub("\\(.)", "%1"))
+end
+
+local function keep_names_out_of(session)
+  local names = {}
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.b[b].pi_ide_review then
+      names[vim.fn.bufname(b)] = true
+      names[vim.api.nvim_buf_get_name(b)] = true
+    end
+  end
+  if next(names) == nil or vim.fn.filereadable(session) == 0 then
+    return
+  end
+  local lines, kept = vim.fn.readfile(session, "b"), {}
+  for _, line in ipairs(lines) do
+    local arg = line:match("^file (.+)$")
+    local ours = arg and (names[unescape(arg)] or names[vim.fs.normalize(unescape(arg))])
+    if not ours then
+      table.insert(kept, line)
+    end
+  end
+  if #kept < #lines then
+    vim.fn.writefile(kept, session, "b")
+  end
+end
+
+vim.api.nvim_create_autocmd("SessionWritePost", {
+  group = vim.api.nvim_create_augroup("PiIdeReviewSessions", { clear = true }),
+  callback = log.guard("keeping a review out of a session", function()
+    keep_names_out_of(vim.v.this_session)
+  end),
+})
 
 --- Takes the review's windows and buffers away and puts the user back where they were when it
 --- opened, if they are in the review now.
