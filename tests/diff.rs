@@ -636,9 +636,10 @@ fn a_waiting_review_opens_once_when_the_user_leaves_two_modes_in_one_burst() {
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
     // Nothing of the review is left behind.
     assert_eq!(
-        nvim.lua("local n = 0 for _, b in ipairs(vim.api.nvim_list_bufs()) do if vim.api.nvim_buf_get_name(b):find('pi-ide://', 1, true) then n = n + 1 end end return n"),
+        nvim.lua("local n = 0 for _, b in ipairs(vim.api.nvim_list_bufs()) do if vim.b[b].pi_ide_review then n = n + 1 end end return n"),
         json!(0)
     );
+}
 
 /// The names of a review's pane: [bufname(), full name].
 fn pane_name(nvim: &Nvim, tab: &str, pane: &str) -> Value {
