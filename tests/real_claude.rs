@@ -15,6 +15,8 @@ mod anthropic_mock;
 mod common;
 #[path = "agents/http_body.rs"]
 mod http_body;
+#[path = "agents/terminal.rs"]
+mod terminal;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -294,8 +296,9 @@ impl Rig {
             lines[lines.len().saturating_sub(40)..].join("\n")
         };
         format!(
-            "--- Claude Code's screen ---\n{}\n--- the mock model's requests ---\n{}--- Claude Code's debug log ---\n{}\n--- pi-ide.log ---\n{}",
+            "--- Claude Code's screen ---\n{}{}\n--- the mock model's requests ---\n{}--- Claude Code's debug log ---\n{}\n--- pi-ide.log ---\n{}",
             self.tui.as_ref().map(Tui::screen).unwrap_or_default(),
+            terminal::screen(&self.nvim, "claude"),
             self.mock.summary(),
             tail(self.scratch.path("claude-debug.txt")),
             tail(self.nvim.home.join("state/nvim/pi-ide.log")),
@@ -524,30 +527,6 @@ fn real_claude_code_writes_through_a_review_in_neovim_and_hears_a_rejection() {
 }
 
 
-/// The agent's terminal in Neovim, as its user reads it (the terminal buffer's lines).
-fn terminal_screen(nvim: &Nvim, agent: &str) -> String {
-    let lua = format!(
-        "local b = require('pi-ide.terminal').buffer('{agent}') \
-         return b and table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n') or ''"
-    );
-    nvim.lua(&lua).as_str().unwrap_or_default().to_owned()
-}
-
-/// Types into the agent's terminal as its user would (bytes to its pty).
-fn terminal_type(nvim: &Nvim, agent: &str, text: &str) {
-    let lua = format!(
-        "local b = require('pi-ide.terminal').buffer('{agent}') \
-         vim.api.nvim_chan_send(vim.b[b].terminal_job_id, {text:?})"
-    );
-    nvim.lua(&lua);
-}
-
-/// A Lua table literal of `env` (ASCII values: paths, URLs, keys).
-fn lua_env(env: &[(String, String)]) -> String {
-    let fields: Vec<String> = env.iter().map(|(k, v)| format!("[{k:?}] = {v:?}")).collect();
-    format!("{{ {} }}", fields.join(", "))
-}
-
 /// `:PiIde open claude` in LazyVim (200 columns, so snacks.nvim's terminal), with
 /// `claude_code` off and a second Neovim serving Claude Code in the same folder: Claude Code
 /// connects to the Neovim that launched it, its write is reviewed there, and hiding and showing
@@ -580,34 +559,25 @@ fn real_claude_code_launched_by_piide_open_connects_to_that_neovim_only() {
         .collect();
     let debug = scratch.path("claude-debug.txt").display().to_string();
     nvim.lua(&format!(
-        "require('pi-ide').setup({{ terminal = {{ agents = {{ claude = {{ cmd = {{ {:?}, '--debug-file', {debug:?} }}, env = {} }} }} }} }})",
+        "require('pi-ide').setup({{ terminal = {{ agents = {{ claude = {{ cmd = {{ {:?}, '--debug-file', {debug:?} }}, env = {{ {} }} }} }} }} }})",
         claude.display().to_string(),
-        lua_env(&env)
+        terminal::lua_fields(env)
     ));
     let rig = Rig { tui: None, nvim, mock, scratch };
     let nvim = &rig.nvim;
-    let screen = || terminal_screen(nvim, "claude");
-    let fail = |what: &str| -> ! {
-        panic!("{what}\n--- Claude Code's terminal in Neovim ---\n{}\n{}", screen(), rig.report())
-    };
+    let screen = || terminal::screen(nvim, "claude");
 
     nvim.command("PiIde open claude").unwrap();
-    let deadline = Instant::now() + WAIT;
-    while !claude_connected(nvim) {
-        if Instant::now() > deadline {
-            fail("Claude Code did not connect to the Neovim that launched it");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    rig.wait("Claude Code to connect to the Neovim that launched it", || claude_connected(nvim));
     assert!(!claude_connected(&other), "Claude Code connected to the other Neovim too");
     assert_eq!(nvim.lua("return vim.bo[require('pi-ide.terminal').buffer('claude')].filetype"), json!("snacks_terminal"));
     let client = nvim.lua("return require('pi-ide').info().clients[1].id");
 
     // A write from the terminal in Neovim is reviewed in the same Neovim.
     rig.wait("Claude Code's prompt", || screen().contains("manual mode on"));
-    terminal_type(nvim, "claude", CREATE);
+    terminal::type_text(nvim, "claude", CREATE);
     rig.wait("the prompt typed", || screen().lines().any(|l| l.starts_with('❯') && l.trim_end().ends_with(CREATE)));
-    terminal_type(nvim, "claude", "\r");
+    terminal::type_text(nvim, "claude", "\r");
     rig.wait("the review on screen", || nvim.t("reviews_shown", json!([])) == json!(1));
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     let hello = nvim.cwd.join("hello.txt");
@@ -619,11 +589,11 @@ fn real_claude_code_launched_by_piide_open_connects_to_that_neovim_only() {
     rig.wait("Claude Code heard it", || screen().contains("The file is written."));
 
     // Hidden and shown: the same process, still connected.
-    let job = nvim.lua("return vim.b[require('pi-ide.terminal').buffer('claude')].terminal_job_id");
+    let job = terminal::job(nvim, "claude");
     nvim.command("PiIde close").unwrap();
-    assert_eq!(nvim.lua("return vim.fn.bufwinid(require('pi-ide.terminal').buffer('claude'))"), json!(-1));
+    assert!(!terminal::shown(nvim, "claude"));
     nvim.command("PiIde open claude").unwrap();
-    assert_eq!(nvim.lua("return vim.b[require('pi-ide.terminal').buffer('claude')].terminal_job_id"), job);
+    assert_eq!(terminal::job(nvim, "claude"), job);
     assert_eq!(nvim.lua("return require('pi-ide').info().clients[1].id"), client);
     assert!(screen().contains("The file is written."), "the session is not the same");
     assert!(rig.mock.outside().is_empty(), "Claude Code tried to reach the internet:\n{}", rig.mock.summary());

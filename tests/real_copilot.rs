@@ -14,6 +14,8 @@ mod http_body;
 mod copilot_cli;
 #[path = "agents/openai_mock.rs"]
 mod openai_mock;
+#[path = "agents/terminal.rs"]
+mod terminal;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -421,24 +423,6 @@ fn the_workspace_folders_changing_keeps_the_cli_connected() {
     assert!(!w.cli.screen().contains("connection lost"), "{}", w.cli.screen());
 }
 
-/// The agent's terminal in Neovim, as its user reads it (the terminal buffer's lines).
-fn terminal_screen(nvim: &Nvim, agent: &str) -> String {
-    let lua = format!(
-        "local b = require('pi-ide.terminal').buffer('{agent}') \
-         return b and table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n') or ''"
-    );
-    nvim.lua(&lua).as_str().unwrap_or_default().to_owned()
-}
-
-/// Types into the agent's terminal as its user would (bytes to its pty).
-fn terminal_type(nvim: &Nvim, agent: &str, text: &str) {
-    let lua = format!(
-        "local b = require('pi-ide.terminal').buffer('{agent}') \
-         vim.api.nvim_chan_send(vim.b[b].terminal_job_id, {text:?})"
-    );
-    nvim.lua(&lua);
-}
-
 /// `:PiIde open copilot` in LazyVim at 80 columns (a float), with `copilot` off: the CLI starts
 /// in Neovim's folder, Neovim serves it from then on, the CLI connects by itself, its edit is
 /// reviewed in Neovim, and hiding and showing its terminal keeps the session.
@@ -456,17 +440,14 @@ fn the_cli_launched_by_piide_open_connects_and_its_edit_is_reviewed() {
     assert!(copilot_locks(&dirs).is_empty(), "copilot is off until the CLI is launched");
     let home = dirs.root.join("cli-home");
     std::fs::create_dir_all(&home).unwrap();
-    let env: Vec<String> = copilot_cli::cli_env(&home, &dirs.copilot_home, &model.base_url())
-        .into_iter()
-        .map(|(k, v)| format!("[{k:?}] = {v:?}"))
-        .collect();
+    let env = terminal::lua_fields(copilot_cli::cli_env(&home, &dirs.copilot_home, &model.base_url()));
     nvim.lua(&format!(
         "require('pi-ide').setup({{ terminal = {{ provider = 'float', agents = {{ copilot = {{ cmd = {{ {:?}, '--log-level', 'debug' }}, env = {{ {} }} }} }} }} }})",
         copilot_cli::copilot_binary().display().to_string(),
-        env.join(", ")
+        env
     ));
     // Rows joined: the CLI wraps its lines at the float's width.
-    let screen = || terminal_screen(&nvim, "copilot").replace('\n', "");
+    let screen = || terminal::text(&nvim, "copilot");
     let wait_for = |what: &str, cond: &dyn Fn() -> bool| {
         let deadline = Instant::now() + AGENT_PATIENCE;
         while !cond() {
@@ -474,7 +455,7 @@ fn the_cli_launched_by_piide_open_connects_and_its_edit_is_reviewed() {
                 let state = nvim.lua("local s, w = require('pi-ide.diff').count() return { shown = s, waiting = w, mode = vim.api.nvim_get_mode().mode, messages = vim.fn.execute('messages') }");
                 let log = std::fs::read_to_string(nvim.home.join("state/nvim/pi-ide.log")).unwrap_or_default();
                 let tail: Vec<&str> = log.lines().rev().take(30).collect();
-                panic!("timed out waiting for {what}\n--- the CLI in Neovim ---\n{}\n--- Neovim ---\n{state}\n{}", terminal_screen(&nvim, "copilot"), tail.join("\n"));
+                panic!("timed out waiting for {what}\n--- the CLI in Neovim ---\n{}\n--- Neovim ---\n{state}\n{}", terminal::screen(&nvim, "copilot"), tail.join("\n"));
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -483,7 +464,7 @@ fn the_cli_launched_by_piide_open_connects_and_its_edit_is_reviewed() {
     nvim.command("PiIde open copilot").unwrap();
     assert_eq!(copilot_locks(&dirs).len(), 1, "Neovim serves the CLI it launched");
     wait_for("the trust question", &|| screen().contains("Do you trust the files in this folder?"));
-    terminal_type(&nvim, "copilot", "1");
+    terminal::type_text(&nvim, "copilot", "1");
     // It connects at start and again once the folder is trusted; "1 server connected" says the
     // second connection's tools are registered (as wait_connected).
     wait_for("the CLI's note that Neovim's tools are registered", &|| screen().contains("1 server connected"));
@@ -495,9 +476,9 @@ fn the_cli_launched_by_piide_open_connects_and_its_edit_is_reviewed() {
     model.on_user("please-edit", Reply::tool("edit", json!({"path": path, "old_str": "hello", "new_str": "hello world"})));
     model.after_tool("edit", Reply::text("The edit is done."));
     nvim.command("PiIde open copilot").unwrap();
-    terminal_type(&nvim, "copilot", "please-edit the file");
+    terminal::type_text(&nvim, "copilot", "please-edit the file");
     wait_for("the prompt typed", &|| screen().contains("please-edit the file"));
-    terminal_type(&nvim, "copilot", "\r");
+    terminal::type_text(&nvim, "copilot", "\r");
     wait_for("the review", &|| nvim.t("reviews_shown", json!([])) == json!(1));
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert_eq!(read(&path).as_deref(), Some("hello\n"));
@@ -506,11 +487,11 @@ fn the_cli_launched_by_piide_open_connects_and_its_edit_is_reviewed() {
     wait_for("the CLI to hear it", &|| screen().contains("The edit is done."));
 
     // Hidden and shown: the same process, still connected.
-    let job = nvim.lua("return vim.b[require('pi-ide.terminal').buffer('copilot')].terminal_job_id");
+    let job = terminal::job(&nvim, "copilot");
     nvim.command("PiIde close").unwrap();
-    assert_eq!(nvim.lua("return vim.fn.bufwinid(require('pi-ide.terminal').buffer('copilot'))"), json!(-1));
+    assert!(!terminal::shown(&nvim, "copilot"));
     nvim.command("PiIde open copilot").unwrap();
-    assert_eq!(nvim.lua("return vim.b[require('pi-ide.terminal').buffer('copilot')].terminal_job_id"), job);
+    assert_eq!(terminal::job(&nvim, "copilot"), job);
     assert!(copilot_listed(&nvim));
     assert!(screen().contains("The edit is done."), "not the same session");
 }

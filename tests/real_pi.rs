@@ -18,6 +18,8 @@ mod http_body;
 mod openai_mock;
 #[path = "agents/pi_cli.rs"]
 mod pi_cli;
+#[path = "agents/terminal.rs"]
+mod terminal;
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -502,22 +504,6 @@ fn ghost_text_in_neovim_comes_from_pis_model() {
     eprintln!("took {:?}", started.elapsed());
 }
 
-/// The agent's terminal in Neovim, rows joined (Pi wraps its lines at the split's width).
-fn terminal_text(nvim: &Nvim) -> String {
-    let lua = "local b = require('pi-ide.terminal').buffer('pi') \
-               return b and table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '') or ''";
-    nvim.lua(lua).as_str().unwrap_or_default().to_owned()
-}
-
-/// Types into Pi's terminal as its user would (bytes to its pty).
-fn terminal_type(nvim: &Nvim, text: &str) {
-    let lua = format!(
-        "local b = require('pi-ide.terminal').buffer('pi') \
-         vim.api.nvim_chan_send(vim.b[b].terminal_job_id, {text:?})"
-    );
-    nvim.lua(&lua);
-}
-
 /// `:PiIde open` in LazyVim at 80 columns, with a second Neovim serving the same folder through
 /// the same lock folder (Pi started by hand there would see two editors and connect to
 /// neither): Pi connects to the Neovim that launched it, its write is reviewed there, and
@@ -534,15 +520,10 @@ fn pi_launched_by_piide_open_connects_to_that_neovim_and_its_write_is_reviewed()
         ..Default::default()
     });
     other.wait_for("require('pi-ide').info().running", PATIENCE);
-    let env: Vec<String> = pi_env(&dirs.pi, &model.base_url())
-        .into_iter()
-        .map(|(k, v)| format!("[{k:?}] = {v:?}"))
-        .collect();
-    let cmd: Vec<String> = pi_cli::pi_command().iter().map(|a| format!("{a:?}")).collect();
     nvim.lua(&format!(
         "require('pi-ide').setup({{ ide_name = 'nvim-launcher', terminal = {{ agents = {{ pi = {{ cmd = {{ {} }}, env = {{ {} }} }} }} }} }})",
-        cmd.join(", "),
-        env.join(", ")
+        terminal::lua_list(pi_cli::pi_command()),
+        terminal::lua_fields(pi_env(&dirs.pi, &model.base_url()))
     ));
     nvim.wait_for("require('pi-ide').info().running", PATIENCE);
     assert_eq!(lock::read_all(&nvim.lock_dir).len(), 2, "two editors serve this folder");
@@ -553,7 +534,7 @@ fn pi_launched_by_piide_open_connects_to_that_neovim_and_its_write_is_reviewed()
             if Instant::now() > deadline {
                 panic!(
                     "timed out waiting for: {what}\n--- Pi in Neovim ---\n{}\n--- clients ---\n{:?}\n--- pi-ide.log ---\n{}",
-                    terminal_text(&nvim),
+                    terminal::text(&nvim, "pi"),
                     client_names(&nvim),
                     neovim_log(&nvim)
                 );
@@ -563,7 +544,7 @@ fn pi_launched_by_piide_open_connects_to_that_neovim_and_its_write_is_reviewed()
     };
 
     nvim.command("PiIde open").unwrap();
-    wait("Pi to connect to this Neovim", &|| terminal_text(&nvim).contains("Auto-connected to nvim-launcher"));
+    wait("Pi to connect to this Neovim", &|| terminal::text(&nvim, "pi").contains("Auto-connected to nvim-launcher"));
     wait("Neovim to list Pi", &|| client_names(&nvim) == vec!["pi-ide".to_string()]);
     assert!(client_names(&other).is_empty(), "Pi reached the other Neovim");
     let client = nvim.lua("return require('pi-ide').info().clients[1].id");
@@ -572,22 +553,22 @@ fn pi_launched_by_piide_open_connects_to_that_neovim_and_its_write_is_reviewed()
     let hello = nvim.cwd.join("hello.txt");
     model.on_user("please-write", Reply::tool("write", json!({"path": "hello.txt", "content": "hello from pi\n"})));
     model.after_tool("write", Reply::text("Mock model: the write is over."));
-    terminal_type(&nvim, "please-write hello.txt");
-    wait("the prompt typed", &|| terminal_text(&nvim).contains("please-write hello.txt"));
-    terminal_type(&nvim, "\r");
+    terminal::type_text(&nvim, "pi", "please-write hello.txt");
+    wait("the prompt typed", &|| terminal::text(&nvim, "pi").contains("please-write hello.txt"));
+    terminal::type_text(&nvim, "pi", "\r");
     wait("the review on screen", &|| nvim.t("reviews_shown", json!([])) == json!(1));
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert!(!hello.exists(), "written before the review was decided");
     type_keys(&nvim, ":w<CR>");
     wait("Pi to write the accepted file", &|| read(&hello).as_deref() == Some("hello from pi\n"));
-    wait("Pi to show the model's answer", &|| terminal_text(&nvim).contains("the write is over"));
+    wait("Pi to show the model's answer", &|| terminal::text(&nvim, "pi").contains("the write is over"));
 
     // Hidden and shown: the same process, still connected.
-    let job = nvim.lua("return vim.b[require('pi-ide.terminal').buffer('pi')].terminal_job_id");
+    let job = terminal::job(&nvim, "pi");
     nvim.command("PiIde close").unwrap();
-    assert_eq!(nvim.lua("return vim.fn.bufwinid(require('pi-ide.terminal').buffer('pi'))"), json!(-1));
+    assert!(!terminal::shown(&nvim, "pi"));
     nvim.command("PiIde open").unwrap();
-    assert_eq!(nvim.lua("return vim.b[require('pi-ide.terminal').buffer('pi')].terminal_job_id"), job);
+    assert_eq!(terminal::job(&nvim, "pi"), job);
     assert_eq!(nvim.lua("return require('pi-ide').info().clients[1].id"), client);
-    assert!(terminal_text(&nvim).contains("the write is over"), "not the same session");
+    assert!(terminal::text(&nvim, "pi").contains("the write is over"), "not the same session");
 }
