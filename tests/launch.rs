@@ -337,6 +337,11 @@ fn send_focuses_the_agent_unless_told_not_to() {
     nvim.command("PiIde close").unwrap();
     nvim.command("PiIde send").unwrap();
     assert_eq!(r.term("pi")["current"], true, "the agent's terminal has the cursor after send");
+    // The terminal is never the file the agent sees as the user's.
+    assert_eq!(nvim.lua("return require('pi-ide.selection').compute()"), Value::Null);
+    nvim.lua("require('pi-ide.selection').flush()");
+    let last = nvim.lua("return require('pi-ide.native').get().selection_last()");
+    assert!(last.to_string().contains("a.txt"), "{last}");
     nvim.command("wincmd p").unwrap();
     nvim.lua(&setup_lua(&r.dir, "focus_after_send = false,"));
     nvim.command("PiIde send").unwrap();
