@@ -274,6 +274,28 @@ fn a_missing_agent_says_what_to_install_and_opens_nothing() {
     assert_eq!(nvim.lua("return vim.fn.winnr('$')"), 1);
     nvim.command("PiIde open nobody").unwrap();
     wait_note(nvim, "no agent \"nobody\"");
+    // snacks asked for where it is not installed.
+    nvim.lua(&setup_lua(&r.dir, "provider = 'snacks',"));
+    nvim.command("PiIde open").unwrap();
+    wait_note(nvim, "snacks.nvim is not installed");
+    assert_eq!(nvim.lua("return vim.fn.winnr('$')"), 1);
+}
+
+#[test]
+fn wiping_the_agents_buffer_ends_it_quietly() {
+    let r = rig();
+    let nvim = &r.nvim;
+    nvim.command("PiIde open").unwrap();
+    r.report("pi");
+    let buf = r.term("pi")["buf"].as_i64().unwrap();
+    nvim.t("record_events", json!(["PiIdeAgentExited"]));
+    nvim.command(&format!("bwipeout! {buf}")).unwrap();
+    wait_until("its end handled", PATIENCE, || nvim.t("count_events", json!(["PiIdeAgentExited"])) == json!(1));
+    assert!(!nvim.notes().iter().any(|n| n.contains("exited")), "{:?}", nvim.notes());
+    // And it starts afresh.
+    std::fs::remove_file(r.dir.join("pi.out")).unwrap();
+    nvim.command("PiIde open").unwrap();
+    r.report("pi");
 }
 
 #[test]

@@ -45,6 +45,10 @@ end
 
 -- The process ended: say so when it failed; close its window when it did not (option).
 local function on_exit(agent, provider, handle, status)
+  require("pi-ide.events").fire("PiIdeAgentExited", { agent = agent, status = status })
+  if not vim.api.nvim_buf_is_valid(handle.buf) then
+    return -- the user wiped the buffer (and so ended the process): nothing to say
+  end
   if status ~= 0 then
     log.notify(("%s exited with status %d"):format(agents.label(agent), status), vim.log.levels.WARN)
   elseif require("pi-ide.config").values.terminal.close_on_exit then
@@ -88,6 +92,7 @@ local function launch(agent, args)
   if not handle then
     return log.notify(open_err, vim.log.levels.ERROR)
   end
+  require("pi-ide.events").fire("PiIdeAgentStarted", { agent = agent, provider = kind })
   if handle.external then
     return
   end

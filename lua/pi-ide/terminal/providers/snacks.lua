@@ -7,7 +7,9 @@ function M.available()
 end
 
 function M.open(spec)
-  local cfg = require("pi-ide.config").values.terminal
+  if not M.available() then
+    return nil, 'terminal.provider is "snacks" but snacks.nvim is not installed (use "auto" or "split")'
+  end
   local ok, term = pcall(require("snacks").terminal.open, spec.cmd, {
     cwd = spec.cwd,
     env = spec.env,
@@ -15,7 +17,10 @@ function M.open(spec)
     auto_close = false,
     start_insert = true,
     auto_insert = false,
-    win = { position = cfg.side, width = require("pi-ide.terminal.providers.native").split_width() },
+    win = {
+      position = require("pi-ide.config").values.terminal.side,
+      width = require("pi-ide.terminal.providers.native").split_width(),
+    },
   })
   if not ok or not term or not term:buf_valid() then
     return nil, "snacks.nvim could not open a terminal: " .. tostring(ok and "no buffer" or term)
