@@ -532,7 +532,7 @@ fn real_claude_code_writes_through_a_review_in_neovim_and_hears_a_rejection() {
 /// connects to the Neovim that launched it, its write is reviewed there, and hiding and showing
 /// its terminal keeps the session.
 #[test]
-fn real_claude_code_launched_by_piide_open_connects_to_that_neovim_only() {
+fn real_claude_code_launched_in_lazyvim_by_piide_open_connects_to_that_neovim_only() {
     let claude = claude_binary();
     let scratch = Scratch::new();
     let config = scratch.path("config");

@@ -427,7 +427,7 @@ fn the_workspace_folders_changing_keeps_the_cli_connected() {
 /// in Neovim's folder, Neovim serves it from then on, the CLI connects by itself, its edit is
 /// reviewed in Neovim, and hiding and showing its terminal keeps the session.
 #[test]
-fn the_cli_launched_by_piide_open_connects_and_its_edit_is_reviewed() {
+fn the_cli_launched_in_lazyvim_by_piide_open_connects_and_its_edit_is_reviewed() {
     let dirs = Folders::new();
     let model = OpenAiMock::start();
     let copilot_home = ("COPILOT_HOME".to_string(), dirs.copilot_home.display().to_string());

@@ -509,7 +509,7 @@ fn ghost_text_in_neovim_comes_from_pis_model() {
 /// neither): Pi connects to the Neovim that launched it, its write is reviewed there, and
 /// hiding and showing its terminal keeps the session.
 #[test]
-fn pi_launched_by_piide_open_connects_to_that_neovim_and_its_write_is_reviewed() {
+fn pi_launched_in_lazyvim_by_piide_open_connects_to_that_neovim_and_its_write_is_reviewed() {
     let dirs = Folders::new();
     let model = OpenAiMock::start();
     let nvim = Nvim::start_lazyvim(pi_ide_peer::tui::LazyOptions { cols: 80, rows: 30, ..Default::default() });
