@@ -189,10 +189,12 @@ impl Server {
     /// Keeps our lockfile in one more folder too (kept in step, removed on stop): a private
     /// folder that only an agent launched from this Neovim reads. Returns the lockfile's path.
     pub fn add_lock_dir(&self, dir: &Path) -> Result<PathBuf, String> {
+        // The lock info first: set_workspace_folders holds it while it takes lock_dirs.
+        let lock = self.lock.lock().clone();
         let mut dirs = self.lock_dirs.lock();
         if !dirs.iter().any(|d| d == dir) {
             let existed = dir.exists();
-            lockfile::write(dir, self.port, &self.lock.lock())?;
+            lockfile::write(dir, self.port, &lock)?;
             dirs.push(dir.to_path_buf());
             if !existed {
                 self.created_dirs.lock().push(dir.to_path_buf());
@@ -220,7 +222,6 @@ impl Server {
         if let Some(c) = self.copilot.get() {
             return Ok(c);
         }
-        let sender = self.copilot_later.lock().take().ok_or("the Copilot socket is being set up")?;
         let (listener, socket) = bind_copilot(opts)?;
         if let Ok(dir) = copilot_lock::dir() {
             let is_ours = |name: &str| self.own_names.iter().any(|o| name.starts_with(o.as_str()));
@@ -230,7 +231,12 @@ impl Server {
         }
         let lock = self.lock.lock().clone();
         let side = write_copilot_lock(opts, socket, &lock, &lock.workspace_folders)?;
-        if sender.send(listener).is_err() {
+        // Taken last: a failure above leaves it for the next try.
+        let handed = match self.copilot_later.lock().take() {
+            Some(sender) => sender.send(listener).is_ok(),
+            None => false,
+        };
+        if !handed {
             copilot_lock::remove(&side.lock_path, &lock.auth_token);
             let _ = std::fs::remove_file(&side.socket_path);
             return Err("the server thread has stopped".into());
@@ -276,23 +282,32 @@ impl Server {
         dirs.iter().map(|d| (d.clone(), lockfile::check_dir(d))).collect()
     }
 
-    /// Rewrites the lockfile when the folders changed. Returns whether it wrote.
+    /// Rewrites the lockfiles when the folders changed. Returns whether it wrote. Every file is
+    /// tried; the first error is returned (and the next call tries again).
     pub fn set_workspace_folders(&self, folders: Vec<String>) -> Result<bool, String> {
         let mut lock = self.lock.lock();
         if lock.workspace_folders == folders {
             return Ok(false);
         }
-        lock.workspace_folders = folders.clone();
+        let mut next = lock.clone();
+        next.workspace_folders = folders.clone();
+        let mut errors: Vec<String> = Vec::new();
         for dir in self.lock_dirs.lock().iter() {
-            lockfile::write(dir, self.port, &lock)?;
+            errors.extend(lockfile::write(dir, self.port, &next).err());
         }
         if let Some(c) = self.copilot() {
             let mut copilot = c.lock.lock();
             copilot.workspace_folders = folders;
             copilot.timestamp = copilot_lock::now_ms();
-            copilot_lock::rewrite(&c.lock_dir, &c.lock_path, &copilot)?;
+            errors.extend(copilot_lock::rewrite(&c.lock_dir, &c.lock_path, &copilot).err());
         }
-        Ok(true)
+        match errors.into_iter().next() {
+            Some(e) => Err(e),
+            None => {
+                *lock = next;
+                Ok(true)
+            }
+        }
     }
 
     /// Stops in protocol order. Every parked call is answered before any Close frame: each

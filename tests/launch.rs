@@ -382,18 +382,57 @@ fn a_review_waits_while_the_user_types_in_the_agents_terminal() {
     assert_eq!(nvim.lua("return vim.api.nvim_get_mode().mode"), "t");
     // Keys typed are seen (every key, whatever the mode).
     type_keys(nvim, "x");
-    assert_eq!(nvim.lua("return require('pi-ide.terminal').typed_within(60000)"), true);
+    assert_eq!(nvim.lua("return require('pi-ide.typing').within(60000)"), true);
     // While the keyboard is busy in the terminal the review waits, and the keys stay there.
-    nvim.lua("_G.real_typed_within = require('pi-ide.terminal').typed_within \
-              require('pi-ide.terminal').typed_within = function() return true end");
+    nvim.lua("_G.real_within = require('pi-ide.typing').within \
+              require('pi-ide.typing').within = function() return true end");
     peer.send_json(&open_diff_call("1", &path, "new\n", "t1")).unwrap();
     wait_until("the review held", PATIENCE, || {
         nvim.lua("local shown, waiting = require('pi-ide.diff').count() return { shown, waiting }") == json!([0, 1])
     });
+    // Held, not being built: no pane exists, through two quiet-timer periods.
+    let no_pane = "for _, b in ipairs(vim.api.nvim_list_bufs()) do if vim.b[b].pi_ide_review then return false end end return true";
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_millis(1500) {
+        assert_eq!(nvim.lua(no_pane), true, "the review was built while the user typed");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     type_keys(nvim, "yz<CR>");
     assert_eq!(nvim.lua("return vim.api.nvim_get_mode().mode"), "t");
     wait_until("the keys reached the agent", PATIENCE, || r.typed("pi").contains("xyz"));
     // Quiet: it opens.
-    nvim.lua("require('pi-ide.terminal').typed_within = _G.real_typed_within");
+    nvim.lua("require('pi-ide.typing').within = _G.real_within");
     wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])) == json!(1));
+}
+
+#[test]
+fn a_failed_try_to_serve_copilot_does_not_spoil_the_next() {
+    let copilot_home = temp_dir("copilot");
+    let r = rig_with("", vec![("COPILOT_HOME".into(), copilot_home.display().to_string())]);
+    let nvim = &r.nvim;
+    let err = nvim.lua_err("require('pi-ide.native').get().serve_copilot({ socket_dir = '/proc/no/such/folder' })");
+    assert!(err.is_some(), "a socket folder that cannot be made was accepted");
+    nvim.command("PiIde open copilot").unwrap();
+    r.report("copilot");
+    let locks = pi_ide_peer::copilot::locks_in(&copilot_home.join("ide"));
+    assert_eq!(locks.len(), 1);
+    let mut client = pi_ide_peer::copilot::CopilotClient::new(&locks[0], "s1");
+    assert_eq!(client.initialize().status, 200);
+    std::fs::remove_dir_all(&copilot_home).ok();
+}
+
+#[test]
+fn pi_sees_only_this_neovims_lockfile_even_after_a_crash_left_one() {
+    let r = rig();
+    let nvim = &r.nvim;
+    // A Neovim that crashed with our pid left its lockfile in the private folder.
+    let dir = PathBuf::from(nvim.lua("return require('pi-ide.terminal.connect').pi_lock_dir()").as_str().unwrap());
+    std::fs::create_dir_all(&dir).unwrap();
+    let stale = nvim.lockfile().raw.to_string();
+    std::fs::write(dir.join("1.lock"), stale).unwrap();
+    nvim.command("PiIde open").unwrap();
+    let got = r.report("pi");
+    let there = lock::read_all(Path::new(&got["PI_IDE_LOCK_DIR"]));
+    assert_eq!(there.len(), 1, "{there:?}");
+    assert_eq!(there[0].raw, nvim.lockfile().raw);
 }

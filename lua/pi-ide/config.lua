@@ -20,8 +20,8 @@ local M = {}
 ---@field agent? "pi"|"claude"|"copilot" What :PiIde open starts with no argument (default "pi").
 ---@field provider? "auto"|"split"|"float"|"snacks"|"external" Where it runs (default "auto": snacks when installed, else split).
 ---@field side? "left"|"right" The split's side (default "right").
----@field width? number The split's width: a fraction of the columns below 1, else columns (default 0.4).
----@field float? { width?: number, height?: number, border?: string } The float's size (fractions) and border.
+---@field width? number The split's width: a fraction of the columns below 1, else columns; at least 40 (default 0.4).
+---@field float? { width?: number, height?: number, border?: string } The float's size (fractions below 1, else cells) and border.
 ---@field external? string For "external": a command with %s, e.g. "tmux split-window -h %s".
 ---@field close_on_exit? boolean Close the window when the agent exits cleanly (default true).
 ---@field focus_after_send? boolean :PiIde send/add focus the agent's terminal (default true).

@@ -198,6 +198,7 @@ function M.start()
   require("pi-ide.selection").attach(native)
   require("pi-ide.tools.diagnostics").attach(native)
   require("pi-ide.suggest.events").attach()
+  require("pi-ide.typing").attach()
   user_event("PiIdeStarted", { port = info.port, lockfile = info.lockfile })
   return true
 end
@@ -218,6 +219,7 @@ function M.stop()
   end
   require("pi-ide.selection").detach()
   require("pi-ide.tools.diagnostics").detach()
+  require("pi-ide.typing").detach()
   local suggest = package.loaded["pi-ide.suggest"]
   if suggest then
     suggest.detach()

@@ -278,29 +278,41 @@ local function busy_mode()
   return not (c == "n" or c == "t") or m.mode:sub(1, 2) == "no"
 end
 
--- Typing into a terminal (the agent's prompt, when it runs in Neovim): the review would take
--- the next keys as Normal-mode commands. It opens once the keyboard has been quiet a moment.
+-- Typing into a terminal (the agent's prompt): the review would take the next keys as
+-- Normal-mode commands. It opens once the keyboard has been quiet a moment.
 local TERMINAL_QUIET_MS = 700
 
 local function typing_in_terminal()
-  local terminal = package.loaded["pi-ide.terminal"]
-  return terminal ~= nil and vim.api.nvim_get_mode().mode:sub(1, 1) == "t" and terminal.typed_within(TERMINAL_QUIET_MS)
+  return vim.api.nvim_get_mode().mode:sub(1, 1) == "t" and require("pi-ide.typing").within(TERMINAL_QUIET_MS)
 end
 
-local function show_when_quiet(r, args, again)
+local show_when_ready
+
+-- A review whose opening was put off: opened now if the user is ready, else put off again. An
+-- error rejects it, so that the agent is answered.
+local function show_later(r, args)
+  local ok, err = xpcall(show_when_ready, debug.traceback, r, args)
+  if not ok then
+    log.notify("cannot show the review of " .. display_name(r.path) .. ": " .. tostring(err), vim.log.levels.ERROR)
+    finish(r, "rejected")
+  end
+end
+
+-- One shot, armed again while the typing goes on: never two callbacks for one timer.
+local function show_when_quiet(r, args)
   local timer = assert(vim.uv.new_timer())
-  timer:start(TERMINAL_QUIET_MS, TERMINAL_QUIET_MS, vim.schedule_wrap(function()
-    if r.done or not typing_in_terminal() then
-      timer:stop()
-      timer:close()
-      again(r, args)
-    end
+  timer:start(TERMINAL_QUIET_MS, 0, vim.schedule_wrap(function()
+    timer:close()
+    show_later(r, args)
   end))
 end
 
-local function show_when_ready(r, args)
+function show_when_ready(r, args)
+  if r.done then
+    return
+  end
   if typing_in_terminal() then
-    show_when_quiet(r, args, show_when_ready)
+    show_when_quiet(r, args)
     return
   end
   if not busy_mode() then
@@ -327,7 +339,7 @@ local function show_when_ready(r, args)
         if not opening and not busy_mode() then
           opening = true
           pcall(vim.api.nvim_del_autocmd, id)
-          show(r, args)
+          show_later(r, args)
         end
       end)
     end),

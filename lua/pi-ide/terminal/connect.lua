@@ -18,14 +18,23 @@ local function native()
   return require("pi-ide.native").get()
 end
 
---- The private lock folder of this Neovim (Neovim's own run folder is private and removed when
---- it exits).
+--- The private lock folder of this Neovim, in Neovim's run folder (private to the user).
 function M.pi_lock_dir()
   return vim.fs.joinpath(vim.fn.stdpath("run"), "pi-ide-pi." .. vim.fn.getpid())
 end
 
+-- Lockfiles a Neovim that crashed with our pid left in that folder: Pi must see ours alone.
+local function sweep(dir, port)
+  for _, file in ipairs(vim.fn.glob(vim.fs.joinpath(dir, "*.lock"), true, true)) do
+    if vim.fs.basename(file) ~= port .. ".lock" then
+      os.remove(file)
+    end
+  end
+end
+
 local function pi()
   local dir = M.pi_lock_dir()
+  sweep(dir, require("pi-ide.server").status().port)
   local ok, err = pcall(native().add_lock_dir, dir)
   if not ok then
     return nil, "cannot write the lockfile Pi will read: " .. tostring(err)
@@ -37,7 +46,8 @@ local function claude(agent_env)
   local ok, err = pcall(native().serve_claude)
   -- An env of the user's that moves Claude's config folder moves where it reads the lockfile.
   if ok and agent_env.CLAUDE_CONFIG_DIR then
-    ok, err = pcall(native().add_lock_dir, vim.fs.joinpath(agent_env.CLAUDE_CONFIG_DIR, "ide"))
+    local dir = vim.fn.fnamemodify(vim.fs.joinpath(agent_env.CLAUDE_CONFIG_DIR, "ide"), ":p")
+    ok, err = pcall(native().add_lock_dir, dir)
   end
   if not ok then
     return nil, "cannot serve Claude Code: " .. tostring(err)

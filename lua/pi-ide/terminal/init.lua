@@ -174,17 +174,6 @@ function M.summary()
   return out
 end
 
--- When a key was typed last (a review waits for a quiet moment before it takes the screen
--- from someone typing in a terminal: diff/init.lua).
-local last_key = 0
-vim.on_key(function()
-  last_key = vim.uv.now()
-end, vim.api.nvim_create_namespace("pi-ide.terminal.keys"))
-
-function M.typed_within(ms)
-  return vim.uv.now() - last_key < ms
-end
-
 vim.api.nvim_create_autocmd("User", {
   group = vim.api.nvim_create_augroup("PiIdeTerminal", { clear = true }),
   pattern = "PiIdeStarted",

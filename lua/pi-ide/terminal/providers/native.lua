@@ -56,14 +56,20 @@ end
 --- nil and why.
 function M.open(spec, kind)
   local buf = vim.api.nvim_create_buf(false, true)
-  local win = open_window(buf, kind)
-  local ok, job = pcall(vim.api.nvim_win_call, win, function()
-    return start_job(spec.cmd, { cwd = spec.cwd, env = spec.env })
-  end)
-  if not ok or job <= 0 then
-    pcall(vim.api.nvim_win_close, win, true)
+  -- A window may not open (no room: E36; the command-line window: E11).
+  local opened, win = pcall(open_window, buf, kind)
+  local started, job = false, win
+  if opened then
+    started, job = pcall(vim.api.nvim_win_call, win, function()
+      return start_job(spec.cmd, { cwd = spec.cwd, env = spec.env })
+    end)
+  end
+  if not started or job <= 0 then
+    if opened then
+      pcall(vim.api.nvim_win_close, win, true)
+    end
     pcall(vim.api.nvim_buf_delete, buf, { force = true })
-    return nil, ok and ("cannot run %s"):format(spec.cmd[1]) or tostring(job)
+    return nil, started and ("cannot run %s"):format(spec.cmd[1]) or tostring(job)
   end
   vim.bo[buf].bufhidden = "hide"
   return { buf = buf, kind = kind }
@@ -83,8 +89,11 @@ function M.show(h)
   local win = M.window(h)
   if win then
     vim.api.nvim_set_current_win(win)
-  else
-    open_window(h.buf, h.kind)
+    return
+  end
+  local ok, err = pcall(open_window, h.buf, h.kind)
+  if not ok then
+    require("pi-ide.log").notify("cannot open the agent's window: " .. tostring(err), vim.log.levels.ERROR)
   end
 end
 

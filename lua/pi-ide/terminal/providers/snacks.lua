@@ -37,6 +37,11 @@ end
 
 function M.show(h)
   if not M.window(h) then
+    -- Open in another tab page: snacks would leave it there (show() of a valid window only
+    -- updates it); it comes here instead.
+    if h.term:win_valid() then
+      h.term:hide()
+    end
     h.term:show()
   end
   local win = M.window(h)
