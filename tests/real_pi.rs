@@ -449,20 +449,7 @@ fn where_the_user_is_in_neovim_shows_in_pi_and_reaches_the_model() {
 
 /// The ghost text on Neovim's screen: its inline part and virtual lines, joined with newlines.
 fn ghost(nvim: &Nvim) -> Option<String> {
-    let v = nvim.lua(
-        r#"
-        local ns = require('pi-ide.suggest.ghost').ns
-        for _, m in ipairs(vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true })) do
-          local d = m[4]
-          if d.virt_text_pos == 'inline' then
-            local parts = { d.virt_text[1][1] }
-            for _, l in ipairs(d.virt_lines or {}) do table.insert(parts, l[1][1]) end
-            return table.concat(parts, '\n')
-          end
-        end
-        "#,
-    );
-    v.as_str().map(str::to_owned)
+    nvim.t("ghost", json!([])).as_str().map(str::to_owned)
 }
 
 #[test]

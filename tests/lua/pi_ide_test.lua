@@ -203,4 +203,22 @@ function M.tabline()
   return (table.concat(cells):gsub("%s+$", ""))
 end
 
+-- Suggestions ----------------------------------------------------------------------------------
+
+--- The ghost text on screen: its inline part, then its virtual lines, joined with newlines;
+--- nil when none is shown.
+function M.ghost()
+  local ns = require("pi-ide.suggest.ghost").ns
+  for _, m in ipairs(vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true })) do
+    local d = m[4]
+    if d.virt_text_pos == "inline" then
+      local parts = { d.virt_text[1][1] }
+      for _, l in ipairs(d.virt_lines or {}) do
+        table.insert(parts, l[1][1])
+      end
+      return table.concat(parts, "\n")
+    end
+  end
+end
+
 return M
