@@ -7,11 +7,15 @@
 //! message after the last assistant or tool message: agents append notices of their own as user
 //! messages after the typed one) or the result of a tool call (the last message is a `tool`),
 //! or at the system prompt (a side request such as the pi-ide extension's getSuggestions).
+//!
+//! A reply can also be a text streamed slowly ([`Reply::slow_text`]: parts a delay apart), so
+//! that a test can act while the model is still answering (abort it, steer it); a stream the
+//! client closed before its end is counted ([`OpenAiMock::streams_cut`]).
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,6 +30,11 @@ pub enum Reply {
         name: String,
         arguments: Value,
     },
+    /// A text streamed in `parts`, each sent `delay` after the one before (the first too).
+    Slow {
+        parts: Vec<String>,
+        delay: Duration,
+    },
 }
 
 impl Reply {
@@ -37,6 +46,45 @@ impl Reply {
         Reply::ToolCall {
             name: name.to_owned(),
             arguments,
+        }
+    }
+
+    /// `text` streamed slowly: cut into `parts` pieces of about the same length (at character
+    /// boundaries), each sent `delay` after the one before. The whole takes `parts * delay`.
+    pub fn slow_text(text: &str, parts: usize, delay: Duration) -> Reply {
+        let chars: Vec<char> = text.chars().collect();
+        let n = parts.clamp(1, chars.len().max(1));
+        let parts = (0..n)
+            .map(|i| {
+                chars[i * chars.len() / n..(i + 1) * chars.len() / n]
+                    .iter()
+                    .collect()
+            })
+            .collect();
+        Reply::Slow { parts, delay }
+    }
+
+    /// `count` words "w1 w2 ... w<count>", one a part, each `delay` after the one before: a
+    /// long answer a test can cut short and still tell how far it got.
+    pub fn slow_words(count: usize, delay: Duration) -> Reply {
+        let parts = (1..=count)
+            .map(|i| {
+                if i == 1 {
+                    format!("w{i}")
+                } else {
+                    format!(" w{i}")
+                }
+            })
+            .collect();
+        Reply::Slow { parts, delay }
+    }
+
+    /// The whole text of a text reply ("" for a tool call).
+    pub fn full_text(&self) -> String {
+        match self {
+            Reply::Text(t) => t.clone(),
+            Reply::Slow { parts, .. } => parts.concat(),
+            Reply::ToolCall { .. } => String::new(),
         }
     }
 }
@@ -77,6 +125,8 @@ struct State {
     requests: Mutex<Vec<Recorded>>,
     /// Signalled whenever a request is recorded.
     arrived: Condvar,
+    /// Streamed replies the client stopped reading before their end (an abort).
+    cut: AtomicUsize,
 }
 
 pub struct OpenAiMock {
@@ -195,6 +245,12 @@ impl OpenAiMock {
         seen
     }
 
+    /// How many streamed replies the client closed before their end (Pi aborting a turn
+    /// closes its request to the model).
+    pub fn streams_cut(&self) -> usize {
+        self.state.cut.load(Ordering::SeqCst)
+    }
+
     /// The names of the tools the agent offered its model in its latest request.
     pub fn offered_tools(&self) -> Vec<String> {
         let Some(last) = self.completions().pop() else {
@@ -292,7 +348,11 @@ fn answer(
     if method == "POST" && path.ends_with("/chat/completions") {
         let reply = decide(&state.rules.lock().unwrap(), &json);
         if json["stream"] == json!(true) {
-            return stream_reply(out, &reply);
+            let sent = stream_reply(out, &reply);
+            if sent.is_err() {
+                state.cut.fetch_add(1, Ordering::SeqCst);
+            }
+            return sent;
         }
         return send_json(out, 200, &whole_reply(&reply));
     }
@@ -409,6 +469,17 @@ pub fn user_input(body: &Value) -> String {
     }
 }
 
+/// The text of every user message in the conversation, in order (the agent's own notices too):
+/// e.g. to find a steering message that reached the model after the turn it interrupted.
+pub fn user_texts(body: &Value) -> Vec<String> {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    messages
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| text_of(&m["content"]))
+        .collect()
+}
+
 /// Every tool result in the conversation: (tool name, content).
 pub fn all_tool_results(body: &Value) -> Vec<(String, String)> {
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
@@ -447,8 +518,9 @@ fn text_of(content: &Value) -> String {
 
 static CALLS: AtomicU64 = AtomicU64::new(1);
 
-/// The chunks of a streamed reply, each a `chat.completion.chunk` object.
-fn chunks(reply: &Reply) -> Vec<Value> {
+/// The chunks of a streamed reply, each a `chat.completion.chunk` object, with how long to wait
+/// before sending it.
+fn chunks(reply: &Reply) -> Vec<(Duration, Value)> {
     let id = format!("chatcmpl-mock-{}", CALLS.fetch_add(1, Ordering::Relaxed));
     let chunk = |delta: Value, finish: Value, usage: Option<Value>| {
         let mut c = json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": "mock",
@@ -459,7 +531,22 @@ fn chunks(reply: &Reply) -> Vec<Value> {
         }
         c
     };
-    let mut out = match reply {
+    let now = |c: Value| (Duration::ZERO, c);
+    let mut out: Vec<(Duration, Value)> = match reply {
+        Reply::Slow { parts, delay } => {
+            let mut v = vec![now(chunk(
+                json!({"role": "assistant", "content": ""}),
+                Value::Null,
+                None,
+            ))];
+            v.extend(
+                parts
+                    .iter()
+                    .map(|p| (*delay, chunk(json!({"content": p}), Value::Null, None))),
+            );
+            v.push(now(chunk(json!({}), json!("stop"), None)));
+            v
+        }
         Reply::Text(text) => vec![
             chunk(
                 json!({"role": "assistant", "content": ""}),
@@ -468,7 +555,10 @@ fn chunks(reply: &Reply) -> Vec<Value> {
             ),
             chunk(json!({"content": text}), Value::Null, None),
             chunk(json!({}), json!("stop"), None),
-        ],
+        ]
+        .into_iter()
+        .map(now)
+        .collect(),
         Reply::ToolCall { name, arguments } => {
             let call_id = format!("call_{}", CALLS.fetch_add(1, Ordering::Relaxed));
             vec![
@@ -485,10 +575,13 @@ fn chunks(reply: &Reply) -> Vec<Value> {
                 ),
                 chunk(json!({}), json!("tool_calls"), None),
             ]
+            .into_iter()
+            .map(now)
+            .collect()
         }
     };
     let usage = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});
-    out.push(chunk(json!({}), Value::Null, Some(usage)));
+    out.push(now(chunk(json!({}), Value::Null, Some(usage))));
     out
 }
 
@@ -497,7 +590,11 @@ fn stream_reply(out: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
           Transfer-Encoding: chunked\r\n\r\n",
     )?;
-    for c in chunks(reply) {
+    out.flush()?;
+    for (wait, c) in chunks(reply) {
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
         write_chunk(out, format!("data: {c}\n\n").as_bytes())?;
     }
     write_chunk(out, b"data: [DONE]\n\n")?;
@@ -514,12 +611,14 @@ fn write_chunk(out: &mut TcpStream, data: &[u8]) -> std::io::Result<()> {
 /// The same reply unstreamed (`stream: false`).
 fn whole_reply(reply: &Reply) -> Value {
     let message = match reply {
-        Reply::Text(t) => json!({"role": "assistant", "content": t}),
+        Reply::Text(_) | Reply::Slow { .. } => {
+            json!({"role": "assistant", "content": reply.full_text()})
+        }
         Reply::ToolCall { name, arguments } => json!({"role": "assistant", "content": null,
             "tool_calls": [{"id": "call_0", "type": "function",
                 "function": {"name": name, "arguments": arguments.to_string()}}]}),
     };
-    let finish = if matches!(reply, Reply::Text(_)) {
+    let finish = if !matches!(reply, Reply::ToolCall { .. }) {
         "stop"
     } else {
         "tool_calls"
