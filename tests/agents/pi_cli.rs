@@ -85,6 +85,26 @@ pub fn pi_command() -> Vec<String> {
         .collect()
 }
 
+/// The argv that runs Pi headless, in RPC mode (`--mode rpc`: JSON lines on stdin and stdout),
+/// with the pi-ide extension and then each of `extensions` (`-e` each), e.g. [`ui_extension`].
+pub fn pi_rpc_command(extensions: &[PathBuf]) -> Vec<String> {
+    let mut argv = pi_command();
+    for e in extensions {
+        argv.push("-e".to_owned());
+        argv.push(e.to_string_lossy().into_owned());
+    }
+    argv.extend(["--mode".to_owned(), "rpc".to_owned()]);
+    argv
+}
+
+/// tests/agents/ui_extension.ts: a Pi extension whose commands (`/ui-test`, `/ui-timeout`,
+/// `/ui-fire`, `/ui-notify <text>`) and tool (`ui_ask`) send every kind of
+/// `extension_ui_request`, and which tells what the client answered in a `notify`
+/// (`ui-test: confirm=true select="beta" input="..." editor="..."`).
+pub fn ui_extension() -> PathBuf {
+    pi_ide_peer::nvim::plugin_root().join("tests/agents/ui_extension.ts")
+}
+
 /// Writes Pi's configuration into `config_dir` (its agent folder: the mock at `model_url` as
 /// its one provider and default model, project files never trusted, a quiet start) and returns
 /// the environment Pi needs, all of it but `PI_IDE_LOCK_DIR`: its agent folder, offline, no
