@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod bridge;
+pub mod chat;
 pub mod clients;
 pub mod diagnostics;
 pub mod diff;
