@@ -16,8 +16,10 @@
 //! - Back-pressure instead of memory: when Lua does not drain, the stdout reader stops reading
 //!   (queue.rs) and Pi, which honours back-pressure on stdout, waits.
 //! - Stopping closes stdin (Pi's orderly exit), then signals Pi's process group (it runs in a
-//!   group of its own) so that the tools it started end with it; on Linux Pi also gets SIGTERM
-//!   if Neovim dies without stopping it (process.rs).
+//!   group of its own) so that what it started in that group ends with it. Pi's bash tool
+//!   runs commands detached (a session of their own) and kills them itself on SIGTERM or
+//!   SIGHUP: so SIGTERM comes before SIGKILL, and is what Pi gets when Neovim dies without
+//!   stopping it (Linux, process.rs).
 
 mod io;
 mod lines;
