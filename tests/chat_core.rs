@@ -1,15 +1,29 @@
 //! The chat functions of the core (src/chat/, src/lua_chat.rs) as Lua calls them in a real
 //! Neovim, with `sh -c` scripts playing Pi: ops drained on the uv async wake, commands sent,
-//! stop, and a write to a dead Pi that must not take Neovim with it.
+//! stop, and a write to a dead Pi that must not take Neovim with it. And once with the real Pi
+//! in RPC mode, offline against the mock model of tests/agents/openai_mock.rs.
 
 mod common;
+#[path = "agents/http_body.rs"]
+mod http_body;
+#[path = "agents/openai_mock.rs"]
+mod openai_mock;
+#[path = "agents/pi_cli.rs"]
+mod pi_cli;
+
 use common::*;
+use openai_mock::{OpenAiMock, Reply};
 
 /// Starts a chat running `script`; every wake drains into `_G.chat_ops`, and `find(kind)` is
 /// the first op of a kind.
 fn start_chat(nvim: &Nvim, script: &str) {
+    start_chat_with(nvim, json!({ "cmd": ["sh", "-c", script], "env": { "PI_CHAT_TEST": "yes" } }));
+}
+
+/// [`start_chat`] with chat_start's options as they are.
+fn start_chat_with(nvim: &Nvim, opts: Value) {
     nvim.lua_with(
-        "local script = ...
+        "local opts = vim.json.decode(...)
          local n = assert(require('pi-ide.native').load())
          _G.chat_ops = {}
          function _G.find(kind)
@@ -18,8 +32,8 @@ fn start_chat(nvim: &Nvim, script: &str) {
          _G.chat_async = vim.uv.new_async(function()
            for _, op in ipairs(n.chat_drain(_G.chat_id)) do table.insert(_G.chat_ops, op) end
          end)
-         _G.chat_id = n.chat_start({ cmd = { 'sh', '-c', script }, env = { PI_CHAT_TEST = 'yes' } }, _G.chat_async)",
-        vec![script.into()],
+         _G.chat_id = n.chat_start(opts, _G.chat_async)",
+        vec![opts.to_string().into()],
     );
 }
 
@@ -113,4 +127,41 @@ fn a_pi_that_cannot_start_is_one_sentence() {
     // A chat that does not exist drains to an empty list and sends nowhere.
     assert_eq!(chat(&nvim, "#n.chat_drain(12345)"), json!(0));
     assert_eq!(chat(&nvim, "n.chat_send(12345, '{}')"), json!(false));
+}
+
+#[test]
+fn the_real_pi_streams_a_turn_with_a_tool() {
+    let mock = OpenAiMock::start();
+    mock.on_user("list them", Reply::tool("bash", json!({"command": "printf 'one\\ntwo\\n'"})));
+    mock.after_tool("bash", Reply::text("Both are there."));
+    let root = pi_ide_peer::nvim::temp_dir("chat-real-pi");
+    let work = root.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let env: serde_json::Map<String, Value> =
+        pi_cli::pi_env(&root.join("pi"), &mock.base_url()).into_iter().map(|(k, v)| (k, v.into())).collect();
+    let cmd = [pi_cli::node_binary(), pi_cli::pi_cli_js()]
+        .map(|p| p.to_string_lossy().into_owned());
+    let nvim = Nvim::start();
+    start_chat_with(&nvim, json!({
+        "cmd": [cmd[0], cmd[1], "--mode", "rpc", "--no-session"],
+        "cwd": work, "env": env,
+    }));
+    let sent = chat(&nvim, "n.chat_send(_G.chat_id, { id = 'p1', type = 'prompt', message = 'list them' })");
+    assert_eq!(sent, json!(true));
+    let settled = "(function() for _, o in ipairs(_G.chat_ops) do \
+                   if o.kind == 'event' and o.type == 'agent_settled' then return true end end end)()";
+    wait_until("agent_settled", pi_cli::PI_PATIENCE, || nvim.lua(&format!("return {settled} or find('exit')")) != Value::Null);
+    let seen = nvim.lua(
+        "local text, r, s, e = '', find('response'), find('tool_start'), find('tool_end')
+         for _, o in ipairs(_G.chat_ops) do if o.kind == 'text' then text = text .. o.text end end
+         return { r.id, r.command, r.success, s.name, s.args.command, e.is_error, e.lines, text }",
+    );
+    assert_eq!(
+        seen,
+        json!(["p1", "prompt", true, "bash", "printf 'one\\ntwo\\n'", false, ["one", "two"], "Both are there."])
+    );
+    let stats = chat(&nvim, "n.chat_stats(_G.chat_id)");
+    assert_eq!(stats["malformed"], json!(0), "{stats}");
+    assert_eq!(stop_chat(&nvim, 10_000), json!(true), "Pi exits when its stdin closes");
+    let _ = std::fs::remove_dir_all(&root);
 }
