@@ -16,7 +16,8 @@
 //! - Back-pressure instead of memory: when Lua does not drain, the stdout reader stops reading
 //!   (queue.rs) and Pi, which honours back-pressure on stdout, waits.
 //! - Stopping closes stdin (Pi's orderly exit), then signals Pi's process group (it runs in a
-//!   group of its own) so that what it started in that group ends with it. Pi's bash tool
+//!   group of its own); and whenever Pi exits, what it left in that group gets SIGTERM. Pi's
+//!   bash tool
 //!   runs commands detached (a session of their own) and kills them itself on SIGTERM or
 //!   SIGHUP: so SIGTERM comes before SIGKILL, and is what Pi gets when Neovim dies without
 //!   stopping it (Linux, process.rs).
@@ -236,15 +237,14 @@ impl Chat {
         s.queue.close();
         s.stopping.store(true, Relaxed);
         self.input.lock().take();
+        // Once Pi has exited, the waiter tells the rest of its group to end (process.rs).
         let exited = s.reaped.wait(grace);
-        if exited {
-            // What Pi left running in its group (a tool's background job) is told to end too.
+        if !exited {
             s.reaped.signal_group(self.pid, libc::SIGTERM);
-        } else {
-            s.reaped.signal_group(self.pid, libc::SIGTERM);
-            s.reaped.wait(TERM_GRACE);
-            s.reaped.signal_group(self.pid, libc::SIGKILL);
-            s.reaped.wait(KILL_WAIT);
+            if !s.reaped.wait(TERM_GRACE) {
+                s.reaped.signal_group(self.pid, libc::SIGKILL);
+                s.reaped.wait(KILL_WAIT);
+            }
         }
         if let Some(pump) = self.pump.lock().take() {
             // After this, `wake` is never called again.

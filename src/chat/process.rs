@@ -1,7 +1,7 @@
 //! Pi's process: starting it in a process group of its own, reaping it, and signalling that
 //! group. Reaping waits without reaping first (`waitid` with `WNOWAIT`) and reaps under the
-//! lock that signalling takes, so a signal never reaches a pid the kernel has handed to
-//! someone else.
+//! lock that signalling takes, and nothing is signalled once Pi is reaped: so a signal never
+//! reaches a group whose number the kernel has handed to someone else.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -92,16 +92,24 @@ impl Reaped {
     /// The waiter thread's work: blocks until `child` exits and reaps it.
     pub fn wait_for(&self, mut child: Child) {
         let pid = child.id() as libc::id_t;
-        loop {
+        let zombie = loop {
             // SAFETY: a zeroed siginfo_t is a valid out-parameter.
             let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
             let r = unsafe { libc::waitid(libc::P_PID, pid, &mut info, libc::WEXITED | libc::WNOWAIT) };
-            if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                break;
+            if r == 0 {
+                break true;
             }
-        }
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break false;
+            }
+        };
         let mut status = self.status.lock();
-        // Still a zombie (WNOWAIT): this reaps it at once.
+        if zombie {
+            // Pi has exited but, unreaped, still holds its pid and so its group's number: what
+            // it left running in its group is told to end, and no one else can be hit.
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGTERM) };
+        }
         *status = Some(child.wait().map(Exit::from).unwrap_or_default());
         self.changed.notify_all();
     }
@@ -122,11 +130,14 @@ impl Reaped {
         status.is_some()
     }
 
-    /// Sends `signal` to Pi's process group (`pgid`: Pi's pid). Once Pi is reaped the group
-    /// may live on in the tools it left behind; its number cannot be reused while it does.
+    /// Sends `signal` to Pi's process group (`pgid`: Pi's pid) while Pi is not reaped; after
+    /// that the number may be anyone's (pids wrap around quickly), and the waiter has already
+    /// told the rest of the group to end.
     pub fn signal_group(&self, pgid: u32, signal: i32) {
-        let _held = self.status.lock();
-        // SAFETY: kill has no memory-safety preconditions.
-        unsafe { libc::kill(-(pgid as libc::pid_t), signal) };
+        let status = self.status.lock();
+        if status.is_none() {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(-(pgid as libc::pid_t), signal) };
+        }
     }
 }

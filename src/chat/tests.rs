@@ -219,19 +219,37 @@ fn stop_closes_stdin_then_terms_then_kills() {
 
 #[test]
 fn stop_ends_what_pi_started() {
-    let (chat, _) = start(sh(
-        r#"sleep 1000 & printf '{"type":"child","pid":%s}\n' $!; trap '' TERM; while :; do sleep 0.05; done"#,
-    ));
-    let ops = until(&chat, event_named("child"));
-    let Op::Event { event, .. } = &ops[0] else { unreachable!() };
+    // Pi deaf to EOF and SIGTERM (SIGKILL ends it), and Pi that exits when its stdin closes.
+    for tail in ["trap '' TERM; while :; do sleep 0.05; done", "while read -r l; do :; done"] {
+        let (chat, _) = start(sh(&format!(
+            r#"sleep 1000 & printf '{{"type":"child","pid":%s}}\n' $!; {tail}"#
+        )));
+        let ops = until(&chat, event_named("child"));
+        let Op::Event { event, .. } = &ops[0] else { unreachable!() };
+        let grandchild = event["pid"].as_i64().unwrap();
+        assert!(!gone(grandchild));
+        chat.stop(Duration::from_secs(2));
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !gone(grandchild) {
+            assert!(Instant::now() < deadline, "sleep {grandchild} outlived stop ({tail})");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// A Pi that died of itself leaves nothing behind in its group either.
+#[test]
+fn what_pi_left_running_ends_when_it_exits() {
+    let (chat, _) = start(sh(r#"sleep 1000 >/dev/null 2>&1 & printf '{"type":"child","pid":%s}\n' $!; exit 7"#));
+    let ops = until_exit(&chat);
+    let Op::Event { event, .. } = &ops[0] else { panic!("{ops:?}") };
     let grandchild = event["pid"].as_i64().unwrap();
-    assert!(!gone(grandchild));
-    chat.stop(Duration::from_millis(50));
     let deadline = Instant::now() + Duration::from_secs(2);
     while !gone(grandchild) {
-        assert!(Instant::now() < deadline, "sleep {grandchild} outlived stop");
+        assert!(Instant::now() < deadline, "sleep {grandchild} outlived Pi");
         std::thread::sleep(Duration::from_millis(10));
     }
+    assert!(exit(Some(7), None)(ops.last().unwrap()));
 }
 
 /// Writes to a Pi that closed its stdin, then to one that was killed. Run in a process of its
