@@ -165,3 +165,21 @@ fn the_real_pi_streams_a_turn_with_a_tool() {
     assert_eq!(stop_chat(&nvim, 10_000), json!(true), "Pi exits when its stdin closes");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn pi_ends_when_neovim_is_killed() {
+    let nvim = Nvim::start();
+    start_chat(&nvim, "while :; do sleep 0.05; done");
+    let pid = chat(&nvim, "n.chat_pid(_G.chat_id)").as_i64().unwrap() as i32;
+    // SAFETY: kill(2) of processes this test started (0: does it exist).
+    let alive = |pid: i32| unsafe { libc::kill(pid, 0) } == 0 && !zombie(pid);
+    assert!(alive(pid));
+    unsafe { libc::kill(nvim.pid() as i32, libc::SIGKILL) };
+    wait_until("Pi to get its SIGTERM", PATIENCE, || !alive(pid));
+}
+
+/// Reaped by nobody yet (this container's init may not reap orphans).
+fn zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+}
