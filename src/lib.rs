@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod bridge;
+pub mod chat;
 pub mod clients;
 pub mod diagnostics;
 pub mod diff;
@@ -36,11 +37,13 @@ pub mod waker;
 #[cfg(all(feature = "module", not(test)))]
 mod lua_api;
 #[cfg(all(feature = "module", not(test)))]
+mod lua_chat;
+#[cfg(all(feature = "module", not(test)))]
 mod lua_json;
 
 /// Bumped whenever the functions Lua calls change shape; `lua/pi-ide/native.lua` holds the same
 /// number and refuses a library that differs.
-pub const ABI: u32 = 3;
+pub const ABI: u32 = 4;
 
 /// For unit tests: an empty folder of this name, private to this test process.
 #[cfg(test)]

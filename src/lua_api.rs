@@ -526,6 +526,12 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         utf8_error => utf8_error,
         log_configure => log_configure,
         log => log_write,
+        chat_start => crate::lua_chat::chat_start,
+        chat_send => crate::lua_chat::chat_send,
+        chat_drain => crate::lua_chat::chat_drain,
+        chat_stop => crate::lua_chat::chat_stop,
+        chat_pid => crate::lua_chat::chat_pid,
+        chat_stats => crate::lua_chat::chat_stats,
     );
     Ok(t)
 }
