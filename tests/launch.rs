@@ -65,6 +65,12 @@ fn rig() -> Rig {
     rig_with("", vec![])
 }
 
+impl Drop for Rig {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 impl Rig {
     /// What the fake agent `name` reported, once it has.
     fn report(&self, name: &str) -> std::collections::HashMap<String, String> {

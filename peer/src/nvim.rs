@@ -56,15 +56,22 @@ pub(crate) fn isolate(cmd: &mut Command, home: &Path, lock_dir: &Path) {
         .env_remove("NVIM");
 }
 
-/// A fresh folder under the system temp dir, removed when the `Nvim` using it is dropped.
+/// A fresh, empty folder under the system temp dir (a Nvim removes its `home`; others are the
+/// caller's). Never one that exists: a test process that had our pid before (pids wrap at
+/// 32768 on a busy machine) may have left a folder of the same name, with its files in it.
 pub fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "pi-ide-test-{}-{}-{tag}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    loop {
+        let d = std::env::temp_dir().join(format!(
+            "pi-ide-test-{}-{}-{tag}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        match std::fs::create_dir(&d) {
+            Ok(()) => return d,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => panic!("cannot create {}: {e}", d.display()),
+        }
+    }
 }
 
 #[derive(Default)]
