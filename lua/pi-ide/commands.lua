@@ -171,6 +171,28 @@ M.subcommands = {
   close = function(opts)
     require("pi-ide.terminal").close(opts.fargs[2])
   end,
+  -- The chat window driving Pi in RPC mode (lua/pi-ide/chat/).
+  chat = function(opts)
+    require("pi-ide.chat.command").run(opts.fargs[2], vim.list_slice(opts.fargs, 3))
+  end,
+  ask = function(opts)
+    require("pi-ide.chat.command").ask(opts)
+  end,
+  abort = function()
+    require("pi-ide.chat").abort()
+  end,
+  new = function()
+    require("pi-ide.chat").new()
+  end,
+  resume = function()
+    require("pi-ide.chat.sessions").pick()
+  end,
+  compact = function(opts)
+    require("pi-ide.chat").compact(table.concat(vim.list_slice(opts.fargs, 2), " "))
+  end,
+  export = function(opts)
+    require("pi-ide.chat").export(opts.fargs[2])
+  end,
   status = function()
     local chunks = {}
     for _, l in ipairs(M.status_lines()) do
@@ -207,6 +229,12 @@ function M.complete(arglead, cmdline)
       return w:sub(1, #arglead) == arglead
     end, require("pi-ide.terminal.agents").names)
   elseif sub == "open" then
+    return vim.fn.getcompletion(arglead, "file")
+  elseif sub == "chat" and not second then
+    return vim.tbl_filter(function(w)
+      return w:sub(1, #arglead) == arglead
+    end, require("pi-ide.chat.command").names)
+  elseif sub == "export" and not second then
     return vim.fn.getcompletion(arglead, "file")
   elseif (sub == "toggle" or sub == "build") and not second then
     return vim.tbl_filter(function(w)

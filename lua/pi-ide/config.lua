@@ -15,6 +15,7 @@ local M = {}
 ---@field diff? PiIde.DiffConfig Reviews of the agent's writes.
 ---@field suggestion? PiIde.SuggestionConfig Ghost-text completions.
 ---@field terminal? PiIde.TerminalConfig Agents launched from Neovim (:PiIde open).
+---@field chat? PiIde.ChatConfig The chat window driving Pi in RPC mode (:PiIde chat).
 
 ---@class PiIde.TerminalConfig
 ---@field agent? "pi"|"claude"|"copilot" What :PiIde open starts with no argument (default "pi").
@@ -26,6 +27,16 @@ local M = {}
 ---@field close_on_exit? boolean Close the window when the agent exits cleanly (default true).
 ---@field focus_after_send? boolean :PiIde send/add focus the agent's terminal (default true).
 ---@field agents? table<string, { cmd?: string[], env?: table<string, string> }> How each agent is run.
+
+---@class PiIde.ChatConfig
+---@field provider? "split"|"float" Where the chat opens (default "split").
+---@field side? "left"|"right" The split's side (default "right").
+---@field width? number The split's width: a fraction of the columns below 1, else columns (default 0.4).
+---@field float? { width?: number, height?: number, border?: string } The float's size and border.
+---@field prompt_height? integer Lines of the prompt area (default 3).
+---@field while_working? "steer"|"follow_up" What a prompt sent while Pi works does (default "steer").
+---@field tool_lines? integer Lines of a tool's output shown (default 12).
+---@field args? string[] Added to Pi's command line after "--mode rpc".
 
 ---@class PiIde.DiffConfig
 ---@field review? boolean false: accept every proposal at once, unseen (default true).
@@ -274,6 +285,39 @@ local spec = {
       claude = { cmd = { "claude" }, env = {} },
       copilot = { cmd = { "copilot" }, env = {} },
     }, { "table" }, agents_table),
+  },
+  -- The chat window (:PiIde chat): Pi in RPC mode, run as terminal.agents.pi says.
+  chat = {
+    -- "split": at the side of the screen; "float": in the middle.
+    provider = opt("split", { "string" }, one_of("split", "float")),
+    side = opt("right", { "string" }, one_of("left", "right")),
+    width = opt(0.4, { "number" }, fraction_or_columns),
+    float = {
+      width = opt(0.8, { "number" }, fraction_or_columns),
+      height = opt(0.8, { "number" }, fraction_or_columns),
+      border = opt("rounded", { "string" }),
+    },
+    -- Lines of the prompt area under the conversation.
+    prompt_height = opt(3, { "number" }, function(v)
+      if v < 1 or v ~= math.floor(v) then
+        return "must be a whole number of lines, at least 1"
+      end
+    end),
+    -- A prompt sent while Pi works: "steer" (delivered after the current tool calls) or
+    -- "follow_up" (delivered when Pi is done).
+    while_working = opt("steer", { "string" }, one_of("steer", "follow_up")),
+    -- Lines of a tool's output shown in its block (the rest is counted).
+    tool_lines = opt(12, { "number" }, function(v)
+      if v < 0 or v ~= math.floor(v) then
+        return "must be a whole number of lines"
+      end
+    end),
+    -- Arguments added to Pi's command line after "--mode rpc" (e.g. { "--model", "x" }).
+    args = opt({}, { "table" }, function(v)
+      if #v > 0 and not strings_only(v) then
+        return "must be a list of strings"
+      end
+    end),
   },
 }
 

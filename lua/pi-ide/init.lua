@@ -37,10 +37,16 @@ end
 --- in the core (which agent) and Lua-side counts: cheap enough for every redraw.
 function M.status()
   local server = package.loaded["pi-ide.server"]
+  local chat = package.loaded["pi-ide.chat"]
+  -- The chat's Pi: "π working" / "π waiting for you" (nothing when idle).
+  local chat_state = chat and chat.status() or ""
   if not server or not server.running() then
-    return ""
+    return chat_state
   end
   local parts = { "π " .. (require("pi-ide.agents").summary() or "no agent") }
+  if chat_state ~= "" then
+    parts[1] = chat_state
+  end
   local diff = package.loaded["pi-ide.diff"]
   -- Only reviews on screen count as "to review": `:PiIde reject` must find what the status
   -- promises. One that is not shown yet (held while you type) is "waiting".
