@@ -36,6 +36,7 @@ local M = {}
 ---@field prompt_height? integer Lines of the prompt area (default 3).
 ---@field while_working? "steer"|"follow_up" What a prompt sent while Pi works does (default "steer").
 ---@field tool_lines? integer Lines of a tool's output shown (default 12).
+---@field treesitter? boolean Treesitter's Markdown highlighting instead of Vim's syntax (default false).
 ---@field args? string[] Added to Pi's command line after "--mode rpc".
 
 ---@class PiIde.DiffConfig
@@ -312,6 +313,9 @@ local spec = {
         return "must be a whole number of lines"
       end
     end),
+    -- Highlight the conversation with treesitter's Markdown parser instead of Vim's Markdown
+    -- syntax: richer, but it reparses the whole conversation on every streamed draw.
+    treesitter = opt(false, { "boolean" }),
     -- Arguments added to Pi's command line after "--mode rpc" (e.g. { "--model", "x" }).
     args = opt({}, { "table" }, function(v)
       if #v > 0 and not strings_only(v) then

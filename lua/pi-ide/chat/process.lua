@@ -32,10 +32,20 @@ local function handle(proc, op)
   proc.on_op(op)
 end
 
+-- What drawing costs the main loop (the benchmark reads it): time in drains, how many, the
+-- longest.
+local function measure(proc, t0)
+  local spent = vim.uv.hrtime() - t0
+  proc.busy_ns = proc.busy_ns + spent
+  proc.drains = proc.drains + 1
+  proc.longest_ns = math.max(proc.longest_ns, spent)
+end
+
 local function drain(proc)
   if not proc.id then
     return
   end
+  local t0 = vim.uv.hrtime()
   local ok, ops = pcall(native().chat_drain, proc.id)
   if not ok then
     return log.error("chat drain failed: %s", tostring(ops))
@@ -46,6 +56,7 @@ local function drain(proc)
       log.error("chat: handling %s failed: %s", tostring(op.kind), tostring(err))
     end
   end
+  measure(proc, t0)
 end
 
 --- Starts Pi: `spec` = { cmd, cwd, env, tool_lines, on_op = function(op) }. Returns the
@@ -56,7 +67,7 @@ function M.start(spec)
     local _, err = require("pi-ide.native").load()
     return nil, err
   end
-  local proc = { pending = {}, on_op = spec.on_op }
+  local proc = { pending = {}, on_op = spec.on_op, busy_ns = 0, drains = 0, longest_ns = 0 }
   proc.async = vim.uv.new_async(require("pi-ide.schedule").once(function()
     drain(proc)
   end))
@@ -146,8 +157,14 @@ function M.running(proc)
   return proc ~= nil and proc.id ~= nil
 end
 
+--- The core's counts (lines, text_deltas, wakes, ...) and the main loop's share: busy_ns,
+--- drains, longest_ns.
 function M.stats(proc)
-  return proc and proc.id and native().chat_stats(proc.id) or nil
+  local s = proc and proc.id and native().chat_stats(proc.id)
+  if s then
+    s.busy_ns, s.lua_drains, s.longest_ns = proc.busy_ns, proc.drains, proc.longest_ns
+  end
+  return s
 end
 
 --- The process running now, if any (for VimLeavePre).

@@ -2,6 +2,7 @@
 //! tools/call round trip (Rust and Python clients), main-loop wake-ups while idle, and the
 //! startup time the plugin adds. Run it through `scripts/bench` (it builds and installs first).
 
+mod chat_bench;
 mod copilot_bench;
 
 use std::path::Path;
@@ -510,6 +511,21 @@ fn rss_added() -> (f64, f64, f64) {
     (b - a, a, anon)
 }
 
+/// The chat while Pi streams 2,000 deltas/s (5 s, or 2 s with --quick) and keys are typed in
+/// another window: ours, and the pure-Lua way for comparison. Printed as table rows.
+fn chat_numbers(quick: bool) -> Vec<String> {
+    let (deltas, rate) = (if quick { 4000 } else { 10000 }, 2000);
+    let fake = chat_bench::fake_pi();
+    let ours = chat_bench::ours(&fake, deltas, rate);
+    let lua = chat_bench::pure_lua(&fake, deltas, rate);
+    let rows = vec![
+        format!("| chat: longest main-thread stall while Pi streams {rate} deltas/s ({} deltas) and keys are typed in another window | {:.2} ms (p99 {:.2} ms) | ≤ 5 ms |", ours.deltas, ours.longest_ms, ours.p99_ms),
+        format!("| chat: main-thread time per streamed delta (parse in the core, {} draws for {} deltas; longest draw {:.2} ms) | {:.2} µs | |", ours.draws, ours.deltas, ours.longest_draw_ms, ours.per_delta_us),
+        format!("| same stream read the pure-Lua way (jobstart, vim.json.decode, one set_text per delta) | longest stall {:.2} ms (p99 {:.2} ms), {:.2} µs per delta, {} draws | |", lua.longest_ms, lua.p99_ms, lua.per_delta_us, lua.draws),
+    ];
+    rows
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--serve-floor") {
@@ -546,6 +562,12 @@ fn main() {
         let mut v: Vec<(f64, f64)> = (0..3).map(|_| copilot_bench::rss_copilot(rss_kib)).collect();
         v.sort_by(|x, y| (x.1 - x.0).total_cmp(&(y.1 - y.0)));
         println!("resident memory, copilot off {:.2} MiB, on with a session {:.2} MiB: +{:.2} MiB (median of 3)", v[1].0 / 1024.0, v[1].1 / 1024.0, (v[1].1 - v[1].0) / 1024.0);
+        return;
+    }
+    if only.as_deref() == Some("chat") {
+        for r in chat_numbers(quick) {
+            println!("{r}");
+        }
         return;
     }
     if only.as_deref() == Some("rss") {
@@ -651,4 +673,7 @@ fn main() {
         .map(|m| m.len() as f64 / 1048576.0)
         .unwrap_or(0.0);
     println!("| the library, target/release/libpi_ide.so | {lib:.2} MiB | |");
+    for r in chat_numbers(quick) {
+        println!("{r}");
+    }
 }

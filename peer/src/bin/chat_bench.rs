@@ -1,0 +1,139 @@
+//! The chat's numbers (issue: Pi inside Neovim): while Pi streams 2,000 text deltas a second
+//! into the chat, and keys are typed into another window, how long is the main loop ever
+//! stalled, and what does one drawn delta cost it. Pi is played by `fake_pi_rpc` (the peer's
+//! stand-in, pacing its deltas on a clock). Compared with the way a pure-Lua plugin reads Pi:
+//! jobstart's on_stdout, vim.json.decode per line, one nvim_buf_set_text per delta.
+
+use std::path::Path;
+use std::time::Duration;
+
+use pi_ide_peer::nvim::{plugin_root, Nvim, Options};
+
+/// One run's numbers: longest stall and p99 of the 1 ms timer's lateness (ms), main-thread
+/// time per delta (µs), draws, deltas.
+pub struct Stream {
+    pub longest_ms: f64,
+    pub p99_ms: f64,
+    pub per_delta_us: f64,
+    pub draws: u64,
+    pub deltas: u64,
+    /// The longest single drain-and-draw of ours (ms); 0 for the pure-Lua way.
+    pub longest_draw_ms: f64,
+}
+
+// A timer every millisecond: how late each tick is, is how long the loop was busy.
+const STALL_TIMER: &str = r#"
+  _G.__s = { gaps = {}, last = vim.uv.hrtime() }
+  __s.timer = vim.uv.new_timer()
+  __s.timer:start(1, 1, function()
+    local now = vim.uv.hrtime()
+    table.insert(__s.gaps, (now - __s.last) / 1e6 - 1)
+    __s.last = now
+  end)
+"#;
+
+fn stalls(nvim: &Nvim) -> (f64, f64) {
+    let v = nvim.lua("__s.timer:stop() __s.timer:close() table.sort(__s.gaps) return { __s.gaps[#__s.gaps], __s.gaps[math.floor(#__s.gaps * 0.99)] }");
+    (v[0].as_f64().unwrap_or(0.0).max(0.0), v[1].as_f64().unwrap_or(0.0).max(0.0))
+}
+
+/// Types into the other window while Pi streams (as the user would), until `done` is true.
+fn type_until(nvim: &Nvim, done: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while !nvim.lua(&format!("return {done}")).as_bool().unwrap_or(false) {
+        assert!(std::time::Instant::now() < deadline, "the stream did not end");
+        nvim.request("nvim_input", vec!["ihello world<Esc>".into()]).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+    }
+}
+
+fn neovim(fake: &Path, deltas: u64, rate: u64) -> Nvim {
+    let setup = format!(
+        "require('pi-ide').setup({{ terminal = {{ agents = {{ pi = {{ cmd = {{ {:?}, '--deltas', '{deltas}', '--rate', '{rate}' }} }} }} }} }})",
+        fake.display().to_string()
+    );
+    let nvim = Nvim::start_with(Options { after: Some(setup), ..Default::default() });
+    nvim.command("edit typed.txt").unwrap();
+    nvim
+}
+
+/// Ours: the core reads and parses, coalesces deltas, wakes Lua at most once a frame.
+pub fn ours(fake: &Path, deltas: u64, rate: u64) -> Stream {
+    let nvim = neovim(fake, deltas, rate);
+    nvim.command("PiIde chat").unwrap();
+    nvim.command("stopinsert | wincmd t").unwrap();
+    nvim.wait_for("require('pi-ide.chat').running() and require('pi-ide.chat').info().model ~= nil", Duration::from_secs(30));
+    nvim.lua(STALL_TIMER);
+    nvim.lua("require('pi-ide.chat').send('go')");
+    type_until(&nvim, &format!("require('pi-ide.chat.view').text():find('d{deltas} ') ~= nil and require('pi-ide.chat').status() == ''"));
+    let (longest_ms, p99_ms) = stalls(&nvim);
+    let s = nvim.lua("return require('pi-ide.chat.process').stats(require('pi-ide.chat.process').current())");
+    let busy = s["busy_ns"].as_f64().unwrap();
+    let deltas_seen = s["text_deltas"].as_u64().unwrap();
+    Stream {
+        longest_ms,
+        p99_ms,
+        per_delta_us: busy / 1e3 / deltas_seen as f64,
+        draws: s["lua_drains"].as_u64().unwrap(),
+        deltas: deltas_seen,
+        longest_draw_ms: s["longest_ns"].as_f64().unwrap() / 1e6,
+    }
+}
+
+/// The pure-Lua way, for comparison: every line decoded and every delta drawn on the main loop.
+pub fn pure_lua(fake: &Path, deltas: u64, rate: u64) -> Stream {
+    let nvim = neovim(fake, deltas, rate);
+    nvim.lua_with(
+        r#"
+        local fake, deltas, rate = ...
+        vim.cmd("botright vnew")
+        local buf = vim.api.nvim_get_current_buf()
+        vim.cmd("wincmd t")
+        _G.__p = { busy = 0, n = 0, draws = 0, done = false }
+        local partial = ""
+        local function on_line(line)
+          local ok, ev = pcall(vim.json.decode, line)
+          if not ok or type(ev) ~= "table" then return end
+          local d = ev.type == "message_update" and ev.assistantMessageEvent
+          if d and d.type == "text_delta" then
+            local parts = vim.split(d.delta, "\n", { plain = true })
+            local row = vim.api.nvim_buf_line_count(buf) - 1
+            local col = #vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
+            vim.api.nvim_buf_set_text(buf, row, col, row, col, parts)
+            __p.n = __p.n + 1
+            __p.draws = __p.draws + 1
+          elseif ev.type == "agent_settled" then
+            __p.done = true
+          end
+        end
+        __p.job = vim.fn.jobstart({ fake, "--deltas", deltas, "--rate", rate }, {
+          on_stdout = function(_, data)
+            local t0 = vim.uv.hrtime()
+            data[1] = partial .. data[1]
+            partial = table.remove(data)
+            for _, l in ipairs(data) do on_line(l) end
+            __p.busy = __p.busy + (vim.uv.hrtime() - t0)
+          end,
+        })
+        "#,
+        vec![fake.display().to_string().into(), deltas.to_string().into(), rate.to_string().into()],
+    );
+    nvim.lua(STALL_TIMER);
+    nvim.lua(r#"vim.fn.chansend(__p.job, vim.json.encode({ type = "prompt", message = "go", id = "1" }) .. "\n")"#);
+    type_until(&nvim, "__p.done");
+    let (longest_ms, p99_ms) = stalls(&nvim);
+    let v = nvim.lua("return { __p.busy, __p.n, __p.draws }");
+    let n = v[1].as_u64().unwrap();
+    Stream {
+        longest_ms,
+        p99_ms,
+        per_delta_us: v[0].as_f64().unwrap() / 1e3 / n as f64,
+        draws: v[2].as_u64().unwrap(),
+        deltas: n,
+        longest_draw_ms: 0.0,
+    }
+}
+
+pub fn fake_pi() -> std::path::PathBuf {
+    plugin_root().join("target/release/fake_pi_rpc")
+}

@@ -1,0 +1,123 @@
+//! The chat (:PiIde chat) with `fake_pi_rpc` playing Pi (peer/src/bin/fake_pi_rpc.rs): what the
+//! real Pi cannot be made to do on cue — a malformed line, a crash with words on stderr, a
+//! stream at a fixed rate. tests/chat_real_pi.rs drives the real Pi.
+
+mod common;
+use common::*;
+use pi_ide_peer::nvim::{plugin_root, Options};
+
+fn fake_pi() -> String {
+    plugin_root().join("target/release/fake_pi_rpc").display().to_string()
+}
+
+/// A Neovim whose `pi` is the fake with `args`, notifications recorded.
+fn neovim(args: &[&str]) -> Nvim {
+    let mut cmd = vec![format!("{:?}", fake_pi())];
+    cmd.extend(args.iter().map(|a| format!("{a:?}")));
+    let nvim = Nvim::start_with(Options {
+        after: Some(format!(
+            "require('pi-ide').setup({{ terminal = {{ agents = {{ pi = {{ cmd = {{ {} }} }} }} }} }})",
+            cmd.join(", ")
+        )),
+        ..Default::default()
+    });
+    nvim.record_notify();
+    nvim
+}
+
+fn text(nvim: &Nvim) -> String {
+    nvim.lua("return require('pi-ide.chat.view').text()").as_str().unwrap_or_default().to_owned()
+}
+
+fn wait_text(nvim: &Nvim, part: &str) {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while !text(nvim).contains(part) {
+        assert!(std::time::Instant::now() < deadline, "no {part:?} in the chat:\n{}", text(nvim));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_streamed_answer_is_drawn_in_few_draws_and_a_malformed_line_is_skipped() {
+    let nvim = neovim(&["--deltas", "400", "--rate", "2000", "--malformed"]);
+    nvim.command("PiIde chat").unwrap();
+    nvim.lua("require('pi-ide.chat').send('hello')");
+    wait_text(&nvim, "d400 lorem ipsum");
+    let t = text(&nvim);
+    assert!(t.contains("## ❯ You\nhello"), "{t}");
+    // Every delta, in order, once.
+    let order: Vec<usize> = (1..=400).map(|i| t.find(&format!("d{i} lorem")).expect("each delta")).collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "deltas out of order");
+    nvim.wait_for("require('pi-ide.chat').status() == ''", PATIENCE);
+    let stats = nvim.lua("return require('pi-ide.chat.process').stats(require('pi-ide.chat.process').current())");
+    assert_eq!(stats["malformed"], 1, "{stats}");
+    assert_eq!(stats["text_deltas"], 400, "{stats}");
+    assert!(stats["lua_drains"].as_u64().unwrap() < 200, "deltas are coalesced: {stats}");
+    let log = std::fs::read_to_string(nvim.home.join("state/nvim/pi-ide.log")).unwrap_or_default();
+    assert!(log.contains("malformed"), "{log}");
+}
+
+#[test]
+fn pi_crashing_is_shown_with_its_stderr_and_the_next_prompt_starts_it_again() {
+    let nvim = neovim(&["--deltas", "50", "--rate", "500", "--exit-after-deltas", "5"]);
+    nvim.command("PiIde chat").unwrap();
+    let pid = nvim.lua("return require('pi-ide.native').get().chat_pid(require('pi-ide.chat.process').current().id)");
+    nvim.lua("require('pi-ide.chat').send('one')");
+    wait_text(&nvim, "✗ Pi exited with status 3");
+    wait_text(&nvim, "fake pi: crashed on purpose");
+    nvim.wait_for("not require('pi-ide.chat').running() and require('pi-ide.chat').status() == ''", PATIENCE);
+    // Reaped: no zombie.
+    let gone = std::path::Path::new(&format!("/proc/{pid}")).exists();
+    assert!(!gone, "Pi {pid} is still in the process table");
+    nvim.lua("require('pi-ide.chat').send('two')");
+    wait_text(&nvim, "## ❯ You\ntwo");
+    nvim.wait_for("require('pi-ide.chat').running()", PATIENCE);
+}
+
+#[test]
+fn hidden_the_chat_says_when_pi_finishes_and_the_statusline_follows_pi() {
+    let nvim = neovim(&["--deltas", "100", "--rate", "200"]);
+    nvim.command("PiIde chat").unwrap();
+    nvim.command("PiIde chat").unwrap(); // hidden again
+    assert_eq!(nvim.lua("return require('pi-ide.chat').visible()"), false);
+    nvim.command("PiIde ask what now").unwrap();
+    nvim.wait_for("require('pi-ide').status():find('π working') ~= nil", PATIENCE);
+    // ask shows the chat and leaves the cursor where it was.
+    assert_eq!(nvim.lua("return require('pi-ide.chat').visible()"), true);
+    assert_eq!(nvim.lua("return vim.b.pi_ide_chat == nil and vim.bo.filetype ~= 'markdown'"), true);
+    nvim.command("PiIde chat").unwrap();
+    nvim.wait_for("require('pi-ide.chat').status() == ''", PATIENCE);
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while !nvim.notes().iter().any(|n| n.contains("Pi finished")) {
+        assert!(std::time::Instant::now() < deadline, "{:?}", nvim.notes());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ask_with_a_range_quotes_the_lines_and_their_file() {
+    let nvim = neovim(&["--deltas", "5", "--rate", "0"]);
+    std::fs::write(nvim.cwd.join("a.py"), "one\ntwo ``` x\nthree\n").unwrap();
+    nvim.command("edit a.py").unwrap();
+    nvim.command("2,3PiIde ask why").unwrap();
+    wait_text(&nvim, "why");
+    let t = text(&nvim);
+    assert!(t.contains("In a.py, lines 2-3:\n````python\ntwo ``` x\nthree\n````\n\nwhy"), "{t}");
+    // No text: the quote waits in the prompt, the cursor there.
+    nvim.command("1PiIde ask").unwrap();
+    let prompt = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    assert_eq!(prompt, "In a.py, lines 1-1:\n```python\none\n```\n\n");
+}
+
+#[test]
+fn without_pi_on_path_one_message_says_what_to_install() {
+    let nvim = Nvim::start_with(Options {
+        after: Some("require('pi-ide').setup({ terminal = { agents = { pi = { cmd = { 'no-such-pi-here' } } } } })".into()),
+        ..Default::default()
+    });
+    nvim.record_notify();
+    nvim.command("PiIde chat").unwrap();
+    let notes = nvim.notes();
+    assert!(notes.iter().any(|n| n.contains("no-such-pi-here not found on PATH; install it")), "{notes:?}");
+    assert_eq!(nvim.lua("return #vim.api.nvim_list_wins()"), 1, "no chat window without Pi");
+}
