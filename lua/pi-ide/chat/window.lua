@@ -7,11 +7,9 @@ local function cfg()
   return require("pi-ide.config").values.chat
 end
 
--- A size: a fraction of `total` below 1, else that many cells; never more than fits.
-local function size(v, total)
-  local n = v < 1 and math.floor(total * v) or math.floor(v)
-  return math.max(1, math.min(n, total - 2))
-end
+-- Sized as the agent's terminal is: fractions or cells, at least 40 columns for the split.
+local native = require("pi-ide.terminal.providers.native")
+local size = native.size
 
 local function set_local(win, opts)
   for name, value in pairs(opts) do
@@ -37,8 +35,7 @@ local PROMPT = { number = false, relativenumber = false, signcolumn = "no", spel
 
 -- The split: conversation at the side of the whole screen, the prompt under it.
 local function open_split(conv_buf, prompt_buf)
-  local cols = vim.o.columns
-  local width = math.max(size(cfg().width, cols), math.min(40, math.floor(cols / 2)))
+  local width = native.split_width(cfg().width)
   local conv = vim.api.nvim_open_win(conv_buf, false, { split = cfg().side, win = -1, width = width })
   local prompt = vim.api.nvim_open_win(prompt_buf, true, { split = "below", win = conv, height = cfg().prompt_height })
   set_local(conv, { winfixwidth = true })

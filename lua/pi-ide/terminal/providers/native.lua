@@ -6,19 +6,21 @@ local function cfg()
   return require("pi-ide.config").values.terminal
 end
 
--- A size: a fraction of `total` below 1, else that many cells; never more than fits.
-local function size(v, total)
+--- A size: a fraction of `total` below 1, else that many cells; never more than fits. (The
+--- chat's windows are sized the same way.)
+function M.size(v, total)
   local n = v < 1 and math.floor(total * v) or math.floor(v)
   return math.max(1, math.min(n, total - 2))
 end
+local size = M.size
 
 -- An agent's TUI needs room: the split is never narrower than 40 columns (or half the screen).
 local MIN_COLUMNS = 40
 
---- The split's width in columns, from `terminal.width`.
-function M.split_width()
+--- The split's width in columns, from `width` (default `terminal.width`).
+function M.split_width(width)
   local cols = vim.o.columns
-  return math.max(size(cfg().width, cols), math.min(MIN_COLUMNS, math.floor(cols / 2)))
+  return math.max(size(width or cfg().width, cols), math.min(MIN_COLUMNS, math.floor(cols / 2)))
 end
 
 local function open_window(buf, kind)
