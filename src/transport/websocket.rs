@@ -16,7 +16,7 @@ use futures_util::{FutureExt, SinkExt, StreamExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tokio_tungstenite::tungstenite::error::CapacityError;
+use tokio_tungstenite::tungstenite::error::{CapacityError, ProtocolError};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
@@ -495,6 +495,9 @@ impl Conn<'_> {
         match e {
             WsError::Capacity(CapacityError::MessageTooLong { .. }) => Ending::TooBigUnread,
             WsError::Utf8(_) => Ending::Broken(CloseCode::Invalid, "a text frame that is not UTF-8"),
+            // An agent killed (or crashed) drops its socket without a Close: it is gone, it did
+            // not break the protocol.
+            WsError::Protocol(ProtocolError::ResetWithoutClosingHandshake) => Ending::ClientGone,
             WsError::Protocol(_) | WsError::Capacity(_) => {
                 Ending::Broken(CloseCode::Protocol, "a frame that breaks the WebSocket protocol")
             }
