@@ -78,6 +78,7 @@ local events = {
 -- Pi's process ended: say how, with its last words on stderr.
 local function exited(chat_mod, chat, op)
   require("pi-ide.chat.dialogs").forget()
+  view.fail_running()
   chat.proc = nil
   chat_mod._set_state("idle")
   if chat.stopping then

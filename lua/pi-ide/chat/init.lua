@@ -412,6 +412,7 @@ function M.stop()
   end
   chat.proc = nil
   require("pi-ide.chat.dialogs").forget()
+  view.fail_running()
   set_state("idle")
 end
 

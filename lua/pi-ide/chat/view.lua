@@ -265,6 +265,7 @@ local function redraw_tool(id, lines, more)
   if not t then
     return
   end
+  t.lines, t.more = lines, more
   local content = vim.deepcopy(t.args)
   if lines and #lines > 0 then
     table.insert(content, "── output")
@@ -291,6 +292,17 @@ function M.tool_end(id, lines, more, failed)
   redraw_tool(id, lines, more)
   view.tools[id] = nil
   close_block(t.header, t.last - 1)
+end
+
+--- Pi went away: the tools it was running failed with it (their blocks say so and fold).
+function M.fail_running()
+  if not valid() then
+    return
+  end
+  for id, t in pairs(vim.deepcopy(view.tools)) do
+    M.tool_end(id, t.lines, t.more, true) -- the output it had shown stays
+  end
+  M.finish()
 end
 
 --- Whatever is on screen goes: a new session.
