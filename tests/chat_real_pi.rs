@@ -19,41 +19,16 @@ mod pi_cli;
 #[path = "agents/terminal.rs"]
 mod terminal;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
 use openai_mock::{turn, user_texts, OpenAiMock, Reply};
-use pi_cli::{pi_env, PI_PATIENCE};
-use pi_ide_peer::nvim::{temp_dir, Options};
+use pi_cli::{pi_env, Folders, PI_PATIENCE};
+use pi_ide_peer::nvim::Options;
 
 /// The name our Neovim gives itself in its lockfile: the extension says it connected to it.
 const OURS: &str = "nvim-chat-under-test";
-
-/// One test's folders: `work` (Neovim's working folder, so the chat's Pi's) and `pi` (Pi's
-/// agent folder: settings, models, sessions, HOME). Removed when dropped.
-struct Folders {
-    root: PathBuf,
-    work: PathBuf,
-    pi: PathBuf,
-}
-
-impl Folders {
-    fn new() -> Folders {
-        // Canonical: the extension compares Pi's cwd with the lockfile's folders as strings.
-        let root = temp_dir("chat-pi").canonicalize().unwrap();
-        let (work, pi) = (root.join("work"), root.join("pi"));
-        std::fs::create_dir_all(&work).unwrap();
-        std::fs::create_dir_all(&pi).unwrap();
-        Folders { root, work, pi }
-    }
-}
-
-impl Drop for Folders {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
 
 /// How the chat runs Pi.
 enum PiCmd {

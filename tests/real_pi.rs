@@ -26,37 +26,11 @@ use std::time::Instant;
 
 use common::*;
 use openai_mock::{editor_context, system_prompt, turn, OpenAiMock, Reply, Turn, SUGGESTION_TAG};
-use pi_cli::{pi_env, PiTui, PI_PATIENCE};
-use pi_ide_peer::nvim::{temp_dir, Options};
+use pi_cli::{pi_env, Folders, PiTui, PI_PATIENCE};
+use pi_ide_peer::nvim::Options;
 
 /// The name our Neovim gives itself in its lockfile: Pi shows it when it connects.
 const OURS: &str = "nvim-under-test";
-
-/// One test's folders: `work` (the working folder of Neovim and Pi) and `pi` (Pi's agent
-/// folder: its settings, models, sessions, HOME, tmux). Removed when dropped.
-struct Folders {
-    root: PathBuf,
-    work: PathBuf,
-    pi: PathBuf,
-}
-
-impl Folders {
-    fn new() -> Folders {
-        // Canonical: the extension compares Pi's cwd (a real path) with the lockfile's
-        // workspace folders as strings.
-        let root = temp_dir("pi").canonicalize().unwrap();
-        let (work, pi) = (root.join("work"), root.join("pi"));
-        std::fs::create_dir_all(&work).unwrap();
-        std::fs::create_dir_all(&pi).unwrap();
-        Folders { root, work, pi }
-    }
-}
-
-impl Drop for Folders {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
 
 /// A Neovim in `work` named `name`, its server up, its lockfile in a lock folder of its own.
 fn start_neovim(dirs: &Folders, name: &str) -> Nvim {

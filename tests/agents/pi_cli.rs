@@ -302,3 +302,29 @@ impl Drop for PiTui {
         let _ = self.tmux(&["kill-server"]);
     }
 }
+
+/// One test's folders: `work` (the working folder of Neovim and Pi) and `pi` (Pi's agent
+/// folder: its settings, models, sessions, HOME, tmux). Removed when dropped.
+pub struct Folders {
+    pub root: PathBuf,
+    pub work: PathBuf,
+    pub pi: PathBuf,
+}
+
+impl Folders {
+    pub fn new() -> Folders {
+        // Canonical: the extension compares Pi's cwd (a real path) with the lockfile's
+        // workspace folders as strings.
+        let root = pi_ide_peer::nvim::temp_dir("pi").canonicalize().unwrap();
+        let (work, pi) = (root.join("work"), root.join("pi"));
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::create_dir_all(&pi).unwrap();
+        Folders { root, work, pi }
+    }
+}
+
+impl Drop for Folders {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
