@@ -36,7 +36,11 @@ local function prompt_buf()
   if not (chat.prompt and vim.api.nvim_buf_is_valid(chat.prompt)) then
     chat.prompt = vim.api.nvim_create_buf(false, true)
     pcall(vim.api.nvim_buf_set_name, chat.prompt, "pi-ide://chat-prompt")
-    vim.bo[chat.prompt].filetype = "markdown"
+    -- Not "markdown": a user's Markdown setup (an LSP, snippets, a completion menu over the
+    -- chat) has no business in a prompt. Highlighted as Markdown all the same.
+    vim.bo[chat.prompt].filetype = "pi-ide-chat-prompt"
+    vim.bo[chat.prompt].syntax = "markdown"
+    vim.b[chat.prompt].completion = false -- blink.cmp and others honour it
     require("pi-ide.chat.keys").prompt(chat.prompt)
   end
   return chat.prompt
@@ -422,7 +426,11 @@ function M.status()
     return ""
   end
   local diff = package.loaded["pi-ide.diff"]
-  local reviews = diff and (diff.count()) or 0
+  local shown, held = 0, 0
+  if diff then
+    shown, held = diff.count() -- held: opens when the user leaves Insert mode
+  end
+  local reviews = shown + held
   if require("pi-ide.chat.dialogs").waiting() or reviews > 0 then
     return "π waiting for you"
   end
