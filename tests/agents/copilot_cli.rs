@@ -197,6 +197,38 @@ impl CopilotCli {
     /// The last `n` lines of the CLI's newest log file about editors, and its errors and
     /// warnings (the rest, at debug level, is mostly its own machinery).
     pub fn log_tail(&self, n: usize) -> String {
+        let text = match self.log() {
+            Ok(text) => text,
+            Err(e) => return e,
+        };
+        let keep = ["IDE", "lock file", "[ERROR]", "[WARNING]"];
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| keep.iter().any(|k| l.contains(k)))
+            .collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// Whether the CLI's log says it connected twice at once after the trust and ended
+    /// connected. Under load its lock-file watcher and its folder scan both connect; the second
+    /// replaces the first, and the note on screen then reads "0 servers connected" although
+    /// the CLI is connected (seen once in CI). A race of the CLI's own, not of the editor's.
+    pub fn ended_connected_after_a_double_connect(&self) -> bool {
+        let Ok(text) = self.log() else { return false };
+        let Some(at) = text.rfind("Disconnecting from existing IDE before new connection") else {
+            return false;
+        };
+        let after = &text[at..];
+        let connected = after.rfind("Connected to IDE MCP server");
+        let lost = ["Disconnecting from IDE MCP server", "Disconnected from IDE MCP server"]
+            .iter()
+            .filter_map(|l| after.rfind(l))
+            .max();
+        matches!((connected, lost), (Some(c), Some(l)) if c > l)
+    }
+
+    /// The CLI's newest log file ($COPILOT_HOME/logs/*.log), or why there is none.
+    fn log(&self) -> Result<String, String> {
         let logs = self.copilot_home.join("logs");
         let newest = std::fs::read_dir(&logs)
             .into_iter()
@@ -205,16 +237,8 @@ impl CopilotCli {
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|x| x == "log"))
             .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
-        let Some(path) = newest else {
-            return format!("(no log in {})", logs.display());
-        };
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let keep = ["IDE", "lock file", "[ERROR]", "[WARNING]"];
-        let lines: Vec<&str> = text
-            .lines()
-            .filter(|l| keep.iter().any(|k| l.contains(k)))
-            .collect();
-        lines[lines.len().saturating_sub(n)..].join("\n")
+        let path = newest.ok_or_else(|| format!("(no log in {})", logs.display()))?;
+        Ok(std::fs::read_to_string(&path).unwrap_or_default())
     }
 }
 
