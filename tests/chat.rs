@@ -95,6 +95,24 @@ fn hidden_the_chat_says_when_pi_finishes_and_the_statusline_follows_pi() {
 }
 
 #[test]
+fn until_pi_answers_the_header_and_statusline_say_it_is_starting() {
+    let dir = pi_ide_peer::nvim::temp_dir("chat-start");
+    let go = dir.join("go");
+    let nvim = neovim(&["--start-when", go.to_str().unwrap(), "--deltas", "3"]);
+    nvim.command("PiIde chat").unwrap();
+    nvim.lua("require('pi-ide.chat').send('hello')");
+    // Pi reads nothing until `go` exists: it is starting for as long as the test wants.
+    assert_eq!(nvim.lua("return require('pi-ide').status()"), "π starting");
+    let bar = "vim.wo[vim.fn.bufwinid(require('pi-ide.chat.view').buf())].winbar";
+    assert_eq!(nvim.lua(&format!("return ({bar}):find('starting', 1, true) ~= nil")), true);
+    std::fs::write(&go, "").unwrap();
+    wait_text(&nvim, "d3 lorem ipsum");
+    nvim.wait_for("require('pi-ide.chat').status() == ''", PATIENCE);
+    assert_eq!(nvim.lua(&format!("return ({bar}):find('starting', 1, true) == nil")), true);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn ask_with_a_range_quotes_the_lines_and_their_file() {
     let nvim = neovim(&["--deltas", "5", "--rate", "0"]);
     std::fs::write(nvim.cwd.join("a.py"), "one\ntwo ``` x\nthree\n").unwrap();

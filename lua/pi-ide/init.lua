@@ -38,7 +38,7 @@ end
 function M.status()
   local server = package.loaded["pi-ide.server"]
   local chat = package.loaded["pi-ide.chat"]
-  -- The chat's Pi: "π working" / "π waiting for you" (nothing when idle).
+  -- The chat's Pi: "π starting" / "π working" / "π waiting for you" (nothing when idle).
   local chat_state = chat and chat.status() or ""
   if not server or not server.running() then
     return chat_state

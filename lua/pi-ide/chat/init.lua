@@ -187,6 +187,10 @@ function M.ensure()
     env = vim.tbl_extend("force", agent_env, env),
     tool_lines = cfg().tool_lines,
     on_op = function(op)
+      if chat.starting then
+        chat.starting = false -- Pi answers: it is up
+        M.changed()
+      end
       handlers.handle(M, chat, op)
     end,
   })
@@ -196,8 +200,11 @@ function M.ensure()
   end
   chat.proc = proc
   chat.extension, chat.client, chat.connected = nil, nil, nil
+  -- Pi takes a second or two to start; until it answers, the header and statusline say so.
+  chat.starting = true
   check_extension()
   refresh_info()
+  M.changed()
   return true
 end
 
@@ -414,16 +421,16 @@ function M.stop()
     process.stop(chat.proc, 500)
     chat.stopping = false
   end
-  chat.proc = nil
+  chat.proc, chat.starting = nil, false
   require("pi-ide.chat.dialogs").forget()
   view.fail_running()
   set_state("idle")
 end
 
---- Statusline text: "π working", "π waiting for you", or "" when idle.
+--- Statusline text: "π starting", "π working", "π waiting for you", or "" when idle.
 function M.status()
   if chat.state ~= "working" and not require("pi-ide.chat.dialogs").waiting() then
-    return ""
+    return chat.starting and "π starting" or ""
   end
   local diff = package.loaded["pi-ide.diff"]
   local shown, held = 0, 0

@@ -4,7 +4,7 @@
 //! text streamed at a fixed rate.
 //!
 //!   fake_pi_rpc [--deltas N] [--rate R] [--tool] [--malformed] [--exit-after-deltas K]
-//!               [--startup-ms MS]
+//!               [--startup-ms MS] [--start-when PATH]
 //!
 //! - `--deltas N` (100): text_delta records per answer, each a few words ("d7 lorem ipsum "; every
 //!   tenth ends with a newline instead of a space), contentIndex 0.
@@ -18,6 +18,7 @@
 //! - `--malformed`: a line that is not JSON on stdout, after message_start of each answer.
 //! - `--exit-after-deltas K` (K >= 1): right after the K-th delta, "fake pi: crashed on purpose" on stderr and exit 3.
 //! - `--startup-ms MS` (0): wait this long before reading stdin (Pi takes about a second).
+//! - `--start-when PATH`: read stdin only once PATH exists (a start a test ends on cue).
 //! - Pi's own options a launcher may pass are accepted and ignored: `--mode X`, `-e X`,
 //!   `--extension X`, `--session X`, `--session-dir X`, `--name X`, `--provider X`,
 //!   `--model X`, `--continue`, `--no-session`.
@@ -51,12 +52,13 @@ struct Opts {
     malformed: bool,
     exit_after: Option<usize>,
     startup_ms: u64,
+    start_when: Option<String>,
 }
 
 fn usage(msg: &str) -> ! {
     eprintln!(
         "fake pi: {msg}\nusage: fake_pi_rpc [--deltas N] [--rate R] [--tool] [--malformed] \
-         [--exit-after-deltas K] [--startup-ms MS]"
+         [--exit-after-deltas K] [--startup-ms MS] [--start-when PATH]"
     );
     std::process::exit(2)
 }
@@ -69,6 +71,7 @@ fn parse_opts() -> Opts {
         malformed: false,
         exit_after: None,
         startup_ms: 0,
+        start_when: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -92,6 +95,7 @@ fn parse_opts() -> Opts {
                     Some(num("--exit-after-deltas", value("--exit-after-deltas")) as usize)
             }
             "--startup-ms" => o.startup_ms = num("--startup-ms", value("--startup-ms")) as u64,
+            "--start-when" => o.start_when = Some(value("--start-when")),
             // Pi's own options, as a launcher passes them: ignored.
             "--mode" | "-e" | "--extension" | "--session" | "--session-dir" | "--name" | "-n"
             | "--provider" | "--model" => {
@@ -535,6 +539,11 @@ fn main() {
     });
     if fake.opts.startup_ms > 0 {
         std::thread::sleep(Duration::from_millis(fake.opts.startup_ms));
+    }
+    if let Some(path) = &fake.opts.start_when {
+        while !std::path::Path::new(path).exists() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
