@@ -100,16 +100,68 @@ fn until_pi_answers_the_header_and_statusline_say_it_is_starting() {
     let go = dir.join("go");
     let nvim = neovim(&["--start-when", go.to_str().unwrap(), "--deltas", "3"]);
     nvim.command("PiIde chat").unwrap();
-    nvim.lua("require('pi-ide.chat').send('hello')");
     // Pi reads nothing until `go` exists: it is starting for as long as the test wants.
     assert_eq!(nvim.lua("return require('pi-ide').status()"), "π starting");
     let bar = "vim.wo[vim.fn.bufwinid(require('pi-ide.chat.view').buf())].winbar";
     assert_eq!(nvim.lua(&format!("return ({bar}):find('starting', 1, true) ~= nil")), true);
     std::fs::write(&go, "").unwrap();
-    wait_text(&nvim, "d3 lorem ipsum");
+    // Pi's first answers are responses only (get_commands, get_state): they end the start.
     nvim.wait_for("require('pi-ide.chat').status() == ''", PATIENCE);
     assert_eq!(nvim.lua(&format!("return ({bar}):find('starting', 1, true) == nil")), true);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn two_prompts_sent_before_pi_is_up_are_both_answered() {
+    let dir = pi_ide_peer::nvim::temp_dir("chat-two");
+    let go = dir.join("go");
+    let nvim = neovim(&["--start-when", go.to_str().unwrap(), "--deltas", "3"]);
+    nvim.command("PiIde chat").unwrap();
+    nvim.lua("require('pi-ide.chat').send('one') require('pi-ide.chat').send('two')");
+    std::fs::write(&go, "").unwrap();
+    // Pi starts the first and is streaming when the second comes: it queues it (a prompt
+    // without streamingBehavior would be refused then), and answers both.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while text(&nvim).matches("d3 lorem ipsum").count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "{}", text(&nvim));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!text(&nvim).contains("already processing"), "{}", text(&nvim));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_chat_comes_back_whole_after_q_in_one_of_its_windows_or_bd() {
+    let nvim = neovim(&["--deltas", "3"]);
+    let wins = "local c, p = require('pi-ide.chat.window').windows(require('pi-ide.chat.view').buf(), \
+                vim.fn.bufnr('pi-ide://chat-prompt')) return { c ~= nil, p ~= nil }";
+    nvim.command("PiIde chat").unwrap();
+    type_keys(&nvim, "<Esc>");
+    assert_eq!(nvim.lua(wins), json!([true, true]));
+    // :q in the prompt leaves the conversation alone; i there brings the prompt back.
+    nvim.command("q").unwrap();
+    assert_eq!(nvim.lua(wins), json!([true, false]));
+    nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(require('pi-ide.chat.view').buf()))");
+    type_keys(&nvim, "i");
+    assert_eq!(nvim.lua(wins), json!([true, true]));
+    assert_eq!(nvim.lua("return vim.api.nvim_buf_get_name(0):match('chat%-prompt$') ~= nil"), true);
+    type_keys(&nvim, "<Esc>");
+    // :only in the conversation, then :PiIde chat shows the whole chat instead of hiding.
+    nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(require('pi-ide.chat.view').buf()))");
+    nvim.command("only").unwrap();
+    nvim.command("PiIde chat").unwrap();
+    type_keys(&nvim, "<Esc>");
+    assert_eq!(nvim.lua(wins), json!([true, true]));
+    // :bd of the prompt and of the conversation: the chat starts afresh, keys and all.
+    nvim.lua("vim.cmd('bdelete! ' .. vim.fn.bufnr('pi-ide://chat-prompt'))");
+    nvim.lua("vim.cmd('bdelete! ' .. require('pi-ide.chat.view').buf())");
+    nvim.command("PiIde chat").unwrap();
+    assert_eq!(nvim.lua(wins), json!([true, true]));
+    type_keys(&nvim, "hello<C-s>");
+    wait_text(&nvim, "d3 lorem ipsum");
+    assert!(text(&nvim).contains("## ❯ You\nhello"), "{}", text(&nvim));
+    let err = nvim.lua("return vim.v.errmsg");
+    assert_eq!(err, json!(""), "{err}");
 }
 
 #[test]

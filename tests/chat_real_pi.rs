@@ -452,6 +452,35 @@ fn extension_dialogs_are_answered_in_neovim() {
 }
 
 #[test]
+fn a_dialog_waits_while_the_user_types_and_shows_on_esc() {
+    let rig = Rig::new();
+    rig.open_chat();
+    answer_dialogs(&rig.nvim, json!({"confirm": "Yes", "select": "beta", "input": "later"}));
+    // Typing in the prompt area: Pi's question must not take the keys.
+    rig.nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(vim.fn.bufnr('pi-ide://chat-prompt')))");
+    type_keys(&rig.nvim, "iwhat I type");
+    rig.send("/ui-test");
+    rig.wait("the note that Pi's question waits", || {
+        rig.notes().iter().any(|n| n.contains("Pi asks") && n.contains("leave Insert mode"))
+    });
+    assert_eq!(rig.nvim.lua("return #_G.asked"), json!(0));
+    assert_eq!(rig.status(), "π waiting for you");
+    type_keys(&rig.nvim, "<Esc>");
+    // In Normal mode the questions show, one after another; the editor is cancelled.
+    let buf = editor_buffer(&rig);
+    assert_eq!(
+        rig.nvim.lua("return vim.api.nvim_buf_get_lines(vim.fn.bufnr('pi-ide://chat-prompt'), 0, -1, false)"),
+        json!(["what I type"])
+    );
+    rig.nvim.command(&format!("bwipeout! {buf}")).unwrap();
+    let said = r#"Pi: ui-test: confirm=true select="beta" input="later" editor=undefined"#;
+    rig.wait("Pi's notify of what was answered", || {
+        rig.notes().iter().any(|n| n == said)
+    });
+    rig.wait("the state to go back to idle", || rig.status().is_empty());
+}
+
+#[test]
 fn the_model_picker_switches_pis_model() {
     let rig = Rig::with(PiCmd::WithExtension, |pi| {
         let models: Value =

@@ -81,6 +81,15 @@ end
 
 local LEVELS = { warning = vim.log.levels.WARN, error = vim.log.levels.ERROR }
 
+-- Shows a dialog; one that fails to show answers "cancelled", so that Pi is not left waiting.
+local function show(dialog, req, reply)
+  local ok, err = pcall(dialog, req, reply)
+  if not ok then
+    log.notify(("cannot show Pi's %s: %s"):format(req.method, tostring(err)), vim.log.levels.ERROR)
+    answer(reply, req.id, { cancelled = true })
+  end
+end
+
 local dialogs = { select = select, confirm = confirm, input = input, editor = editor }
 
 --- Handles one request; `reply(fields)` sends the response to Pi.
@@ -113,11 +122,21 @@ function M.handle(req, reply)
       end
     end, req.timeout)
   end
-  local ok, err = pcall(dialog, req, reply)
-  if not ok then
-    log.notify(("cannot show Pi's %s: %s"):format(method, tostring(err)), vim.log.levels.ERROR)
-    answer(reply, req.id, { cancelled = true })
+  -- While the user types, a picker would take their keys (a digit, <CR> picking "Allow"):
+  -- it waits for Normal mode, as a review does.
+  local typing = require("pi-ide.typing")
+  if not typing.busy_mode() then
+    return show(dialog, req, reply)
   end
+  vim.notify(
+    ("pi-ide.nvim: Pi asks %q; it shows when you leave %s mode"):format(title_of(req), typing.mode_name()),
+    vim.log.levels.INFO
+  )
+  typing.when_normal("showing Pi's question", function()
+    if open[req.id] then -- not dropped by its timeout or Pi's exit meanwhile
+      show(dialog, req, reply)
+    end
+  end)
 end
 
 --- Pi went away: what it asked cannot be answered any more.

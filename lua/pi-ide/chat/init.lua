@@ -33,7 +33,11 @@ local function client_ids()
 end
 
 local function prompt_buf()
-  if not (chat.prompt and vim.api.nvim_buf_is_valid(chat.prompt)) then
+  if not (chat.prompt and vim.api.nvim_buf_is_loaded(chat.prompt)) then
+    -- :bd leaves a buffer valid but empty, its keys gone: start afresh.
+    if chat.prompt and vim.api.nvim_buf_is_valid(chat.prompt) then
+      pcall(vim.api.nvim_buf_delete, chat.prompt, { force = true })
+    end
     chat.prompt = vim.api.nvim_create_buf(false, true)
     pcall(vim.api.nvim_buf_set_name, chat.prompt, "pi-ide://chat-prompt")
     -- Not "markdown": a user's Markdown setup (an LSP, snippets, a completion menu over the
@@ -57,6 +61,12 @@ end
 
 function M.visible()
   return chat.prompt ~= nil and window.visible(view.buf(), chat.prompt)
+end
+
+-- Both windows show (after :q in one of them, or <C-w>o, only one does).
+local function whole()
+  local conv, prompt = window.windows(view.buf(), chat.prompt or -1)
+  return conv ~= nil and prompt ~= nil
 end
 
 -- The winbar: model, thinking level, tokens, and what Pi is doing; a warning when writes are
@@ -187,11 +197,11 @@ function M.ensure()
     env = vim.tbl_extend("force", agent_env, env),
     tool_lines = cfg().tool_lines,
     on_op = function(op)
-      if chat.starting then
-        chat.starting = false -- Pi answers: it is up
-        M.changed()
-      end
       handlers.handle(M, chat, op)
+    end,
+    on_up = function()
+      chat.starting = false
+      M.changed()
     end,
   })
   if not proc then
@@ -218,7 +228,7 @@ function M.open(focus)
     return false
   end
   local here = vim.api.nvim_get_current_win()
-  if not M.visible() then
+  if not whole() then
     local conv, err = window.open(conv_buf(), prompt_buf())
     if not conv then
       log.notify("cannot open the chat: " .. tostring(err), vim.log.levels.ERROR)
@@ -246,7 +256,7 @@ end
 
 --- :PiIde chat: shows it, or hides it when it shows.
 function M.toggle()
-  if M.visible() then
+  if whole() then
     M.hide()
   else
     M.open(true)
@@ -261,16 +271,20 @@ function M.send(text)
   if not M.ensure() then
     return false
   end
-  local command = { type = "prompt", message = text }
-  if chat.state == "working" then
-    command.streamingBehavior = cfg().while_working == "follow_up" and "followUp" or "steer"
-  end
-  view.user(text, command.streamingBehavior)
-  process.send(chat.proc, command, function(r)
+  -- Pi ignores streamingBehavior when idle; sent always, a second prompt sent before Pi's
+  -- agent_start is drawn queues instead of being refused.
+  local behavior = cfg().while_working == "follow_up" and "followUp" or "steer"
+  local command = { type = "prompt", message = text, streamingBehavior = behavior }
+  local sent = process.send(chat.proc, command, function(r)
     if not r.success then
       view.lines({ "✗ " .. tostring(r.error or "Pi refused the prompt") })
     end
   end)
+  if not sent then
+    log.notify("Pi has just exited: the prompt was not sent (it stays; send it again to start Pi)", vim.log.levels.WARN)
+    return false
+  end
+  view.user(text, chat.state == "working" and behavior or nil)
   return true
 end
 
@@ -283,9 +297,14 @@ function M.send_prompt_area()
   end
 end
 
---- Puts `text` in the prompt area, the cursor after it (for :PiIde ask with a range).
+--- Puts `text` in the prompt area after what it holds, the cursor after it (for :PiIde ask
+--- with a range).
 function M.set_prompt(text)
   local buf = prompt_buf()
+  local draft = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+  if vim.trim(draft) ~= "" then
+    text = draft .. "\n\n" .. text
+  end
   local lines = vim.split(text, "\n", { plain = true })
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   local _, win = window.windows(view.buf(), buf)

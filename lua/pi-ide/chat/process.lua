@@ -50,6 +50,11 @@ local function drain(proc)
   if not ok then
     return log.error("chat drain failed: %s", tostring(ops))
   end
+  if ops[1] and proc.on_up then
+    local up = proc.on_up
+    proc.on_up = nil
+    pcall(up)
+  end
   for _, op in ipairs(ops) do
     local handled, err = xpcall(handle, debug.traceback, proc, op)
     if not handled then
@@ -59,15 +64,16 @@ local function drain(proc)
   measure(proc, t0)
 end
 
---- Starts Pi: `spec` = { cmd, cwd, env, tool_lines, on_op = function(op) }. Returns the
---- process, or nil and why.
+--- Starts Pi: `spec` = { cmd, cwd, env, tool_lines, on_op = function(op), on_up = function() }
+--- (on_up: once, when the first op comes: Pi is up). Returns the process, or nil and why.
 function M.start(spec)
   local core = native()
   if not core then
     local _, err = require("pi-ide.native").load()
     return nil, err
   end
-  local proc = { pending = {}, on_op = spec.on_op, busy_ns = 0, drains = 0, longest_ns = 0 }
+  local proc = { pending = {}, on_op = spec.on_op, on_up = spec.on_up }
+  proc.busy_ns, proc.drains, proc.longest_ns = 0, 0, 0
   proc.async = vim.uv.new_async(require("pi-ide.schedule").once(function()
     drain(proc)
   end))

@@ -18,11 +18,15 @@ local NAME = "pi-ide://chat"
 -- first = row, last = exclusive row } } (0-based rows) for tools still running.
 local view
 
+-- :bd leaves the buffer valid but unloaded and empty: that conversation is gone.
 local function valid()
-  return view and vim.api.nvim_buf_is_valid(view.buf)
+  return view and vim.api.nvim_buf_is_loaded(view.buf)
 end
 
 local function create()
+  if view and vim.api.nvim_buf_is_valid(view.buf) then
+    pcall(vim.api.nvim_buf_delete, view.buf, { force = true })
+  end
   local buf = vim.api.nvim_create_buf(false, true)
   pcall(vim.api.nvim_buf_set_name, buf, NAME)
   vim.bo[buf].undolevels = -1

@@ -267,17 +267,6 @@ local function show(r, args)
   end)
 end
 
--- While the user is typing (Insert, Visual, Command-line mode...), a review opening under their
--- fingers would take keystrokes: wait until they are back in Normal mode.
-local function busy_mode()
-  local m = vim.api.nvim_get_mode()
-  if m.blocking then
-    return true
-  end
-  local c = m.mode:sub(1, 1)
-  return not (c == "n" or c == "t") or m.mode:sub(1, 2) == "no"
-end
-
 -- Typing into a terminal (the agent's prompt): the review would take the next keys as
 -- Normal-mode commands. It opens once the keyboard has been quiet a moment.
 local TERMINAL_QUIET_MS = 700
@@ -315,35 +304,23 @@ function show_when_ready(r, args)
     show_when_quiet(r, args)
     return
   end
-  if not busy_mode() then
+  local typing = require("pi-ide.typing")
+  if not typing.busy_mode() then
     show(r, args)
     return
   end
-  local names = { i = "Insert", R = "Replace", v = "Visual", V = "Visual", ["\22"] = "Visual", s = "Select", S = "Select", ["\19"] = "Select", c = "Command-line" }
-  local mode = vim.api.nvim_get_mode().mode
   vim.notify(
     ("pi-ide.nvim: the agent wants to change %s; the review opens when you leave %s mode"):format(
       display_name(r.path),
-      names[mode:sub(1, 1)] or names[mode:sub(1, 2)] or ("'" .. mode .. "'")
+      typing.mode_name()
     ),
     vim.log.levels.INFO
   )
-  -- Several returns to Normal mode may come before the main loop runs what they scheduled
-  -- (`<Esc>:w<CR>` typed at once: Visual, then Command-line): the review opens once. A second
-  -- opening would find the staged proposal gone (deleted once read) and reject the review.
-  local id, opening
-  id = vim.api.nvim_create_autocmd("ModeChanged", {
-    pattern = "*:n",
-    callback = log.guard("showing a waiting review", function()
-      vim.schedule(function()
-        if not opening and not busy_mode() then
-          opening = true
-          pcall(vim.api.nvim_del_autocmd, id)
-          show_later(r, args)
-        end
-      end)
-    end),
-  })
+  -- Once: a second opening would find the staged proposal gone (deleted once read) and
+  -- reject the review.
+  typing.when_normal("showing a waiting review", function()
+    show_later(r, args)
+  end)
 end
 
 --- openDiff: (args, reply, ev) from the tool dispatcher; answers through `reply` later.
