@@ -177,6 +177,14 @@ fn ask_with_a_range_quotes_the_lines_and_their_file() {
     nvim.command("1PiIde ask").unwrap();
     let prompt = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
     assert_eq!(prompt, "In a.py, lines 1-1:\n```python\none\n```\n\n");
+    // A second quote goes after what the prompt holds.
+    nvim.command("wincmd p").unwrap();
+    nvim.command("3PiIde ask").unwrap();
+    let prompt = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    assert_eq!(
+        prompt,
+        "In a.py, lines 1-1:\n```python\none\n```\n\nIn a.py, lines 3-3:\n```python\nthree\n```\n\n"
+    );
 }
 
 #[test]

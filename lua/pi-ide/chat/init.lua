@@ -301,8 +301,8 @@ end
 --- with a range).
 function M.set_prompt(text)
   local buf = prompt_buf()
-  local draft = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
-  if vim.trim(draft) ~= "" then
+  local draft = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n"):gsub("%s+$", "")
+  if draft ~= "" then
     text = draft .. "\n\n" .. text
   end
   local lines = vim.split(text, "\n", { plain = true })
