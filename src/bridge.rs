@@ -40,6 +40,8 @@ pub struct Shared {
     /// One openDiff is staged at a time (see review.rs): a read stuck on a hung mount holds it,
     /// and later reviews are refused quickly instead of piling up proposals in memory.
     pub staging: Arc<tokio::sync::Semaphore>,
+    /// openDiffs being staged, for a close_tab that comes before Lua has them (opening.rs).
+    pub opening: crate::opening::Opening,
     /// The user's `diff.review`: false answers openDiff at once, unseen. Lua's config owns it;
     /// setup() pushes each change here (the core answers without waking Neovim).
     diff_review: AtomicBool,
@@ -110,6 +112,7 @@ impl Shared {
             stopping: AtomicBool::new(false),
             stop_signal: tokio::sync::Notify::new(),
             staging: Arc::new(tokio::sync::Semaphore::new(1)),
+            opening: Default::default(),
             diff_review: AtomicBool::new(true),
             fallback_after: settings.fallback_after,
             runtime: OnceLock::new(),

@@ -272,6 +272,7 @@ pub fn stage(mut args: Value, file: PathBuf, limit: usize) -> Staged {
     let obj = args.as_object_mut().expect("validated as an object");
     obj.remove("new_file_contents");
     crate::failpoint::hang_if_under(Path::new(&new_path));
+    crate::failpoint::slow_stage();
     let old = read_old(&new_path, limit);
     let Old::Refused(why) = old else {
         return finish_stage(args, file, contents, old);

@@ -193,6 +193,15 @@ async fn call_tool(
             .await
             .into_iter()
             .collect(),
+        Hook::CloseReview => {
+            let mut args = args;
+            let tab = args["tab_name"].as_str().unwrap_or_default();
+            if shared.opening.contains(client, tab) {
+                args["opening"] = serde_json::Value::Bool(true);
+            }
+            shared.park(client, id, tool, args).await;
+            vec![]
+        }
         Hook::SessionName => {
             let name = args["name"].as_str().unwrap_or_default().to_owned();
             shared.clients.set_session_name(client, &name);

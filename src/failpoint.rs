@@ -6,7 +6,9 @@
 //! `PI_IDE_FAILPOINTS` is a comma-separated list of:
 //! - `panic-on=<method>`: a connection task panics when a request of that method arrives;
 //! - `hang-under=<folder>`: any look at a path under that folder blocks for an hour, as on an
-//!   NFS mount whose server is gone.
+//!   NFS mount whose server is gone;
+//! - `slow-stage-ms=<n>`: staging an openDiff's proposal takes n ms longer (a slow disk), so
+//!   that what arrives meanwhile (a close_tab) can be tested.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -15,6 +17,7 @@ use std::sync::OnceLock;
 struct Points {
     panic_on: Option<String>,
     hang_under: Option<String>,
+    slow_stage_ms: u64,
 }
 
 fn points() -> &'static Points {
@@ -26,6 +29,7 @@ fn points() -> &'static Points {
             match item.split_once('=') {
                 Some(("panic-on", m)) => p.panic_on = Some(m.to_owned()),
                 Some(("hang-under", d)) => p.hang_under = Some(d.to_owned()),
+                Some(("slow-stage-ms", n)) => p.slow_stage_ms = n.parse().unwrap_or(0),
                 _ => {}
             }
         }
@@ -46,5 +50,13 @@ pub fn hang_if_under(path: &Path) {
         if path.starts_with(dir) {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }
+    }
+}
+
+/// Sleeps for `slow-stage-ms` (staging a proposal).
+pub fn slow_stage() {
+    let ms = points().slow_stage_ms;
+    if ms > 0 {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
     }
 }

@@ -19,6 +19,7 @@ pub mod lockfile;
 pub mod log;
 pub mod mcp;
 pub mod notify;
+pub mod opening;
 pub mod outbox;
 pub mod oversized;
 pub mod parked;

@@ -66,6 +66,10 @@ pub async fn open(
     if let Some(why) = over_bounds(client, tool, &args, shared) {
         return reject(Some(why)).await;
     }
+    // Until it is parked for Lua (the end of this function), a close_tab of it is remembered.
+    let _opening = shared
+        .opening
+        .begin(client, args["tab_name"].as_str().unwrap_or_default());
     let path = path_arg(&args);
     let probe = crate::resolve::PROBE.resolve(std::path::Path::new(&path), PROBE_DEADLINE);
     if probe.await == Resolved::TimedOut {

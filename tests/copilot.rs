@@ -400,3 +400,28 @@ fn a_cli_that_goes_away_is_seen_gone_in_seconds() {
     wait_until("the session gone", PATIENCE, || nvim.lua("return #require('pi-ide').info().clients").as_u64() == Some(0));
     assert!(t.elapsed() < std::time::Duration::from_secs(15), "took {:?}", t.elapsed());
 }
+
+/// What the real CLI was seen sending when its connection was renewed during an edit: the
+/// first open_diff, its close_diff at once (while the core still stages the proposal, here
+/// made slow), and a new open_diff of the same file. The first is rejected and never shows;
+/// the new one shows and is answered.
+#[test]
+fn a_review_closed_while_it_was_staged_never_shows_and_the_next_does() {
+    let nvim = Nvim::start_with(Options {
+        after: Some("require('pi-ide').setup({ copilot = true })".into()),
+        env: vec![("PI_IDE_FAILPOINTS".into(), "slow-stage-ms=1500".into())],
+        ..Default::default()
+    });
+    let mut c = client(&nvim, "renewed");
+    let path = file_with(&nvim, "r.txt", "one\n");
+    let first = c.call_async("open_diff", open_diff_args(&path, "two\n", "tab-1"));
+    let closed = c.call("close_diff", json!({"tab_name": "tab-1"})).tool_json();
+    assert_eq!(closed["already_closed"], false, "{closed}");
+    let a = answer(first);
+    assert_eq!((a["result"].as_str(), a["trigger"].as_str()), (Some("REJECTED"), Some("closed_via_tool")), "{a}");
+    assert_eq!(nvim.t("reviews_shown", json!([])), json!(0));
+    let second = open_review(&nvim, &mut c, &path, "two\n", "tab-2", 1);
+    type_keys(&nvim, ":w<CR>");
+    let b = answer(second);
+    assert_eq!(b["result"], "SAVED", "{b}");
+}

@@ -65,6 +65,7 @@ Tool {
     params: &[Param { name: "tab_name", ty: Ty::String, required: true, description: "The open_diff tab_name." }],
     adapt: Some(close_diff_args),
     reshape: Some(close_diff_answer),
+    hook: Hook::CloseReview,
     ..COPILOT
 },
 Tool {

@@ -104,6 +104,9 @@ pub enum Hook {
     /// Answered by the core at once: the client's session name is recorded (clients.rs) and
     /// Lua is told (status line, winbar).
     SessionName,
+    /// Closing a review (close_tab, close_diff): parked for Lua, with `opening: true` when an
+    /// openDiff of that name is still being staged (opening.rs).
+    CloseReview,
 }
 
 /// Which clients list and call a tool: the ones that speak its protocol.

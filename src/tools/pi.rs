@@ -111,6 +111,7 @@ Tool {
     description: "Close the review with this tab_name if it is open (rejecting it if undecided). TAB_CLOSED.",
     params: &[Param { name: "tab_name", ty: Ty::String, required: true, description: "The openDiff tab_name." }],
     shape: Shape::Texts,
+    hook: Hook::CloseReview,
     ..PLAIN
 },
 Tool {

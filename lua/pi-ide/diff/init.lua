@@ -22,6 +22,9 @@ local M = {}
 -- name, and one agent's closeAllDiffTabs must not touch another's reviews.
 local reviews = {} -- key -> review
 local order = {} -- keys, oldest first (for "n of m")
+-- key -> the trigger (or false) of a close_tab that came while its openDiff was being staged.
+local closed_early = {}
+local MAX_CLOSED_EARLY = 64
 
 local function key(client, tab_name)
   return tostring(client) .. "\0" .. tab_name
@@ -359,6 +362,13 @@ function M.open(args, reply, ev)
     finish(r, "rejected")
     return
   end
+  local early = closed_early[r.key]
+  if early ~= nil then
+    -- Its agent closed it while the core was staging it: it has given up on this review.
+    closed_early[r.key] = nil
+    finish(r, "rejected", nil, early or nil)
+    return
+  end
   local ok, err = xpcall(show_when_ready, debug.traceback, r, args)
   if not ok then
     -- Without a review on screen the only safe answer is a rejection.
@@ -381,12 +391,23 @@ end
 
 --- close_tab: closes (and if undecided, rejects) that client's review; nothing when there is
 --- none. Returns whether one was open. `trigger`: what the rejection says happened.
-function M.close(tab_name, client, trigger)
-  local r = reviews[key(client, tab_name)]
+--- `opening`: the core is still staging an openDiff of that name (src/opening.rs): it is
+--- rejected when it arrives.
+function M.close(tab_name, client, trigger, opening)
+  local name = key(client, tab_name)
+  local r = reviews[name]
   if r then
     finish(r, "rejected", nil, trigger)
+    return true
   end
-  return r ~= nil
+  if opening then
+    if vim.tbl_count(closed_early) >= MAX_CLOSED_EARLY then
+      closed_early = {} -- names whose openDiff the core refused: never coming
+    end
+    closed_early[name] = trigger or false
+    return true
+  end
+  return false
 end
 
 --- Redraws the winbars (an agent named its session).

@@ -10,7 +10,8 @@ end
 -- Each client closes its own reviews only. Copilot's close_diff (the user answered in the
 -- terminal) asks for a report: whether a review was open.
 function M.close_tab(args, _, ev)
-  local closed = require("pi-ide.diff").close(args.tab_name, ev.client, args.report and "closed_via_tool" or nil)
+  local trigger = args.report and "closed_via_tool" or nil
+  local closed = require("pi-ide.diff").close(args.tab_name, ev.client, trigger, args.opening == true)
   if args.report then
     return { "TAB_CLOSED", closed and "closed" or "already_closed", args.tab_name }
   end
