@@ -209,22 +209,16 @@ impl CopilotCli {
         lines[lines.len().saturating_sub(n)..].join("\n")
     }
 
-    /// Whether the CLI's log says it connected twice at once after the trust and ended
-    /// connected. Under load its lock-file watcher and its folder scan both connect; the second
-    /// replaces the first, and the note on screen then reads "0 servers connected" although
-    /// the CLI is connected (seen once in CI). A race of the CLI's own, not of the editor's.
-    pub fn ended_connected_after_a_double_connect(&self) -> bool {
+    /// Whether the CLI's log says it is connected to an editor now: its last line about the
+    /// connection is "Connected to IDE MCP server".
+    pub fn log_says_connected(&self) -> bool {
         let Ok(text) = self.log() else { return false };
-        let Some(at) = text.rfind("Disconnecting from existing IDE before new connection") else {
-            return false;
-        };
-        let after = &text[at..];
-        let connected = after.rfind("Connected to IDE MCP server");
-        let lost = ["Disconnecting from IDE MCP server", "Disconnected from IDE MCP server"]
+        let connected = text.rfind("Connected to IDE MCP server");
+        let lost = ["Connecting to IDE MCP server", "Disconnecting from IDE MCP server", "Disconnected from IDE MCP server"]
             .iter()
-            .filter_map(|l| after.rfind(l))
+            .filter_map(|l| text.rfind(l))
             .max();
-        matches!((connected, lost), (Some(c), Some(l)) if c > l)
+        matches!((connected, lost), (Some(c), l) if l.is_none_or(|l| c > l))
     }
 
     /// The CLI's newest log file ($COPILOT_HOME/logs/*.log), or why there is none.
