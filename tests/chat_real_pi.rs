@@ -461,7 +461,7 @@ fn a_dialog_waits_while_the_user_types_and_shows_on_esc() {
     type_keys(&rig.nvim, "iwhat I type");
     rig.send("/ui-test");
     rig.wait("the note that Pi's question waits", || {
-        rig.notes().iter().any(|n| n.contains("Pi asks") && n.contains("leave Insert mode"))
+        rig.notes().iter().any(|n| n.contains("Pi's question waits until you leave Insert mode"))
     });
     assert_eq!(rig.nvim.lua("return #_G.asked"), json!(0));
     assert_eq!(rig.status(), "π waiting for you");

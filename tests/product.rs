@@ -173,7 +173,7 @@ fn statusline_text_follows_the_state() {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "c\n", "tab_name": "w"}}})).unwrap();
     nvim.wait_for("require('pi-ide').status() == 'π pi-ide · 1 waiting'", PATIENCE);
     assert!(
-        nvim.notes().iter().any(|n| n.contains("the review opens when you leave Insert mode")),
+        nvim.notes().iter().any(|n| n.contains("waits until you leave Insert mode")),
         "{:?}",
         nvim.notes()
     );
@@ -195,6 +195,24 @@ fn statusline_text_follows_the_state() {
     // Cheap enough for every redraw.
     let us = nvim.lua("require('pi-ide').start() local t = vim.uv.hrtime() for _ = 1, 1000 do require('pi-ide').status() end return (vim.uv.hrtime() - t) / 1000 / 1000");
     eprintln!("status(): {us} µs per call");
+}
+
+#[test]
+fn a_waiting_message_fits_on_one_line_at_80_columns() {
+    // Wider than the command line, it would stop the user at "Press ENTER" and eat a key.
+    let nvim = Nvim::start();
+    nvim.record_notify();
+    nvim.lua("vim.o.columns = 80");
+    type_keys(&nvim, "i");
+    nvim.lua("require('pi-ide.typing').say_waiting('the review of ' .. string.rep('deep/', 30) .. 'hello.txt')");
+    type_keys(&nvim, "<Esc>");
+    let notes = nvim.notes();
+    let note = notes.last().cloned().unwrap_or_default();
+    let room = nvim.lua("return vim.v.echospace").as_u64().unwrap();
+    let width = nvim.lua_with("return vim.fn.strdisplaywidth(...)", vec![note.clone().into()]);
+    assert!(width.as_u64().unwrap() <= room, "{width} columns > {room}: {note}");
+    assert!(note.ends_with("/hello.txt waits until you leave Insert mode"), "{note}");
+    assert!(note.starts_with("pi-ide.nvim: …"), "{note}");
 }
 
 #[test]

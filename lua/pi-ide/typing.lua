@@ -42,6 +42,24 @@ function M.mode_name()
   return MODES[mode:sub(1, 1)] or MODES[mode:sub(1, 2)] or ("'" .. mode .. "'")
 end
 
+--- Says that `what` waits until the user leaves the current mode, on one line: a message
+--- wider than the command line would stop them at "Press ENTER" and eat their next key.
+--- `what` is shortened from the left to fit ("…/src/hello.txt").
+function M.say_waiting(what)
+  local tail = (" waits until you leave %s mode"):format(M.mode_name())
+  local head = "pi-ide.nvim: "
+  local room = math.max(vim.v.echospace, 40) - vim.fn.strdisplaywidth(head .. tail) - 1
+  if vim.fn.strdisplaywidth(what) > room then
+    local chars = vim.fn.strchars(what)
+    local keep = math.max(room - 1, 1)
+    what = "…" .. vim.fn.strcharpart(what, chars - keep, keep)
+    while vim.fn.strdisplaywidth(what) > room and vim.fn.strchars(what) > 2 do
+      what = "…" .. vim.fn.strcharpart(what, 2)
+    end
+  end
+  vim.notify(head .. what .. tail, vim.log.levels.INFO)
+end
+
 --- Runs `fn` once, when the user is back in Normal mode. Several returns to Normal mode may
 --- come before the main loop runs what they scheduled (`<Esc>:w<CR>` typed at once: Visual,
 --- then Command-line): `fn` still runs once. `what` names it in the log if it fails.

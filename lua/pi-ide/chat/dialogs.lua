@@ -128,10 +128,7 @@ function M.handle(req, reply)
   if not typing.busy_mode() then
     return show(dialog, req, reply)
   end
-  vim.notify(
-    ("pi-ide.nvim: Pi asks %q; it shows when you leave %s mode"):format(title_of(req), typing.mode_name()),
-    vim.log.levels.INFO
-  )
+  typing.say_waiting("Pi's question")
   typing.when_normal("showing Pi's question", function()
     if open[req.id] then -- not dropped by its timeout or Pi's exit meanwhile
       show(dialog, req, reply)

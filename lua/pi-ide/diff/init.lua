@@ -312,13 +312,7 @@ function show_when_ready(r, args)
     show(r, args)
     return
   end
-  vim.notify(
-    ("pi-ide.nvim: the agent wants to change %s; the review opens when you leave %s mode"):format(
-      display_name(r.path),
-      typing.mode_name()
-    ),
-    vim.log.levels.INFO
-  )
+  typing.say_waiting("the review of " .. display_name(r.path))
   -- Once: a second opening would find the staged proposal gone (deleted once read) and
   -- reject the review.
   typing.when_normal("showing a waiting review", function()
