@@ -94,40 +94,60 @@ fn hidden_the_chat_says_when_pi_finishes_and_the_statusline_follows_pi() {
     }
 }
 
+/// The chat open, its Pi (the fake) reading nothing until `release` (`--start-when`).
+struct HeldStart {
+    nvim: Nvim,
+    dir: std::path::PathBuf,
+}
+
+impl HeldStart {
+    fn open() -> HeldStart {
+        let dir = pi_ide_peer::nvim::temp_dir("chat-held");
+        let go = dir.join("go");
+        let nvim = neovim(&["--start-when", go.to_str().unwrap(), "--deltas", "3"]);
+        nvim.command("PiIde chat").unwrap();
+        HeldStart { nvim, dir }
+    }
+
+    fn release(&self) {
+        std::fs::write(self.dir.join("go"), "").unwrap();
+    }
+}
+
+impl Drop for HeldStart {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 #[test]
 fn until_pi_answers_the_header_and_statusline_say_it_is_starting() {
-    let dir = pi_ide_peer::nvim::temp_dir("chat-start");
-    let go = dir.join("go");
-    let nvim = neovim(&["--start-when", go.to_str().unwrap(), "--deltas", "3"]);
-    nvim.command("PiIde chat").unwrap();
+    let held = HeldStart::open();
+    let nvim = &held.nvim;
     // Pi reads nothing until `go` exists: it is starting for as long as the test wants.
     assert_eq!(nvim.lua("return require('pi-ide').status()"), "π starting");
     let bar = "vim.wo[vim.fn.bufwinid(require('pi-ide.chat.view').buf())].winbar";
     assert_eq!(nvim.lua(&format!("return ({bar}):find('starting', 1, true) ~= nil")), true);
-    std::fs::write(&go, "").unwrap();
+    held.release();
     // Pi's first answers are responses only (get_commands, get_state): they end the start.
     nvim.wait_for("require('pi-ide.chat').status() == ''", PATIENCE);
     assert_eq!(nvim.lua(&format!("return ({bar}):find('starting', 1, true) == nil")), true);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn two_prompts_sent_before_pi_is_up_are_both_answered() {
-    let dir = pi_ide_peer::nvim::temp_dir("chat-two");
-    let go = dir.join("go");
-    let nvim = neovim(&["--start-when", go.to_str().unwrap(), "--deltas", "3"]);
-    nvim.command("PiIde chat").unwrap();
+    let held = HeldStart::open();
+    let nvim = &held.nvim;
     nvim.lua("require('pi-ide.chat').send('one') require('pi-ide.chat').send('two')");
-    std::fs::write(&go, "").unwrap();
+    held.release();
     // Pi starts the first and is streaming when the second comes: it queues it (a prompt
     // without streamingBehavior would be refused then), and answers both.
     let deadline = std::time::Instant::now() + PATIENCE;
-    while text(&nvim).matches("d3 lorem ipsum").count() < 2 {
-        assert!(std::time::Instant::now() < deadline, "{}", text(&nvim));
+    while text(nvim).matches("d3 lorem ipsum").count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "{}", text(nvim));
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    assert!(!text(&nvim).contains("already processing"), "{}", text(&nvim));
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!text(nvim).contains("already processing"), "{}", text(nvim));
 }
 
 #[test]
