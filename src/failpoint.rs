@@ -53,10 +53,12 @@ pub fn hang_if_under(path: &Path) {
     }
 }
 
-/// Sleeps for `slow-stage-ms` (staging a proposal).
+/// Sleeps for `slow-stage-ms` (staging a proposal), saying so in the log first (a test waits
+/// for that line to know the staging has begun).
 pub fn slow_stage() {
     let ms = points().slow_stage_ms;
     if ms > 0 {
+        crate::warn!("fail point: staging slowed by {ms} ms");
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
 }

@@ -409,12 +409,16 @@ fn a_cli_that_goes_away_is_seen_gone_in_seconds() {
 fn a_review_closed_while_it_was_staged_never_shows_and_the_next_does() {
     let nvim = Nvim::start_with(Options {
         after: Some("require('pi-ide').setup({ copilot = true })".into()),
-        env: vec![("PI_IDE_FAILPOINTS".into(), "slow-stage-ms=1500".into())],
+        env: vec![("PI_IDE_FAILPOINTS".into(), "slow-stage-ms=5000".into())],
         ..Default::default()
     });
     let mut c = client(&nvim, "renewed");
     let path = file_with(&nvim, "r.txt", "one\n");
     let first = c.call_async("open_diff", open_diff_args(&path, "two\n", "tab-1"));
+    let log = nvim.home.join("state/nvim/pi-ide.log");
+    wait_until("the staging to begin", PATIENCE, || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("fail point: staging slowed"))
+    });
     let closed = c.call("close_diff", json!({"tab_name": "tab-1"})).tool_json();
     assert_eq!(closed["already_closed"], false, "{closed}");
     let a = answer(first);
