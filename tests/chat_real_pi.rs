@@ -23,7 +23,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::*;
-use openai_mock::{turn, user_texts, OpenAiMock, Reply};
+use openai_mock::{user_texts, OpenAiMock, Reply};
 use pi_cli::{pi_env, Folders, PI_PATIENCE};
 use pi_ide_peer::nvim::Options;
 
@@ -170,13 +170,13 @@ impl Rig {
         self.nvim.notes()
     }
 
+    /// The chat's header (its winbar); empty when the chat is not shown.
+    fn header(&self) -> String {
+        self.nvim.t("chat_header", json!([])).as_str().unwrap_or_default().to_owned()
+    }
+
     fn report(&self) -> String {
-        let turns: Vec<String> = self
-            .model
-            .completions()
-            .iter()
-            .map(|b| format!("{:?}", turn(b)))
-            .collect();
+        let turns = self.model.turns_report();
         let log = std::fs::read_to_string(self.nvim.home.join("state/nvim/pi-ide.log"))
             .unwrap_or_default();
         let log: Vec<&str> = log.lines().collect();
@@ -227,15 +227,7 @@ fn a_prompt_streams_the_models_answer_into_the_conversation() {
     // The chat shows: the conversation in a window, its header naming Pi's model.
     assert_eq!(rig.info()["model"], json!("Mock"), "{}", rig.report());
     assert_eq!(rig.info()["model_key"], json!("mock/mock-coder"));
-    let winbar = || {
-        rig.nvim.lua(
-            "local w = vim.fn.win_findbuf(require('pi-ide.chat.view').buf())[1] \
-             return w and vim.wo[w].winbar",
-        )
-    };
-    rig.wait("the header to name the model", || {
-        winbar().as_str().is_some_and(|w| w.starts_with("π Mock"))
-    });
+    rig.wait("the header to name the model", || rig.header().starts_with("π Mock"));
     assert_eq!(rig.status(), "");
 
     rig.send("stream-please tell me");
@@ -249,7 +241,7 @@ fn a_prompt_streams_the_models_answer_into_the_conversation() {
     });
     assert_eq!(state, "π working", "{partial}");
     assert!(partial.contains("## ❯ You\nstream-please tell me"), "{partial}");
-    assert!(winbar().as_str().unwrap().contains("working"), "{:?}", winbar());
+    assert!(rig.header().contains("working"), "{}", rig.header());
     // Then all of it, in order, once; and Pi is idle.
     let whole: String = (1..=40).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ");
     let t = rig.wait_text(&whole);
@@ -257,7 +249,8 @@ fn a_prompt_streams_the_models_answer_into_the_conversation() {
     assert_eq!(t.matches("w17 ").count(), 1, "{t}");
     rig.wait("the state to go back to idle", || rig.status().is_empty());
     rig.wait("the header to lose 'working'", || {
-        winbar().as_str().is_some_and(|w| w.starts_with("π Mock") && !w.contains("working"))
+        let h = rig.header();
+        h.starts_with("π Mock") && !h.contains("working")
     });
     let body = rig.model.wait_completion("the prompt", PI_PATIENCE, |b| {
         user_said(b, "stream-please tell me")
@@ -527,15 +520,7 @@ fn the_model_picker_switches_pis_model() {
         .wait_completion("the prompt", PI_PATIENCE, |b| user_said(b, "which-model now"));
     assert_eq!(body["model"], json!("mock-second"));
     rig.wait_text("Mock model: noted.");
-    rig.wait("the header to name the new model", || {
-        rig.nvim
-            .lua(
-                "local w = vim.fn.win_findbuf(require('pi-ide.chat.view').buf())[1] \
-                 return w and vim.wo[w].winbar",
-            )
-            .as_str()
-            .is_some_and(|w| w.starts_with("π Mock Second"))
-    });
+    rig.wait("the header to name the new model", || rig.header().starts_with("π Mock Second"));
 }
 
 #[test]
@@ -610,13 +595,5 @@ fn without_the_extension_the_chat_says_writes_are_not_reviewed() {
     let t = rig.wait_text("⚠ **Writes are not reviewed**");
     assert!(t.contains("pi install npm:@ldelossa/pi-ide"), "{t}");
     assert!(!t.contains("Auto-connected"), "{t}");
-    rig.wait("the header to warn", || {
-        rig.nvim
-            .lua(
-                "local w = vim.fn.win_findbuf(require('pi-ide.chat.view').buf())[1] \
-                 return w and vim.wo[w].winbar",
-            )
-            .as_str()
-            .is_some_and(|w| w.contains("writes NOT reviewed"))
-    });
+    rig.wait("the header to warn", || rig.header().contains("writes NOT reviewed"));
 }

@@ -128,12 +128,7 @@ impl Rig {
 
     /// Pi's terminal, the model's turns, Neovim's log and clients.
     fn report(&self) -> String {
-        let turns: Vec<String> = self
-            .model
-            .completions()
-            .iter()
-            .map(|b| format!("{:?}", turn(b)))
-            .collect();
+        let turns = self.model.turns_report();
         format!(
             "--- Pi's terminal ---\n{}\n--- the turns the mock model got ---\n{}\n--- Neovim's clients ---\n{:?}\n--- pi-ide.log ---\n{}",
             self.pi.as_ref().map(PiTui::transcript).unwrap_or_default(),

@@ -191,6 +191,11 @@ impl OpenAiMock {
         self.state.requests.lock().unwrap().clone()
     }
 
+    /// The newest turn of each chat-completion request so far, for failure reports.
+    pub fn turns_report(&self) -> Vec<String> {
+        self.completions().iter().map(|b| format!("{:?}", turn(b))).collect()
+    }
+
     /// The bodies of the chat-completion requests so far.
     pub fn completions(&self) -> Vec<Value> {
         self.requests()

@@ -203,6 +203,14 @@ function M.tabline()
   return (table.concat(cells):gsub("%s+$", ""))
 end
 
+-- The chat ------------------------------------------------------------------------------------
+
+--- The chat's header (the conversation window's winbar); nil when the chat is not shown.
+function M.chat_header()
+  local w = vim.fn.win_findbuf(require("pi-ide.chat.view").buf())[1]
+  return w and vim.wo[w].winbar
+end
+
 -- Suggestions ----------------------------------------------------------------------------------
 
 --- The ghost text on screen: its inline part, then its virtual lines, joined with newlines;

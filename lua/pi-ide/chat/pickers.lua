@@ -4,9 +4,15 @@ local chat = require("pi-ide.chat")
 
 local M = {}
 
+-- The list `field` of the answer to `command` (nil when Pi did not give one).
+local function ask_list(command, field)
+  local r = chat.request({ type = command })
+  local list = r and type(r.data) == "table" and r.data[field] or nil
+  return type(list) == "table" and list or nil
+end
+
 function M.model()
-  local r = chat.request({ type = "get_available_models" })
-  local models = r and type(r.data) == "table" and r.data.models or nil
+  local models = ask_list("get_available_models", "models")
   if not models then
     return
   end
@@ -33,8 +39,7 @@ function M.model()
 end
 
 function M.thinking()
-  local r = chat.request({ type = "get_available_thinking_levels" })
-  local levels = r and type(r.data) == "table" and r.data.levels or nil
+  local levels = ask_list("get_available_thinking_levels", "levels")
   if not levels then
     return
   end
