@@ -1,6 +1,6 @@
-//! Stamps the library with what it was built from (see src/stamp.rs).
+//! Stamps the library with what it was built from (see src/support/stamp.rs).
 
-#[path = "src/stamp.rs"]
+#[path = "src/support/stamp.rs"]
 mod stamp;
 
 fn main() {

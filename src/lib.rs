@@ -1,50 +1,37 @@
-//! pi-ide.nvim's Rust core: the loopback MCP server Neovim runs for the Pi agent.
+//! pi-ide.nvim's Rust core: the server Neovim runs for coding agents, in layers (each uses only
+//! the ones above it in this list):
 //!
-//! Everything here is plain Rust that never touches the Neovim API; `lua_api` is the one narrow
-//! boundary Lua calls through. See README.md ("Design") for the shape of the whole.
+//! - `support`: logging, fail points, the source stamp, waking Neovim, resolving paths.
+//! - `protocol`: the wire: JSON-RPC, pi-ide's lockfile, the tool entries.
+//! - `agents`: one module per agent (its dialect, answer shapes, lockfile, transport) and the
+//!   registry that lists them.
+//! - `state`: what the server thread and Neovim's main thread share (clients, events, calls
+//!   parked for Lua, reviews, requests, the selection, diagnostics).
+//! - `mcp`: the MCP core every transport hands its messages to.
+//! - `transport`: how messages arrive and leave (WebSocket, HTTP on a Unix socket).
+//! - `server`: the server's life (bind, threads, the agents served, stop in order).
+//! - `ffi`: the one narrow boundary Lua calls through.
+//!
+//! `chat` runs a chat's agent as a child process, beside the server. See README.md
+//! ("Architecture").
 
-pub mod auth;
-pub mod bridge;
+pub mod agents;
 pub mod chat;
-pub mod clients;
-pub mod diagnostics;
-pub mod diff;
-pub mod dispatch;
-pub mod events;
-pub mod failpoint;
-mod fuzz;
-pub mod jsonrpc;
-pub mod limits;
-pub mod lockfile;
-pub mod log;
 pub mod mcp;
-pub mod notify;
-pub mod opening;
-pub mod outbox;
-pub mod oversized;
-pub mod parked;
-pub mod requests;
-pub mod resolve;
-pub mod review;
-pub mod selection;
+pub mod protocol;
 pub mod server;
-pub mod stamp;
-pub mod tools;
+pub mod state;
+pub mod support;
 pub mod transport;
-pub mod waker;
 
 // The Lua entry point needs the Lua C API, which only exists inside Neovim; unit tests are
 // linked as ordinary executables, so they leave it out.
 #[cfg(all(feature = "module", not(test)))]
-mod lua_api;
-#[cfg(all(feature = "module", not(test)))]
-mod lua_chat;
-#[cfg(all(feature = "module", not(test)))]
-mod lua_json;
+mod ffi;
 
 /// Bumped whenever the functions Lua calls change shape; `lua/pi-ide/native.lua` holds the same
 /// number and refuses a library that differs.
-pub const ABI: u32 = 4;
+pub const ABI: u32 = 5;
 
 /// For unit tests: an empty folder of this name, private to this test process.
 #[cfg(test)]

@@ -3,7 +3,7 @@
 local M = {}
 
 -- Must match `ABI` in src/lib.rs and `version` in Cargo.toml (a test checks both).
-M.ABI = 4
+M.ABI = 5
 M.VERSION = "0.1.0"
 
 local sep = package.config:sub(1, 1)
@@ -68,7 +68,7 @@ function M.load()
   end
   -- Built from these sources? (A `git pull` that changed Rust without a rebuild, and without
   -- a bump of the ABI number, would otherwise load old code.)
-  -- The library hashes the checkout itself (src/stamp.rs: the same code that stamped it).
+  -- The library hashes the checkout itself (src/support/stamp.rs: the same code that stamped it).
   local stamp = mod.checkout_stamp and mod.checkout_stamp(M.root)
   if stamp and stamp ~= mod.source_stamp then
     load_error = (

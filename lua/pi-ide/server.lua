@@ -170,8 +170,7 @@ function M.start()
     max_message_size = config.values.max_message_size,
     diagnostics_timeout_ms = config.values.diagnostics_timeout_ms,
     selection_debounce_ms = config.values.selection_debounce_ms,
-    claude_code = config.values.claude_code,
-    copilot = copilot,
+    serve = { claude = config.values.claude_code and vim.empty_dict() or nil, copilot = copilot },
     diff_review = config.values.diff.review,
     run_dir = vim.fn.stdpath("run"),
     own_names = { "Neovim", name },
@@ -248,7 +247,13 @@ function M.status()
   if not state.info or not state.native then
     return { running = false }
   end
-  return state.native.status()
+  local st = state.native.status()
+  for agent, paths in pairs(st.served or {}) do
+    for what, path in pairs(paths) do
+      st[agent .. "_" .. what] = path
+    end
+  end
+  return st
 end
 
 return M

@@ -21,8 +21,8 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
-use crate::limits::Activity;
-use crate::oversized::{Oversized, Scan};
+use crate::transport::limits::Activity;
+use crate::mcp::oversized::{Oversized, Scan};
 
 /// Where the incoming bytes stand between frames.
 #[derive(Debug)]

@@ -1,6 +1,7 @@
-//! The WebSocket transport (pi-ide's and Claude Code's): the authenticated upgrade, then a loop
-//! that moves messages between the socket and the MCP core (dispatch.rs) and writes what
-//! waits in the client's outbox. It knows framing only; every message goes to the core.
+//! The WebSocket transport (of the agents whose transport it is: Pi, Claude Code): the
+//! authenticated upgrade, whose header tells the agent, then a loop that moves messages between
+//! the socket and the MCP core (mcp/dispatch.rs) and writes what waits in the client's outbox.
+//! It knows framing only; every message goes to the core.
 //!
 //! Every way a connection ends goes through one place, [`Conn::close`]: the client closed,
 //! the editor stops or quits, the client stopped reading (1008), it sent a message over
@@ -22,36 +23,22 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::WebSocketStream;
 
-use crate::auth::UpgradeCheck;
-use crate::bridge::Shared;
-use crate::clients::Flavor;
-use crate::events::{Event, Level};
-use crate::jsonrpc::{self, RpcError};
-use crate::limits::{Activity, Handshakes, HANDSHAKE_DEADLINE};
-use crate::mcp::Session;
-use crate::outbox::{Outbound, Outbox, MAX_ANSWERS_WAITING};
-use crate::oversized::Oversized;
+use crate::transport::auth::{Credential, Credentials, UpgradeCheck};
+use crate::state::Shared;
+use crate::state::events::{Event, Level};
+use crate::protocol::jsonrpc::{self, RpcError};
+use crate::transport::limits::{Activity, Handshakes, HANDSHAKE_DEADLINE};
+use crate::mcp::methods::Session;
+use crate::state::outbox::{Outbound, Outbox, MAX_ANSWERS_WAITING};
+use crate::mcp::oversized::Oversized;
 use crate::transport::gate::{Gate, GateHandle};
 use crate::{debug, error, info, warn};
 
 pub struct Config {
-    pub token: String,
+    /// The headers and tokens accepted (the server adds to them as it serves more agents).
+    pub credentials: Credentials,
     /// Caps on connections (see limits.rs).
-    pub limits: crate::limits::Limits,
-    /// Whether Claude Code's auth header is accepted too (its compatibility is on; it may be
-    /// turned on while the server runs, when Neovim launches Claude Code).
-    pub claude: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Config {
-    /// The auth header names accepted now.
-    fn auth_headers(&self) -> &'static [&'static str] {
-        if self.claude.load(std::sync::atomic::Ordering::Relaxed) {
-            &[crate::auth::HEADER, crate::auth::CLAUDE_HEADER]
-        } else {
-            &[crate::auth::HEADER]
-        }
-    }
+    pub limits: crate::transport::limits::Limits,
 }
 
 type Ws = WebSocketStream<Gate<TcpStream>>;
@@ -92,13 +79,13 @@ pub async fn serve(
     handshakes: Arc<Handshakes>,
 ) {
     let fd = stream.as_raw_fd();
-    let Some((ws, gate, flavor)) =
+    let Some((ws, gate, came_as)) =
         upgrade(stream, client, &shared, &config, &shutdown, &handshakes).await
     else {
         return;
     };
     gate.arm();
-    let outbox = shared.clients.add(client, flavor);
+    let outbox = shared.clients.add(client, came_as.agent, came_as.tag);
     info!("client {client} connected");
     shared.events.push(Event::ClientConnected { client }).await;
 
@@ -109,7 +96,7 @@ pub async fn serve(
         outbox,
         gate,
         fd,
-        session: Session::default(),
+        session: Session::new(came_as.agent),
         shutdown,
         unsent: None,
     };
@@ -146,7 +133,7 @@ async fn upgrade(
     config: &Config,
     shutdown: &watch::Receiver<bool>,
     handshakes: &Handshakes,
-) -> Option<(Ws, GateHandle, Flavor)> {
+) -> Option<(Ws, GateHandle, Credential)> {
     let deadline = Instant::now() + HANDSHAKE_DEADLINE;
     let mut stopping = shutdown.clone();
     let spoke = first_bytes(&stream, client, deadline, &mut stopping, handshakes).await;
@@ -166,8 +153,8 @@ async fn upgrade(
         return None;
     };
     let (gate, handle) = Gate::new(stream, shared.max_message_size, activity);
-    let (ws, flavor) = handshake(gate, client, shared, config, deadline, stopping, slot).await?;
-    Some((ws, handle, flavor))
+    let (ws, came_as) = handshake(gate, client, shared, config, deadline, stopping, slot).await?;
+    Some((ws, handle, came_as))
 }
 
 /// Stage 1: waits for the socket's first bytes. False: nothing came in time, it was pushed
@@ -204,7 +191,7 @@ async fn first_bytes(
 }
 
 /// Stage 3, holding a handshake slot: the WebSocket upgrade with its auth check (auth.rs) and
-/// the client cap. Returns the socket and the dialect its header told.
+/// the client cap. Returns the socket and the credential it came with (its agent, its launch).
 async fn handshake(
     gate: Gate<TcpStream>,
     client: u64,
@@ -212,8 +199,8 @@ async fn handshake(
     config: &Config,
     deadline: Instant,
     mut stopping: watch::Receiver<bool>,
-    mut slot: crate::limits::Slot<'_>,
-) -> Option<(Ws, Flavor)> {
+    mut slot: crate::transport::limits::Slot<'_>,
+) -> Option<(Ws, Credential)> {
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     // Small buffers: each would otherwise be 128 KiB resident per client. The size limit is the
     // gate's (it answers what is too big); tungstenite's own is only a backstop.
@@ -229,13 +216,13 @@ async fn handshake(
         admitted.store(ok, Relaxed);
         ok
     };
-    let claude = AtomicBool::new(false);
+    let accepted = config.credentials.read().clone();
+    let mut matched = None;
     let check = UpgradeCheck {
-        token: &config.token,
-        accepted: config.auth_headers(),
+        accepted: &accepted,
         refused: &mut refused,
+        matched: &mut matched,
         admit: &admit,
-        claude: &claude,
     };
     let upgraded = tokio::select! {
         r = tokio_tungstenite::accept_hdr_async_with_config(gate, check, Some(ws_config)) => Some(r),
@@ -255,7 +242,7 @@ async fn handshake(
         shared.clients.release();
     }
     match upgraded? {
-        Ok(ws) => Some((ws, if claude.load(Relaxed) { Flavor::ClaudeCode } else { Flavor::Pi })),
+        Ok(ws) => Some((ws, matched?)),
         Err(e) => {
             match refused {
                 Some(r) => warn!("connection {client} refused before upgrade: {r:?}"),
@@ -304,7 +291,7 @@ impl Ending {
             Ending::ClientGone | Ending::WriteFailed => return None,
             Ending::Stopping => (CloseCode::Away, "editor shutting down".into(), FLUSH_GRACE),
             // It reads nothing now: its answers wait until it reads again (or the editor stops).
-            Ending::NotReading => (CloseCode::Policy, crate::outbox::NOT_READING.into(), Duration::MAX),
+            Ending::NotReading => (CloseCode::Policy, crate::state::outbox::NOT_READING.into(), Duration::MAX),
             Ending::TooBig(_) | Ending::TooBigUnread => {
                 let reason = format!("message too big (max_message_size is {limit} bytes)");
                 (CloseCode::Size, reason, ANSWER_GRACE)
@@ -319,7 +306,7 @@ impl Ending {
     fn reason(&self) -> Option<String> {
         match self {
             Ending::ClientGone | Ending::Stopping | Ending::WriteFailed => None,
-            Ending::NotReading => Some(crate::outbox::NOT_READING.into()),
+            Ending::NotReading => Some(crate::state::outbox::NOT_READING.into()),
             Ending::TooBig(_) | Ending::TooBigUnread => {
                 Some("it sent a message over max_message_size".into())
             }
@@ -478,7 +465,7 @@ impl Conn<'_> {
             Some(Err(e)) => return Some(self.read_error(e)),
         };
         let replies =
-            crate::dispatch::handle_text(&text, client, self.shared, &mut self.session).await;
+            crate::mcp::dispatch::handle_text(&text, client, self.shared, &mut self.session).await;
         for reply in replies {
             self.outbox.push_answer(reply);
         }
@@ -510,9 +497,9 @@ impl Conn<'_> {
         if let Ending::TooBig(o) = ending {
             self.shared
                 .events
-                .notice("message-too-big", Level::Warn, o.notice())
+                .notice("message-too-big", Level::Warn, o.notice(self.session.agent))
                 .await;
-            if let Some(answer) = o.answer() {
+            if let Some(answer) = o.answer(self.session.agent) {
                 self.outbox.push_answer(answer);
             }
         }
@@ -572,7 +559,7 @@ impl Conn<'_> {
     /// The rejections owed to messages the gate dropped unread (see gate.rs, `poisoned`).
     fn answer_dropped(&self) {
         for scan in self.gate.state.lock().take_dropped() {
-            if let Some(answer) = crate::oversized::owed(&scan) {
+            if let Some(answer) = crate::mcp::oversized::owed(self.session.agent, &scan) {
                 self.outbox.push_answer(answer);
             }
         }
@@ -609,7 +596,7 @@ impl Conn<'_> {
                 _ = gate.notified() => {
                     // A message over the limit ended: it is answered like any other.
                     if let Some(o) = self.gate.state.lock().take_oversized() {
-                        if let Some(answer) = o.answer() {
+                        if let Some(answer) = o.answer(self.session.agent) {
                             self.outbox.push_answer(answer);
                         }
                     }
@@ -637,7 +624,9 @@ impl Conn<'_> {
                         Message::Binary(b) => std::str::from_utf8(b).ok(),
                         _ => None,
                     };
-                    if let Some(answer) = text.and_then(crate::dispatch::owed_answer) {
+                    let agent = self.session.agent;
+                    let owed = text.and_then(|t| crate::mcp::dispatch::owed_answer(agent, t));
+                    if let Some(answer) = owed {
                         self.outbox.push_answer(answer);
                     }
                 }

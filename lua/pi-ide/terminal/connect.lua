@@ -35,7 +35,7 @@ end
 local function pi()
   local dir = M.pi_lock_dir()
   sweep(dir, require("pi-ide.server").status().port)
-  local ok, err = pcall(native().add_lock_dir, dir)
+  local ok, err = pcall(native().serve, "pi", { lock_dir = dir })
   if not ok then
     return nil, "cannot write the lockfile Pi will read: " .. tostring(err)
   end
@@ -43,11 +43,11 @@ local function pi()
 end
 
 local function claude(agent_env)
-  local ok, err = pcall(native().serve_claude)
+  local ok, err = pcall(native().serve, "claude", vim.empty_dict())
   -- An env of the user's that moves Claude's config folder moves where it reads the lockfile.
   if ok and agent_env.CLAUDE_CONFIG_DIR then
     local dir = vim.fn.fnamemodify(vim.fs.joinpath(agent_env.CLAUDE_CONFIG_DIR, "ide"), ":p")
-    ok, err = pcall(native().add_lock_dir, dir)
+    ok, err = pcall(native().serve, "claude", { lock_dir = dir })
   end
   if not ok then
     return nil, "cannot serve Claude Code: " .. tostring(err)
@@ -74,11 +74,11 @@ end
 local function copilot(_, cwd)
   local opts = require("pi-ide.config").copilot() or { trust_workspace = false }
   opts.socket_dir = vim.fn.stdpath("run")
-  local ok, lock = pcall(native().serve_copilot, opts)
+  local ok, side = pcall(native().serve, "copilot", opts)
   if not ok then
-    return nil, "cannot serve the Copilot CLI: " .. tostring(lock)
+    return nil, "cannot serve the Copilot CLI: " .. tostring(side)
   end
-  local others = other_copilot_editors(lock, cwd)
+  local others = other_copilot_editors(side.lockfile, cwd)
   if #others > 0 then
     log.notify(
       ("%s also serves this folder, and the Copilot CLI may connect to it instead: then type /ide in Copilot and pick %q"):format(

@@ -55,7 +55,7 @@ impl Connections {
     /// Serves one accepted connection, making room for it first.
     pub fn serve(&self, stream: UnixStream, http: Arc<Http>, shutdown: watch::Receiver<bool>) {
         if !self.make_room() {
-            crate::debug!("copilot: {} connections are busy; refused a new one", self.max);
+            crate::debug!("http: {} connections are busy; refused a new one", self.max);
             return;
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
@@ -128,7 +128,7 @@ async fn run(
         _ = close.notified() => return,
         _ = shutdown.wait_for(|s| *s) => conn.as_mut().graceful_shutdown(),
     }
-    let _ = tokio::time::timeout(crate::server::STOP_GRACE, conn).await;
+    let _ = tokio::time::timeout(super::super::STOP_GRACE, conn).await;
 }
 
 /// Keeps `guard` alive as long as the event stream's body.

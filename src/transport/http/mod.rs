@@ -1,5 +1,5 @@
-//! The Copilot CLI's transport (COPILOT.md): MCP Streamable HTTP, HTTP/1.1 on a Unix socket in
-//! a private folder. It only moves bytes: each `POST /mcp` body is one message for the core
+//! MCP Streamable HTTP, HTTP/1.1 on a Unix socket in a private folder, for an agent whose
+//! transport it is (the Copilot CLI: COPILOT.md); one server of it per such agent. It only moves bytes: each `POST /mcp` body is one message for the core
 //! (dispatch.rs), answered on the same request; `GET /mcp` is the session's event stream;
 //! `DELETE /mcp` ends the session. The bounds are the WebSocket side's: the body is at most
 //! `max_message_size` (an open_diff over it is still answered, REJECTED), at most
@@ -23,11 +23,10 @@ use parking_lot::Mutex;
 use tokio::net::UnixListener;
 use tokio::sync::watch;
 
-use crate::bridge::Shared;
-use crate::clients::Flavor;
-use crate::events::{Event, Level};
-use crate::jsonrpc::{self, Incoming, RpcError};
-use crate::limits::Limits;
+use crate::state::Shared;
+use crate::state::events::{Event, Level};
+use crate::protocol::jsonrpc::{self, Incoming, RpcError};
+use crate::transport::limits::Limits;
 use crate::{debug, info};
 
 use self::connections::Connections;
@@ -51,6 +50,8 @@ type ReplyBody = Either<Full<Bytes>, BoxBody<Bytes, Infallible>>;
 type Reply = Response<ReplyBody>;
 
 pub struct Config {
+    /// The agent served on this socket.
+    pub agent: &'static crate::agents::Agent,
     /// `Authorization: Nonce <token>`, as the lockfile tells the CLI.
     pub token: String,
     pub limits: Limits,
@@ -92,7 +93,7 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => connections.serve(stream, http.clone(), shutdown.clone()),
                 Err(e) => {
-                    crate::error!("copilot: accept failed: {e}");
+                    crate::error!("{}: accept failed: {e}", http.config.agent.name);
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
@@ -103,7 +104,7 @@ pub async fn serve(
     }
     drop(listener);
     http.end_all("the editor stopped").await;
-    connections.finish(crate::server::STOP_GRACE).await;
+    connections.finish(super::STOP_GRACE).await;
 }
 
 impl Http {
@@ -114,7 +115,7 @@ impl Http {
         if !self.authorized(req.headers()) {
             return status(StatusCode::UNAUTHORIZED, "Unauthorized");
         }
-        let key = session_key(req.headers());
+        let key = session_key(self.config.agent, req.headers());
         match *req.method() {
             Method::POST => self.post(key, req.into_body()).await,
             Method::GET => self.events(key),
@@ -125,7 +126,7 @@ impl Http {
 
     fn authorized(&self, headers: &HeaderMap) -> bool {
         let got = headers.get(hyper::header::AUTHORIZATION);
-        got.is_some_and(|v| crate::auth::constant_time_eq(v.as_bytes(), self.authorization.as_bytes()))
+        got.is_some_and(|v| crate::transport::auth::constant_time_eq(v.as_bytes(), self.authorization.as_bytes()))
     }
 
     /// One JSON-RPC message: its answer on this request (200), or 202 for a notification.
@@ -138,7 +139,7 @@ impl Http {
         let initialize = matches!(&incoming, Incoming::Request { method, .. } if method == "initialize");
         let (session, new_key) = match self.session_for(key, initialize) {
             Ok(found) => found,
-            Err(reply) => return sessionless(incoming).unwrap_or(reply),
+            Err(reply) => return sessionless(self.config.agent, incoming).unwrap_or(reply),
         };
         let _live = session.live();
         let mut waiter = match &incoming {
@@ -147,7 +148,7 @@ impl Http {
         };
         let mut mcp = session.mcp();
         let frames =
-            crate::dispatch::handle(incoming, &text, session.client, &self.shared, &mut mcp).await;
+            crate::mcp::dispatch::handle(incoming, &text, session.client, &self.shared, &mut mcp).await;
         drop(text);
         if initialize {
             session.set_mcp(mcp);
@@ -210,8 +211,9 @@ impl Http {
     async fn finish_body(&self, reader: BodyReader) -> Result<String, Reply> {
         if let Some(mut o) = reader.over {
             o.scan.finish();
-            self.shared.events.notice("oversized", Level::Warn, o.notice()).await;
-            return Err(match o.answer() {
+            let agent = self.config.agent;
+            self.shared.events.notice("oversized", Level::Warn, o.notice(agent)).await;
+            return Err(match o.answer(agent) {
                 Some(frame) => json(frame),
                 None => status(StatusCode::PAYLOAD_TOO_LARGE, "over max_message_size"),
             });
@@ -246,10 +248,10 @@ impl Http {
             return Err(status(StatusCode::SERVICE_UNAVAILABLE, "too many clients"));
         }
         let client = self.shared.next_id();
-        let outbox = self.shared.clients.add(client, Flavor::Copilot);
-        let session = Session::new(key.clone(), client, outbox, self.went_idle.clone());
+        let outbox = self.shared.clients.add(client, self.config.agent, None);
+        let session = Session::new(key.clone(), client, self.config.agent, outbox, self.went_idle.clone());
         self.sessions.lock().insert(key.clone(), session.clone());
-        info!("copilot: session {key} is client {client}");
+        info!("{}: session {key} is client {client}", self.config.agent.name);
         let events = self.shared.clone();
         tokio::spawn(async move { events.events.push(Event::ClientConnected { client }).await });
         let http = self.clone();
@@ -304,7 +306,7 @@ impl Http {
             return;
         }
         let client = session.client;
-        debug!("copilot: session {} ends: {why}", session.key);
+        debug!("{}: session {} ends: {why}", self.config.agent.name, session.key);
         let reqs = self.shared.abandon_client(client);
         let _ = session.route();
         session.mark_ended();
@@ -348,7 +350,7 @@ impl Http {
 struct BodyReader {
     limit: usize,
     bytes: Vec<u8>,
-    over: Option<crate::oversized::Oversized>,
+    over: Option<crate::mcp::oversized::Oversized>,
 }
 
 impl BodyReader {
@@ -361,7 +363,7 @@ impl BodyReader {
             return;
         };
         if self.over.is_none() && self.bytes.len() + data.len() > self.limit {
-            let mut o = crate::oversized::Oversized { size: 0, limit: self.limit, scan: Default::default() };
+            let mut o = crate::mcp::oversized::Oversized { size: 0, limit: self.limit, scan: Default::default() };
             o.scan.feed(&self.bytes);
             o.size = self.bytes.len() as u64;
             self.bytes = Vec::new();
@@ -380,23 +382,27 @@ impl BodyReader {
 /// A request outside any session, answered by the MCP layer alone when it needs no session:
 /// the CLI's `server/discover` comes first, and its `tools/list` goes on a second connection
 /// at the same time as `initialize` (it may arrive first). A tool call needs a session: None.
-fn sessionless(incoming: Incoming) -> Option<Reply> {
+fn sessionless(agent: &'static crate::agents::Agent, incoming: Incoming) -> Option<Reply> {
     let Incoming::Request { id, method, params } = incoming else {
         return None;
     };
     if method == "tools/call" {
         return None;
     }
-    let mut session = crate::mcp::Session::new(crate::tools::Dialect::Copilot);
-    match crate::mcp::handle_request(&mut session, &method, params) {
-        crate::mcp::Dispatch::Reply(outcome) => Some(json(jsonrpc::outcome_frame(&id, &outcome))),
-        crate::mcp::Dispatch::Park { .. } => None,
+    let mut session = crate::mcp::methods::Session::new(agent);
+    match crate::mcp::methods::handle_request(&mut session, &method, params) {
+        crate::mcp::methods::Dispatch::Reply(outcome) => Some(json(jsonrpc::outcome_frame(&id, &outcome))),
+        crate::mcp::methods::Dispatch::Park { .. } => None,
     }
 }
 
-/// `X-Copilot-Session-Id`, else the standard `Mcp-Session-Id`.
-fn session_key(headers: &HeaderMap) -> Option<String> {
-    ["x-copilot-session-id", "mcp-session-id"]
+/// The agent's session header, else the standard `Mcp-Session-Id`.
+fn session_key(agent: &crate::agents::Agent, headers: &HeaderMap) -> Option<String> {
+    let own = match agent.transport {
+        crate::agents::Transport::Http { session_header } => session_header,
+        crate::agents::Transport::WebSocket { .. } => "mcp-session-id",
+    };
+    [own, "mcp-session-id"]
         .iter()
         .find_map(|h| headers.get(*h)?.to_str().ok())
         .filter(|k| !k.is_empty() && k.len() <= 256)

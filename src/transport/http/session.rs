@@ -1,4 +1,4 @@
-//! One MCP session of the Copilot CLI (keyed by its `X-Copilot-Session-Id`): a client of the
+//! One MCP session of an agent over HTTP (keyed by its `X-Copilot-Session-Id`): a client of the
 //! core like a WebSocket connection, whose frames leave by two ways. Answers go back on the HTTP
 //! request that asked (each POST waits for its own); everything else (the selection, `:PiIde
 //! send`) goes on the session's event stream (`GET /mcp`), when one is open.
@@ -14,12 +14,11 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot, Notify};
 
-use crate::bridge::Shared;
-use crate::events::Event;
-use crate::jsonrpc::Id;
-use crate::mcp;
-use crate::outbox::{Outbound, Outbox};
-use crate::tools::Dialect;
+use crate::state::Shared;
+use crate::state::events::Event;
+use crate::protocol::jsonrpc::Id;
+use crate::mcp::methods as mcp;
+use crate::state::outbox::{Outbound, Outbox};
 
 /// Frames that may wait in an event stream's channel; beyond, they wait in the outbox (bounded,
 /// latest-wins for the selection).
@@ -108,12 +107,18 @@ impl Drop for Waiter {
 }
 
 impl Session {
-    pub fn new(key: String, client: u64, outbox: Arc<Outbox>, went_idle: Arc<Notify>) -> Arc<Session> {
+    pub fn new(
+        key: String,
+        client: u64,
+        agent: &'static crate::agents::Agent,
+        outbox: Arc<Outbox>,
+        went_idle: Arc<Notify>,
+    ) -> Arc<Session> {
         Arc::new(Session {
             key,
             client,
             outbox,
-            mcp: Mutex::new(mcp::Session::new(Dialect::Copilot)),
+            mcp: Mutex::new(mcp::Session::new(agent)),
             waiting: Mutex::new(HashMap::new()),
             stream: Mutex::new(None),
             live: AtomicUsize::new(0),
@@ -275,8 +280,9 @@ mod tests {
     #[tokio::test]
     async fn answers_go_to_their_request_and_the_rest_to_the_stream() {
         let shared = Arc::new(Shared::default());
-        let outbox = shared.clients.add(5, crate::clients::Flavor::Copilot);
-        let s = Session::new("k".into(), 5, outbox.clone(), Arc::new(Notify::new()));
+        let outbox = shared.clients.add(5, &crate::agents::copilot::AGENT, None);
+        let copilot = &crate::agents::copilot::AGENT;
+        let s = Session::new("k".into(), 5, copilot, outbox.clone(), Arc::new(Notify::new()));
         let mut w = s.wait_for(&shared, Id::from_u64(9));
         outbox.push_answer(r#"{"jsonrpc":"2.0","id":9,"result":{}}"#.into());
         outbox.push_notification(r#"{"jsonrpc":"2.0","method":"n"}"#.into());

@@ -1,0 +1,225 @@
+//! The Copilot CLI's tools (COPILOT.md), one entry each. Each shares its Lua handler and its
+//! hook with the pi-ide tool of the same meaning (protocol/tools/pi_ide.rs); `adapt` maps the
+//! arguments onto that handler's, `reshape` its answer onto the shape the CLI parses.
+
+use serde_json::{json, Value};
+
+use crate::protocol::tools::{uri_path, Hook, OnAbandon, Param, Tool, Ty, PLAIN};
+
+pub static TOOLS: &[Tool] = &[
+Tool {
+    name: "get_selection",
+    lua: "pi-ide.tools.selection",
+    handler: Some("getCurrentSelection"),
+    description: "The selection or cursor in the current file: {text, filePath, fileUrl, selection: \
+                  {start, end, isEmpty}, current} (current false: the last one seen), or null.",
+    reshape: Some(selection_answer),
+    ..PLAIN
+},
+Tool {
+    name: "get_diagnostics",
+    lua: "pi-ide.tools.diagnostics",
+    handler: Some("getDiagnostics"),
+    description: "Diagnostics Neovim has for open files: [{uri, filePath, diagnostics: [{message, \
+                  severity, range, source, code}]}]. With `uri`, only that file's.",
+    params: &[Param {
+        name: "uri",
+        ty: Ty::String,
+        required: false,
+        description: "A file URI (file:///...) or absolute path; omit for every open file.",
+    }],
+    fallback: Some(crate::protocol::tools::pi_ide::DIAGNOSTICS_FALLBACK),
+    hook: Hook::Snapshot,
+    reshape: Some(diagnostics_answer),
+    ..PLAIN
+},
+Tool {
+    name: "open_diff",
+    lua: "pi-ide.tools.reviews",
+    handler: Some("openDiff"),
+    description: "Show the user a read-only diff of a file against proposed contents and wait for \
+                  their decision: {success, result: SAVED|REJECTED, trigger, tab_name, message}. \
+                  The editor never writes the file; the CLI writes its own proposal after SAVED.",
+    params: &[
+        Param { name: "original_file_path", ty: Ty::String, required: true, description: "The file (it may not exist yet)." },
+        Param { name: "new_file_contents", ty: Ty::String, required: true, description: "The proposed contents." },
+        Param { name: "tab_name", ty: Ty::String, required: true, description: "An id for this review (close_diff uses it)." },
+    ],
+    on_abandon: OnAbandon::Reject,
+    hook: Hook::Review,
+    adapt: Some(open_diff_args),
+    reshape: Some(open_diff_answer),
+    ..PLAIN
+},
+Tool {
+    name: "close_diff",
+    lua: "pi-ide.tools.reviews",
+    handler: Some("close_tab"),
+    description: "Close the review with this tab_name (the user answered in the terminal): its \
+                  open_diff is answered REJECTED. {success, already_closed, tab_name, message}.",
+    params: &[Param { name: "tab_name", ty: Ty::String, required: true, description: "The open_diff tab_name." }],
+    adapt: Some(close_diff_args),
+    reshape: Some(close_diff_answer),
+    hook: Hook::CloseReview,
+    ..PLAIN
+},
+Tool {
+    name: "update_session_name",
+    description: "The CLI session's title, shown with its reviews and in the status line: {success}.",
+    params: &[Param { name: "name", ty: Ty::String, required: true, description: "The session's title." }],
+    hook: Hook::SessionName,
+    ..PLAIN
+},
+];
+
+/// getCurrentSelection's answer; `null` when there is no file to speak of.
+fn selection_answer(v: Value, _: Option<&str>) -> Value {
+    let Value::Object(mut o) = v else {
+        return Value::Null;
+    };
+    if o.get("success") == Some(&Value::Bool(false)) {
+        return Value::Null;
+    }
+    o.remove("success");
+    let current = o.remove("current").and_then(|c| c.as_bool()).unwrap_or(true);
+    o.insert("current".into(), Value::Bool(current));
+    Value::Object(o)
+}
+
+/// getDiagnostics' object keyed by uri (or its JSON text) as a list of files that have any.
+fn diagnostics_answer(v: Value, _: Option<&str>) -> Value {
+    let object = match v {
+        Value::String(s) => serde_json::from_str(&s).unwrap_or(Value::Null),
+        other => other,
+    };
+    let Value::Object(files) = object else {
+        return json!([]);
+    };
+    let list = files
+        .into_iter()
+        .filter(|(_, d)| d.as_array().is_some_and(|a| !a.is_empty()))
+        .map(|(uri, d)| json!({"filePath": uri_path(&uri), "uri": uri, "diagnostics": d}));
+    Value::Array(list.collect())
+}
+
+/// open_diff's arguments as openDiff's: the file is also where the CLI writes; the proposal is
+/// read-only (edits in it would be lost: the CLI writes its own), and answers say what the user
+/// did.
+fn open_diff_args(mut args: Value) -> Value {
+    let path = args["original_file_path"].take();
+    json!({
+        "old_file_path": path.clone(),
+        "new_file_path": path,
+        "new_file_contents": args["new_file_contents"].take(),
+        "tab_name": args["tab_name"].take(),
+        "read_only": true,
+        "report_trigger": true,
+    })
+}
+
+/// `["FILE_SAVED", contents, trigger?]` or `["DIFF_REJECTED", tab_name, trigger?]` as the
+/// four fields the CLI checks, and a message.
+fn open_diff_answer(v: Value, tab_name: Option<&str>) -> Value {
+    let item = |i: usize| v.get(i).and_then(Value::as_str);
+    let saved = item(0) == Some("FILE_SAVED");
+    let (result, default_trigger, message) = if saved {
+        ("SAVED", "accepted_in_editor", "The user accepted the change in Neovim")
+    } else {
+        ("REJECTED", "rejected_in_editor", "The user rejected the change in Neovim")
+    };
+    json!({
+        "success": true,
+        "result": result,
+        "trigger": item(2).unwrap_or(default_trigger),
+        "tab_name": tab_name.unwrap_or_default(),
+        "message": message,
+    })
+}
+
+/// close_tab's arguments, asking for the report close_diff answers with.
+fn close_diff_args(mut args: Value) -> Value {
+    json!({"tab_name": args["tab_name"].take(), "report": true})
+}
+
+/// close_tab's report `["TAB_CLOSED", "closed"|"already_closed", tab_name]`.
+fn close_diff_answer(v: Value, _: Option<&str>) -> Value {
+    let item = |i: usize| v.get(i).and_then(Value::as_str);
+    let already = item(1) != Some("closed");
+    let tab = item(2).unwrap_or_default();
+    let message = if already {
+        format!("No review named \"{tab}\" is open (it may be closed already)")
+    } else {
+        format!("Review \"{tab}\" closed")
+    };
+    json!({"success": true, "already_closed": already, "tab_name": tab, "message": message})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agents::copilot::AGENT;
+    use crate::protocol::tools::pi_ide;
+
+    fn find(name: &str) -> &'static Tool {
+        AGENT.tool(name).unwrap()
+    }
+
+    fn text(r: Value) -> Value {
+        serde_json::from_str(r["content"][0]["text"].as_str().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn each_tool_shares_the_handler_of_a_pi_ide_tool() {
+        let copilot: Vec<_> = TOOLS.iter().map(|t| t.name).collect();
+        assert_eq!(copilot, ["get_selection", "get_diagnostics", "open_diff", "close_diff", "update_session_name"]);
+        assert!(AGENT.tool("openDiff").is_none());
+        for t in TOOLS {
+            let handler = t.handler_name();
+            if t.hook != Hook::SessionName {
+                let shared = pi_ide::TOOLS.iter().find(|p| p.name == handler).expect(handler);
+                assert_eq!((shared.lua, shared.hook), (t.lua, t.hook), "{}", t.name);
+            }
+        }
+    }
+
+    #[test]
+    fn open_diff_answers_in_the_four_fields_the_cli_checks() {
+        let t = find("open_diff");
+        let args = (t.adapt.unwrap())(json!({"original_file_path": "/a", "new_file_contents": "x", "tab_name": "[Copilot CLI] - a"}));
+        assert_eq!(args["new_file_path"], "/a");
+        assert_eq!(args["read_only"], true);
+        assert_eq!(t.abandon_context(&args).as_deref(), Some("[Copilot CLI] - a"));
+        let saved = text(t.finish(json!(["FILE_SAVED", "x", "accepted_via_save"]), Some("tab")).unwrap());
+        assert_eq!(saved["result"], "SAVED");
+        assert_eq!(saved["trigger"], "accepted_via_save");
+        assert_eq!(saved["tab_name"], "tab");
+        assert_eq!(saved["success"], true);
+        // Every ending that is not the user's accept is a rejection, in the same shape.
+        let gone = text(t.abandoned(Some("tab")).unwrap());
+        assert_eq!(gone["result"], "REJECTED");
+        assert!(gone["trigger"].is_string() && gone["message"].is_string());
+        let failed = text(t.owed(Err(crate::protocol::jsonrpc::RpcError::internal("boom")), Some("tab")).unwrap());
+        assert_eq!(failed["result"], "REJECTED");
+    }
+
+    #[test]
+    fn close_diff_reports_whether_it_closed_anything() {
+        let t = find("close_diff");
+        let r = text(t.finish(json!(["TAB_CLOSED", "closed", "t"]), None).unwrap());
+        assert_eq!((r["already_closed"].as_bool(), r["tab_name"].as_str()), (Some(false), Some("t")));
+        let r = text(t.finish(json!(["TAB_CLOSED", "already_closed", "t"]), None).unwrap());
+        assert_eq!(r["already_closed"], true);
+    }
+
+    #[test]
+    fn selection_and_diagnostics_shapes() {
+        let t = find("get_selection");
+        let none = t.finish(json!({"success": false, "message": "No active editor found"}), None).unwrap();
+        assert_eq!(none["content"][0]["text"], "null");
+        let s = text(t.finish(json!({"success": true, "text": "", "filePath": "/a", "current": false}), None).unwrap());
+        assert_eq!((s["current"].as_bool(), s.get("success")), (Some(false), None));
+        let d = find("get_diagnostics");
+        let r = text(d.finish(json!(r#"{"file:///a%20b": [{"message": "m"}], "file:///c": []}"#), None).unwrap());
+        assert_eq!(r, json!([{"uri": "file:///a%20b", "filePath": "/a b", "diagnostics": [{"message": "m"}]}]));
+    }
+}

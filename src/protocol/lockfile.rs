@@ -1,0 +1,328 @@
+//! pi-ide's lockfile, which lets an agent find this editor: `<lock dir>/<port>.lock`, mode
+//! 0600, written whole (temp file + rename) so a reader never sees half of it. An agent with a
+//! lockfile of its own format writes it with the helpers here (agents/copilot/lockfile.rs).
+
+use std::fs::{self, DirBuilder, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Exactly the fields of the protocol, in its spelling.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LockInfo {
+    pub pid: u32,
+    pub workspace_folders: Vec<String>,
+    pub ide_name: String,
+    pub transport: String,
+    pub auth_token: String,
+}
+
+/// `$PI_IDE_LOCK_DIR`, or `~/.pi/ide` when it is unset or empty (as the Pi extension reads it).
+pub fn lock_dir() -> Result<PathBuf, String> {
+    match std::env::var_os("PI_IDE_LOCK_DIR") {
+        Some(d) if !d.is_empty() => Ok(PathBuf::from(d)),
+        _ => match std::env::var_os("HOME") {
+            Some(h) if !h.is_empty() => Ok(Path::new(&h).join(".pi").join("ide")),
+            _ => {
+                Err("neither PI_IDE_LOCK_DIR nor HOME is set: nowhere to write the lockfile".into())
+            }
+        },
+    }
+}
+
+/// An agent's lock folder: `$<var>/ide`, or `~/<in_home>/ide` when the variable is unset or
+/// empty. `what` names the file for the error.
+pub fn agent_dir(var: &str, in_home: &str, what: &str) -> Result<PathBuf, String> {
+    match std::env::var_os(var) {
+        Some(d) if !d.is_empty() => Ok(PathBuf::from(d).join("ide")),
+        _ => match std::env::var_os("HOME") {
+            Some(h) if !h.is_empty() => Ok(Path::new(&h).join(in_home).join("ide")),
+            _ => Err(format!("neither {var} nor HOME is set: nowhere to write {what}")),
+        },
+    }
+}
+
+pub fn path_for(dir: &Path, port: u16) -> PathBuf {
+    dir.join(format!("{port}.lock"))
+}
+
+/// Why `dir` is no place for our token: owned by another user, or writable by group or others
+/// (a shared PI_IDE_LOCK_DIR or CLAUDE_CONFIG_DIR: anyone who can write there can plant a
+/// lockfile that sends the agent elsewhere, or swap ours). None when it is private enough.
+pub fn check_dir(dir: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::metadata(dir).ok()?;
+    if let Some(problem) = not_ours(dir, &meta) {
+        return Some(problem);
+    }
+    let mode = meta.mode() & 0o777;
+    (mode & 0o022 != 0).then(|| {
+        format!(
+            "the lock folder {} is writable by group or others (mode {mode:o}): run `chmod go-w {}`",
+            dir.display(),
+            dir.display()
+        )
+    })
+}
+
+fn not_ours(dir: &Path, meta: &fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    (meta.uid() != me).then(|| {
+        format!(
+            "the lock folder {} belongs to another user (uid {}): the token must stay private; set PI_IDE_LOCK_DIR (or CLAUDE_CONFIG_DIR) to a folder of your own",
+            dir.display(),
+            meta.uid()
+        )
+    })
+}
+
+/// Makes our lock folder private: one of another user's is refused (we cannot make it ours);
+/// one of ours that group or others can write to (a umask of 002 makes them so) loses that
+/// write permission, through the folder itself (no path is followed twice). Returns the mode
+/// it had when it was changed.
+pub fn make_private(dir: &Path) -> Result<Option<u32>, String> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let folder = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(dir)
+        .map_err(|e| format!("cannot open lock folder {}: {e}", dir.display()))?;
+    let meta = folder.metadata().map_err(|e| e.to_string())?;
+    if let Some(problem) = not_ours(dir, &meta) {
+        return Err(problem);
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 == 0 {
+        return Ok(None);
+    }
+    folder
+        .set_permissions(fs::Permissions::from_mode(mode & !0o022))
+        .map_err(|e| format!("the lock folder {} is writable by group or others and cannot be made private: {e}", dir.display()))?;
+    Ok(Some(mode & 0o777))
+}
+
+/// Writes the lockfile atomically, creating the folder (0700) when it is missing. The folder
+/// must be private ([`check_dir`]); the temp file is new (O_EXCL) and never a link (O_NOFOLLOW).
+/// No fsync: the rename is what readers need, and after a crash the pid is dead anyway.
+pub fn write(dir: &Path, port: u16, info: &LockInfo) -> Result<PathBuf, String> {
+    let body = serde_json::to_vec(info).map_err(|e| e.to_string())?;
+    write_named(dir, &format!("{port}.lock"), &body)
+}
+
+/// Writes `dir/name` atomically (see [`write`]).
+pub fn write_named(dir: &Path, name: &str, body: &[u8]) -> Result<PathBuf, String> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| format!("cannot create lock folder {}: {e}", dir.display()))?;
+    if let Some(was) = make_private(dir)? {
+        crate::info!("made the lock folder {} private (it was mode {was:o}; group and others may no longer write there)", dir.display());
+    }
+    let path = dir.join(name);
+    let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
+    let result = write_new(&tmp, body).and_then(|()| fs::rename(&tmp, &path));
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(format!("cannot write lockfile {}: {e}", path.display()));
+    }
+    Ok(path)
+}
+
+/// Creates `path` (it must not exist, and is not followed if it is a link), mode 0600.
+fn write_new(path: &Path, body: &[u8]) -> std::io::Result<()> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(body)
+}
+
+/// Whether the lockfile at `path` is there, private, and says what `expected` says (for
+/// :checkhealth).
+pub fn check(path: &Path, expected: &LockInfo) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = fs::metadata(path).map_err(|e| format!("missing: {e}"))?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode != 0o600 {
+        return Err(format!("mode is {mode:o}, not 600"));
+    }
+    let text = fs::read(path).map_err(|e| format!("unreadable: {e}"))?;
+    let on_disk: LockInfo = serde_json::from_slice(&text).map_err(|e| format!("not a lockfile: {e}"))?;
+    if &on_disk != expected {
+        return Err("it does not match this server (token, pid or folders differ)".into());
+    }
+    Ok(())
+}
+
+/// Removes our lockfile, but only if it still holds our token (another editor may have taken
+/// the port number since, and its lockfile is not ours to delete).
+pub fn remove(path: &Path, token: &str) {
+    if let Ok(text) = fs::read(path) {
+        if let Ok(info) = serde_json::from_slice::<LockInfo>(&text) {
+            if info.auth_token != token {
+                return;
+            }
+        }
+        let _ = fs::remove_file(path);
+    }
+}
+
+pub fn pid_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Removes lockfiles left by editors like us that died without cleaning up: the pid is dead and
+/// `is_ours(ideName)` says it was one of ours. Live editors' and other programs' files stay.
+pub fn remove_stale(dir: &Path, is_ours: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    remove_stale_by(dir, |text| {
+        let info = serde_json::from_slice::<LockInfo>(text).ok()?;
+        Some((info.ide_name, info.pid))
+    }, is_ours)
+}
+
+/// [`remove_stale`] for lockfiles read by `read` as (ideName, pid).
+pub fn remove_stale_by(
+    dir: &Path,
+    read: impl Fn(&[u8]) -> Option<(String, u32)>,
+    is_ours: impl Fn(&str) -> bool,
+) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(entries) = fs::read_dir(dir) else {
+        return removed;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("lock") {
+            continue;
+        }
+        let Ok(text) = fs::read(&path) else { continue };
+        let Some((name, pid)) = read(&text) else {
+            continue;
+        };
+        if is_ours(&name) && !pid_alive(pid) && fs::remove_file(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("pi-ide-lock-test-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        d
+    }
+
+    fn info(pid: u32, name: &str, token: &str) -> LockInfo {
+        LockInfo {
+            pid,
+            workspace_folders: vec!["/tmp/w".into()],
+            ide_name: name.into(),
+            transport: "ws".into(),
+            auth_token: token.into(),
+        }
+    }
+
+    #[test]
+    fn writes_exact_fields_with_private_modes() {
+        let dir = tmpdir("fields").join("nested");
+        let p = write(&dir, 4242, &info(7, "Neovim", "tok")).unwrap();
+        assert_eq!(p, dir.join("4242.lock"));
+        let v: serde_json::Value = serde_json::from_slice(&fs::read(&p).unwrap()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"pid":7,"workspaceFolders":["/tmp/w"],"ideName":"Neovim","transport":"ws","authToken":"tok"})
+        );
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        // No temp file is left behind.
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        // Rewriting replaces it whole.
+        write(&dir, 4242, &info(7, "Neovim", "tok2")).unwrap();
+        remove(&p, "tok");
+        assert!(
+            p.exists(),
+            "a lockfile with another token is not ours to remove"
+        );
+        remove(&p, "tok2");
+        assert!(!p.exists());
+        fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn stale_cleanup_touches_only_dead_editors_of_ours() {
+        let dir = tmpdir("stale");
+        let dead = 0x7fff_fff0; // above pid_max: never a live process
+        let me = std::process::id();
+        write(&dir, 1, &info(dead, "Neovim (pts/1)", "a")).unwrap();
+        write(&dir, 2, &info(me, "Neovim", "b")).unwrap();
+        write(&dir, 3, &info(dead, "VS Code", "c")).unwrap();
+        fs::write(dir.join("4.lock"), "not json").unwrap();
+        let removed = remove_stale(&dir, |n| n.starts_with("Neovim"));
+        assert_eq!(removed, vec![dir.join("1.lock")]);
+        assert!(
+            dir.join("2.lock").exists()
+                && dir.join("3.lock").exists()
+                && dir.join("4.lock").exists()
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_shared_lock_folder_is_refused_and_a_planted_link_is_never_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tmpdir("shared");
+        fs::create_dir_all(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+        let e = check_dir(&dir).unwrap();
+        assert!(e.contains("writable by group or others") && e.contains("chmod go-w"), "{e}");
+        // Ours: made private before anything is written there.
+        write(&dir, 1, &info(7, "Neovim", "tok")).unwrap();
+        assert_eq!(fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o755);
+        assert!(check_dir(&dir).is_none(), "others may read a folder, not write to it");
+        fs::remove_file(dir.join("1.lock")).unwrap();
+        assert!(check_dir(Path::new("/")).is_some() || unsafe { libc::geteuid() } == 0);
+        // A link planted where the temp file goes is not followed.
+        let victim = dir.join("victim");
+        fs::write(&victim, "mine").unwrap();
+        let planted = dir.join(".tmp");
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        assert!(write_new(&planted, b"token").is_err());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn liveness() {
+        assert!(pid_alive(std::process::id()));
+        assert!(!pid_alive(0x7fff_fff0));
+        assert!(!pid_alive(0));
+    }
+}

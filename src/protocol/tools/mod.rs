@@ -1,0 +1,423 @@
+//! What a tool entry is, and the pi-ide tools (pi_ide.rs: what Pi and Claude Code call). An
+//! agent with tools of its own keeps their entries in its module (agents/copilot/tools.rs).
+//! An entry says everything about its tool: name, JSON Schema, argument checks, how Lua's
+//! answer is shaped into an MCP tool result, what is answered if a call is abandoned or Neovim
+//! is held up, and the Lua module and function that answer it. A tool of another agent shares
+//! its handler with the pi-ide tool of the same meaning and differs only in its schema and
+//! answer shape (`adapt`, `reshape`). Following one name finds all of a tool.
+//!
+//! Every tool is answered by Lua or by the core itself (its hook); Rust validates the
+//! arguments first so that Lua only ever sees well-typed input.
+
+pub mod pi_ide;
+
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use crate::protocol::jsonrpc::RpcError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ty {
+    String,
+    Integer,
+    Boolean,
+}
+
+impl Ty {
+    fn schema_name(self) -> &'static str {
+        match self {
+            Ty::String => "string",
+            Ty::Integer => "integer",
+            Ty::Boolean => "boolean",
+        }
+    }
+    fn accepts(self, v: &Value) -> bool {
+        match self {
+            Ty::String => v.is_string(),
+            // Integers may arrive as 3.0 from JavaScript; accept any whole number.
+            Ty::Integer => {
+                v.as_i64().is_some()
+                    || v.as_f64()
+                        .is_some_and(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+            }
+            Ty::Boolean => v.is_boolean(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub ty: Ty,
+    pub required: bool,
+    pub description: &'static str,
+}
+
+/// How Lua's answer becomes the `result` of `tools/call`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// Lua returns any value; it is sent as one text item holding its JSON. A string is taken as
+    /// JSON Lua encoded itself.
+    JsonText,
+    /// Lua returns a string or a list of strings; each becomes one text item.
+    Texts,
+}
+
+/// What a parked call is answered with when the editor stops before Lua answered it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnAbandon {
+    /// A JSON-RPC internal error: fine for read-only tools.
+    Error,
+    /// DIFF_REJECTED with the call's tab_name: the Pi extension fails open, so an error would
+    /// let the agent write the file unreviewed.
+    Reject,
+}
+
+/// For tools the agent waits on without a timeout: if Neovim's main loop cannot answer in time
+/// (a hit-enter prompt, a blocking `input()`, a long `:!command` or a slow plugin keep it from
+/// running scheduled work), Rust answers instead, from the last answer Lua gave.
+#[derive(Debug)]
+pub struct Fallback {
+    /// How long Lua has.
+    pub after: Duration,
+    /// Whether Lua's answer to these arguments is worth keeping for a later fallback.
+    pub keep: fn(&Value) -> bool,
+    /// The fallback answer for these arguments, from what was kept (if anything).
+    pub answer: fn(&Value, Option<&Value>) -> Value,
+}
+
+/// What the core does with a call of the tool before, or instead of, handing it to Lua. Each
+/// variant is carried out in one place (dispatch.rs names them); no transport and no other
+/// part of the core looks at a tool's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    /// Parked for Lua.
+    Lua,
+    /// Answered from the diagnostics snapshot while it is current (diagnostics.rs); else Lua.
+    /// Its fallback answers from the snapshot too.
+    Snapshot,
+    /// A review (review.rs): at most a few pending per client, staged on a worker, parked for
+    /// Lua; accepted at once, unseen, when the user turned reviews off.
+    Review,
+    /// Answered by the core at once: the client's session name is recorded (clients.rs) and
+    /// Lua is told (status line, winbar).
+    SessionName,
+    /// Closing a review (close_tab, close_diff): parked for Lua, with `opening: true` when an
+    /// openDiff of that name is still being staged (opening.rs).
+    CloseReview,
+}
+
+#[derive(Debug)]
+pub struct Tool {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub params: &'static [Param],
+    pub shape: Shape,
+    pub on_abandon: OnAbandon,
+    pub fallback: Option<Fallback>,
+    pub hook: Hook,
+    /// The Lua module that answers it: `require(lua)[name](args, reply, event)` (see
+    /// lua/pi-ide/tools/init.lua). Everything else about the tool is this entry.
+    pub lua: &'static str,
+    /// The Lua function, when it is another tool's (the Copilot tools share pi-ide's).
+    pub handler: Option<&'static str>,
+    /// Turns the (validated) arguments into the handler's.
+    pub adapt: Option<fn(Value) -> Value>,
+    /// Turns the handler's answer into this tool's, before `shape`; gets the abandon context
+    /// (open_diff: the tab_name).
+    pub reshape: Option<fn(Value, Option<&str>) -> Value>,
+}
+
+/// What a tool is unless its entry says otherwise: no parameters, answered as JSON text, an
+/// error if abandoned, no fallback, answered by the Lua function named after it.
+pub(crate) const PLAIN: Tool = Tool {
+    name: "",
+    lua: "",
+    description: "",
+    params: &[],
+    shape: Shape::JsonText,
+    on_abandon: OnAbandon::Error,
+    fallback: None,
+    hook: Hook::Lua,
+    handler: None,
+    adapt: None,
+    reshape: None,
+};
+
+/// The path of a `file://` URI (percent-decoded), or the argument itself when it is a path.
+pub(crate) fn uri_path(uri: &str) -> String {
+    let Some(rest) = uri.strip_prefix("file://") else {
+        return uri.to_owned();
+    };
+    let bytes = rest.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Tool {
+    pub fn input_schema(&self) -> Value {
+        let mut props = Map::new();
+        for p in self.params {
+            props.insert(
+                p.name.into(),
+                json!({"type": p.ty.schema_name(), "description": p.description}),
+            );
+        }
+        let required: Vec<&str> = self
+            .params
+            .iter()
+            .filter(|p| p.required)
+            .map(|p| p.name)
+            .collect();
+        json!({"type": "object", "properties": props, "required": required})
+    }
+
+    pub fn describe(&self) -> Value {
+        json!({"name": self.name, "description": self.description, "inputSchema": self.input_schema()})
+    }
+
+    /// Checks `arguments` against the schema. Unknown members are allowed (clients add their own);
+    /// a missing or ill-typed known one is -32602 naming it.
+    pub fn validate(&self, args: &Value) -> Result<(), RpcError> {
+        let Some(obj) = args.as_object() else {
+            return Err(RpcError::invalid_params(format!(
+                "'arguments' of {} must be an object",
+                self.name
+            )));
+        };
+        for p in self.params {
+            match obj.get(p.name) {
+                None | Some(Value::Null) if p.required => {
+                    return Err(RpcError::invalid_params(format!(
+                        "{}: missing required argument '{}'",
+                        self.name, p.name
+                    )))
+                }
+                None | Some(Value::Null) => {}
+                Some(v) if !p.ty.accepts(v) => {
+                    return Err(RpcError::invalid_params(format!(
+                        "{}: argument '{}' must be {} {}",
+                        self.name,
+                        p.name,
+                        if p.ty == Ty::Integer { "an" } else { "a" },
+                        p.ty.schema_name()
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The Lua function that answers it.
+    pub fn handler_name(&self) -> &'static str {
+        self.handler.unwrap_or(self.name)
+    }
+
+    /// The handler's answer as this tool's MCP result (`context`: see [`Tool::reshape`]).
+    pub fn finish(&self, value: Value, context: Option<&str>) -> Result<Value, RpcError> {
+        match self.reshape {
+            Some(reshape) => self.shape_result(reshape(value, context)),
+            None => self.shape_result(value),
+        }
+    }
+
+    /// Turns Lua's answer into an MCP tool result.
+    pub fn shape_result(&self, value: Value) -> Result<Value, RpcError> {
+        let texts: Vec<String> =
+            match self.shape {
+                // A string is JSON Lua already encoded (it alone can tell `[]` from `{}`).
+                Shape::JsonText => match value {
+                    Value::String(s) => vec![s],
+                    other => vec![serde_json::to_string(&other)
+                        .map_err(|e| RpcError::internal(e.to_string()))?],
+                },
+                Shape::Texts => match value {
+                    Value::String(s) => vec![s],
+                    Value::Array(items) => items
+                        .into_iter()
+                        .map(|v| match v {
+                            Value::String(s) => Ok(s),
+                            other => Err(RpcError::internal(format!(
+                                "{}: editor answered a non-text item: {other}",
+                                self.name
+                            ))),
+                        })
+                        .collect::<Result<_, _>>()?,
+                    other => {
+                        return Err(RpcError::internal(format!(
+                            "{}: editor answered {other}",
+                            self.name
+                        )))
+                    }
+                },
+            };
+        let content: Vec<Value> = texts
+            .into_iter()
+            .map(|t| json!({"type": "text", "text": t}))
+            .collect();
+        Ok(json!({ "content": content }))
+    }
+
+    /// The answer owed to a call that will never be answered by Lua (the editor is stopping).
+    /// `context` is what was kept of the arguments for this (openDiff: the tab_name).
+    pub fn abandoned(&self, context: Option<&str>) -> Result<Value, RpcError> {
+        match self.on_abandon {
+            OnAbandon::Error => Err(RpcError::internal(format!(
+                "{}: the editor stopped before answering",
+                self.name
+            ))),
+            OnAbandon::Reject => {
+                self.finish(json!(["DIFF_REJECTED", context.unwrap_or_default()]), context)
+            }
+        }
+    }
+
+    /// The answer actually sent for `outcome`. A tool whose failures must read as a rejection
+    /// (openDiff: the Pi extension writes unreviewed on any error, so no failure of any kind,
+    /// in Lua or in Rust, may reach it as a JSON-RPC error) gets that rejection instead of an
+    /// error; other tools' outcomes pass through.
+    pub fn owed(&self, outcome: Result<Value, RpcError>, context: Option<&str>) -> Result<Value, RpcError> {
+        match (self.on_abandon, outcome) {
+            (OnAbandon::Reject, Err(e)) => {
+                crate::warn!(
+                    "{}: {} (answered as a rejection: an error would let the write through unreviewed)",
+                    self.name,
+                    e.message
+                );
+                self.abandoned(context)
+            }
+            (_, outcome) => outcome,
+        }
+    }
+
+    /// What to keep of the arguments for [`Tool::abandoned`].
+    pub fn abandon_context(&self, args: &Value) -> Option<String> {
+        match self.on_abandon {
+            OnAbandon::Reject => args
+                .get("tab_name")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            OnAbandon::Error => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::jsonrpc::INVALID_PARAMS;
+
+    #[test]
+    fn every_tool_has_an_object_schema_naming_its_params() {
+        for t in pi_ide::TOOLS {
+            let s = t.input_schema();
+            assert_eq!(s["type"], "object");
+            for p in t.params {
+                assert_eq!(
+                    s["properties"][p.name]["type"],
+                    p.ty.schema_name(),
+                    "{}.{}",
+                    t.name,
+                    p.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn validation_names_the_parameter() {
+        let t = pi_ide::TOOLS.iter().find(|t| t.name == "getDiagnostics").unwrap();
+        assert!(t.validate(&json!({})).is_ok());
+        assert!(t.validate(&json!({"uri": "file:///x", "extra": 1})).is_ok());
+        let e = t.validate(&json!({"uri": 5})).unwrap_err();
+        assert_eq!(e.code, INVALID_PARAMS);
+        assert!(e.message.contains("'uri'"), "{}", e.message);
+        assert!(e.message.contains("string"), "{}", e.message);
+        let e = t.validate(&json!([1])).unwrap_err();
+        assert_eq!(e.code, INVALID_PARAMS);
+    }
+
+    #[test]
+    fn required_and_integer_checks() {
+        static T: Tool = Tool {
+            name: "t",
+            lua: "t",
+                    description: "",
+            params: &[
+                Param {
+                    name: "path",
+                    ty: Ty::String,
+                    required: true,
+                    description: "",
+                },
+                Param {
+                    name: "line",
+                    ty: Ty::Integer,
+                    required: false,
+                    description: "",
+                },
+            ],
+            shape: Shape::Texts,
+            on_abandon: OnAbandon::Error,
+            fallback: None,
+            hook: Hook::Lua,
+            ..PLAIN
+        };
+        assert!(T
+            .validate(&json!({}))
+            .unwrap_err()
+            .message
+            .contains("missing required argument 'path'"));
+        assert!(T.validate(&json!({"path": "a", "line": 3})).is_ok());
+        assert!(T.validate(&json!({"path": "a", "line": 3.0})).is_ok());
+        assert!(T
+            .validate(&json!({"path": "a", "line": 3.5}))
+            .unwrap_err()
+            .message
+            .contains("'line' must be an integer"));
+        assert!(T.validate(&json!({"path": "a", "line": "3"})).is_err());
+    }
+
+    #[test]
+    fn shapes() {
+        let t = pi_ide::TOOLS.iter().find(|t| t.name == "getDiagnostics").unwrap();
+        let r = t.shape_result(json!({})).unwrap();
+        assert_eq!(r, json!({"content": [{"type": "text", "text": "{}"}]}));
+        static T: Tool = Tool {
+            name: "t",
+            lua: "t",
+                    description: "",
+            params: &[],
+            shape: Shape::Texts,
+            on_abandon: OnAbandon::Error,
+            fallback: None,
+            hook: Hook::Lua,
+            ..PLAIN
+        };
+        assert_eq!(
+            T.shape_result(json!(["FILE_SAVED", "body\n"])).unwrap(),
+            json!({"content": [{"type": "text", "text": "FILE_SAVED"}, {"type": "text", "text": "body\n"}]})
+        );
+        assert_eq!(
+            T.shape_result(json!("TAB_CLOSED")).unwrap()["content"][0]["text"],
+            "TAB_CLOSED"
+        );
+        assert!(T.shape_result(json!([1])).is_err());
+        assert!(T.shape_result(json!(null)).is_err());
+    }
+}

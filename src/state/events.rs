@@ -1,0 +1,189 @@
+//! The bounded queue of events for Lua: connection tasks push (and await room, so a flooding
+//! client stops being read instead of growing memory); Lua drains a bounded batch per wake, so
+//! typing is never starved by a busy client. Every push wakes Neovim's main loop (waker.rs).
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::protocol::jsonrpc::RpcError;
+use crate::support::waker::Waker;
+
+/// How many events may wait for Lua before connection tasks stop reading their sockets.
+pub const EVENT_QUEUE: usize = 1024;
+/// How many events one drain hands to Lua; the rest wait for the next turn of the main loop,
+/// so that typing is never starved by a busy client.
+pub const DRAIN_BATCH: usize = 128;
+
+#[derive(Debug)]
+pub enum Event {
+    ClientConnected {
+        client: u64,
+    },
+    ClientInitialized {
+        client: u64,
+        name: Option<String>,
+        version: Option<String>,
+    },
+    /// The agent gave its session a title (Copilot's update_session_name).
+    SessionNamed {
+        client: u64,
+        name: String,
+    },
+    /// The connection of `client` is closing: the core answered its parked calls `reqs` (openDiff:
+    /// DIFF_REJECTED); Lua takes their reviews away now (the client may take long to read the
+    /// answers). `reason`: why the editor closes it, when it does.
+    Abandoned {
+        client: u64,
+        reqs: Vec<u64>,
+        reason: Option<String>,
+    },
+    /// `abandoned`: calls of this client still parked when it was forgotten (Lua's answers to
+    /// them are no longer wanted).
+    ClientDisconnected {
+        client: u64,
+        /// The name it gave in `initialize`, if it got that far.
+        name: Option<String>,
+        abandoned: Vec<u64>,
+        /// Why the editor closed it, when it did (not reading, a message too big, ...).
+        reason: Option<String>,
+    },
+    /// Something the user should be told, in one line. `key` groups repeats: Lua shows the
+    /// first at once and sums up the rest of a burst.
+    Notice {
+        key: &'static str,
+        level: Level,
+        message: String,
+    },
+    ToolCall {
+        req: u64,
+        client: u64,
+        tool: &'static str,
+        /// The Lua module that answers it (tools/), and its function there.
+        lua: &'static str,
+        handler: &'static str,
+        args: Value,
+    },
+    /// The cursor has been still for the debounce time: Lua should send the current state.
+    SelectionDue,
+    /// The answer to a request Lua sent to an agent (see requests.rs): a result, an error
+    /// from the agent, or ours (timed out, agent gone).
+    Response {
+        req: u64,
+        outcome: Result<Value, RpcError>,
+    },
+    /// The numbers of an openDiff (parked as `req`), computed after it was handed to Lua.
+    DiffStats {
+        req: u64,
+        stats: Value,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warn,
+    Error,
+}
+
+impl Level {
+    /// The name Lua maps to `vim.log.levels`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Error => "error",
+        }
+    }
+}
+
+pub struct EventQueue {
+    tx: mpsc::Sender<Event>,
+    rx: Mutex<mpsc::Receiver<Event>>,
+    /// How Neovim is woken (the handle Lua created; attached at start, detached at stop).
+    pub waker: Waker,
+}
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        let (tx, rx) = mpsc::channel(EVENT_QUEUE);
+        EventQueue {
+            tx,
+            rx: Mutex::new(rx),
+            waker: Waker::default(),
+        }
+    }
+}
+
+impl EventQueue {
+    /// Queues an event for Lua, waiting for room. Returns false once the editor has stopped.
+    pub async fn push(&self, event: Event) -> bool {
+        if self.tx.send(event).await.is_err() {
+            return false;
+        }
+        self.waker.wake();
+        true
+    }
+
+    /// Tells the user something (see [`Event::Notice`]); also logged.
+    pub async fn notice(&self, key: &'static str, level: Level, message: String) {
+        match level {
+            Level::Error => crate::error!("{message}"),
+            Level::Warn => crate::warn!("{message}"),
+            Level::Info => crate::info!("{message}"),
+        }
+        self.push(Event::Notice { key, level, message }).await;
+    }
+
+    /// [`EventQueue::push`] for threads outside the runtime (the debounce thread).
+    pub fn push_blocking(&self, event: Event) -> bool {
+        if self.tx.blocking_send(event).is_err() {
+            return false;
+        }
+        self.waker.wake();
+        true
+    }
+
+    /// Takes up to [`DRAIN_BATCH`] events. If more are waiting, asks for another wake so the
+    /// main loop gets a turn in between.
+    pub fn drain(&self) -> Vec<Event> {
+        self.waker.clear_pending();
+        let mut rx = self.rx.lock();
+        let mut out = Vec::new();
+        while out.len() < DRAIN_BATCH {
+            match rx.try_recv() {
+                Ok(ev) => out.push(ev),
+                Err(_) => return out,
+            }
+        }
+        if !rx.is_empty() {
+            self.waker.wake();
+        }
+        out
+    }
+
+    /// Closes the queue: pending and future pushes fail at once, so no task waits on Lua.
+    pub fn close(&self) {
+        let mut rx = self.rx.lock();
+        rx.close();
+        while rx.try_recv().is_ok() {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn drain_is_bounded() {
+        let q = EventQueue::default();
+        for i in 0..(DRAIN_BATCH as u64 + 5) {
+            q.push(Event::ClientConnected { client: i }).await;
+        }
+        assert_eq!(q.drain().len(), DRAIN_BATCH);
+        assert_eq!(q.drain().len(), 5);
+        assert!(q.drain().is_empty());
+        q.close();
+        assert!(!q.push(Event::SelectionDue).await, "closed: refused at once");
+    }
+}

@@ -1,0 +1,5 @@
+//! Reviews.
+
+pub mod open;
+pub mod opening;
+pub mod stage;
