@@ -200,11 +200,11 @@ fn quitting_mid_review_rejects_before_the_close_frame() {
 
 #[test]
 fn the_core_rejects_a_review_lua_never_answered_when_stopping() {
-    // Even if the Lua side failed to answer (a bug, a crash in a handler), stopping answers
+    // Even if the Lua side never answered (a bug in the review's view), stopping answers
     // DIFF_REJECTED from the core, never an error that would let the write through.
     let nvim = Nvim::start();
     let path = setup(&nvim, "core.txt", "x\n");
-    nvim.lua("require('pi-ide.tools.reviews').openDiff = function() end");
+    nvim.lua("require('pi-ide.diff').open = function() end");
     let mut p = nvim.peer();
     p.send_json(&json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "y\n", "tab_name": "pi-write:core"}}})).unwrap();

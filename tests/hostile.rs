@@ -299,8 +299,8 @@ fn an_open_diff_that_fails_anywhere_is_answered_diff_rejected_never_an_error() {
     let nvim = Nvim::start();
     let mut p = nvim.peer();
     let path = nvim.cwd.join("f.txt").to_string_lossy().to_string();
-    // A handler that throws.
-    nvim.lua("require('pi-ide.tools.reviews').openDiff = function() error('boom') end");
+    // A view that throws.
+    nvim.lua("require('pi-ide.diff').open = function() error('boom') end");
     let r = p
         .call_tool(
             "openDiff",
@@ -308,8 +308,8 @@ fn an_open_diff_that_fails_anywhere_is_answered_diff_rejected_never_an_error() {
         )
         .unwrap();
     assert_eq!(texts(&r), vec!["DIFF_REJECTED".to_string(), "pi-write:a".to_string()], "{r}");
-    // An answer that is not text items.
-    nvim.lua("require('pi-ide.tools.reviews').openDiff = function() return { 1, 2 } end");
+    // A view that throws later, while it gets ready to show the panes.
+    nvim.lua("package.loaded['pi-ide.diff'] = nil require('pi-ide.diff.show').when_ready = function() error('later') end");
     let r = p
         .call_tool(
             "openDiff",

@@ -43,12 +43,19 @@ local function on_client_event(ev)
     elseif ev.name then
       vim.notify(("pi-ide.nvim: %s disconnected"):format(ev.name), vim.log.levels.INFO)
     end
-    if #ev.abandoned > 0 then
-      require("pi-ide.diff").abandon(ev.abandoned, ev.reason)
-    end
     local abandoned = vim.list_extend(answered_on_close[ev.client] or {}, ev.abandoned)
     answered_on_close[ev.client] = nil
     user_event("PiIdeClientDisconnected", { client = ev.client, name = ev.name, abandoned = abandoned, reason = ev.reason })
+  end
+end
+
+-- A review to show: however showing it fails, it is rejected (an unanswered review would hold
+-- the agent; an error would let its write through).
+local function on_review(native, ev)
+  local ok, err = xpcall(require("pi-ide.diff").open, debug.traceback, ev)
+  if not ok then
+    native.review_reject(ev.req)
+    log.notify(("cannot show the review of %s: %s"):format(tostring(ev.path), tostring(err)), vim.log.levels.ERROR)
   end
 end
 
@@ -68,13 +75,16 @@ local function process()
         require("pi-ide.selection").flush()
       elseif ev.kind == "response" then
         require("pi-ide.requests").resolve(ev)
-      elseif ev.kind == "diff_stats" then
+      elseif ev.kind == "review_opened" then
+        on_review(native, ev)
+      elseif ev.kind == "review_stats" then
         require("pi-ide.diff").set_stats(ev.req, ev.stats)
+      elseif ev.kind == "review_ended" then
+        require("pi-ide.diff").ended_by_core(ev)
       elseif ev.kind == "notice" then
         require("pi-ide.notices").show(ev)
       elseif ev.kind == "abandoned" then
         answered_on_close[ev.client] = vim.list_extend(answered_on_close[ev.client] or {}, ev.reqs)
-        require("pi-ide.diff").abandon(ev.reqs, ev.reason)
       else
         on_client_event(ev)
       end

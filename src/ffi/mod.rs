@@ -2,6 +2,7 @@
 //! wrapped so that a Rust panic becomes a Lua error instead of reaching Neovim.
 
 mod chat;
+mod events;
 mod json;
 
 use std::ffi::c_void;
@@ -16,9 +17,9 @@ use self::json::{from_lua, to_lua};
 use parking_lot::Mutex;
 
 use crate::state::{ClientSnapshot, Settings, Shared};
-use crate::state::events::Event;
 use crate::protocol::jsonrpc::RpcError;
 use crate::agents::Agent;
+use crate::protocol::tools::Verdict;
 use crate::server::{Options, Server};
 use crate::support::{log, waker};
 
@@ -141,49 +142,13 @@ macro_rules! fields {
     ($t:expr, $($k:literal => $v:expr),* $(,)?) => {{ $($t.set($k, $v)?;)* }};
 }
 
-fn event_table(lua: &Lua, ev: Event) -> LuaResult<Table> {
-    let t = lua.create_table()?;
-    match ev {
-        Event::ToolCall { req, client, tool, lua: module, handler, args } => fields!(t,
-            "kind" => "tool_call", "req" => req, "client" => client, "tool" => tool,
-            "module" => module, "handler" => handler, "args" => to_lua(lua, &args)?),
-        Event::SessionNamed { client, name } => fields!(t,
-            "kind" => "session_named", "client" => client, "name" => name),
-        Event::ClientConnected { client } => fields!(t, "kind" => "client_connected", "client" => client),
-        Event::ClientInitialized { client, name, version } => fields!(t,
-            "kind" => "client_initialized", "client" => client, "name" => name, "version" => version),
-        Event::SelectionDue => fields!(t, "kind" => "selection_due"),
-        Event::Response { req, outcome } => {
-            fields!(t, "kind" => "response", "req" => req);
-            match outcome {
-                Ok(v) => fields!(t, "result" => to_lua(lua, &v)?),
-                Err(e) => {
-                    let et = lua.create_table()?;
-                    fields!(et, "code" => e.code, "message" => e.message);
-                    fields!(t, "error" => et);
-                }
-            }
-        }
-        Event::DiffStats { req, stats } => fields!(t,
-            "kind" => "diff_stats", "req" => req, "stats" => to_lua(lua, &stats)?),
-        Event::ClientDisconnected { client, name, abandoned, reason } => fields!(t,
-            "kind" => "client_disconnected", "client" => client, "name" => name, "abandoned" => abandoned,
-            "reason" => reason),
-        Event::Abandoned { client, reqs, reason } => fields!(t,
-            "kind" => "abandoned", "client" => client, "reqs" => reqs, "reason" => reason),
-        Event::Notice { key, level, message } => fields!(t,
-            "kind" => "notice", "key" => key, "level" => level.name(), "message" => message),
-    }
-    Ok(t)
-}
-
 fn drain(lua: &Lua, (): ()) -> LuaResult<Table> {
     let events = with_server(|s| s.shared.clone())
         .map(|sh| sh.events.drain())
         .unwrap_or_default();
     let out = lua.create_table_with_capacity(events.len(), 0)?;
     for (i, ev) in events.into_iter().enumerate() {
-        out.raw_set(i + 1, event_table(lua, ev)?)?;
+        out.raw_set(i + 1, events::to_table(lua, &ev)?)?;
     }
     Ok(out)
 }
@@ -245,10 +210,32 @@ fn agents(lua: &Lua, (): ()) -> LuaResult<Table> {
     Ok(list)
 }
 
-/// Lua has loaded the files staged for an openDiff: the core deletes them (it owns them).
+/// Lua has read the files staged for review `req`: the core deletes them (it owns them).
 fn staged_loaded(_: &Lua, req: u64) -> LuaResult<()> {
     with_server(|s| s.shared.release_staged(req));
     Ok(())
+}
+
+/// The user accepted review `req` with this text (exactly as they left it). False when the
+/// review had ended already: nothing was sent.
+fn review_accept(_: &Lua, (req, text): (u64, mlua::LuaString)) -> LuaResult<bool> {
+    let text = text.to_str().map_err(|_| err("pi-ide: the accepted text is not UTF-8"))?.to_owned();
+    Ok(with_server(|s| s.shared.decide(req, Verdict::Accepted(text))).unwrap_or(false))
+}
+
+/// The user rejected review `req` (or its panes went away). False when it had ended already.
+fn review_reject(_: &Lua, req: u64) -> LuaResult<bool> {
+    Ok(with_server(|s| s.shared.decide(req, Verdict::Rejected)).unwrap_or(false))
+}
+
+/// Rejects every review of `client` (the chat aborts its Pi's turn). Returns the numbers of
+/// those Lua shows, to take away.
+fn reject_reviews_of(_: &Lua, client: u64) -> LuaResult<Vec<u64>> {
+    let (_, events) = with_server(|s| s.shared.end_reviews_of(client, &Verdict::Rejected)).unwrap_or_default();
+    Ok(events.iter().filter_map(|e| match e {
+        crate::state::events::Event::ReviewEnded { req, .. } => Some(*req),
+        _ => None,
+    }).collect())
 }
 
 fn respond_error(_: &Lua, (req, code, message): (u64, i64, String)) -> LuaResult<bool> {
@@ -503,6 +490,9 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         respond => respond,
         respond_error => respond_error,
         staged_loaded => staged_loaded,
+        review_accept => review_accept,
+        review_reject => review_reject,
+        reject_reviews_of => reject_reviews_of,
         agent => agent,
         configure => configure,
         tools => tools,

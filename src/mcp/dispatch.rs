@@ -13,7 +13,7 @@ use crate::state::Shared;
 use crate::state::events::Event;
 use crate::protocol::jsonrpc::{self, Id, Incoming, RpcError};
 use crate::mcp::methods::{self as mcp, Dispatch, Session};
-use crate::protocol::tools::{Hook, OnAbandon, Tool};
+use crate::protocol::tools::{Hook, Tool, Verdict};
 use crate::{debug, error, info};
 
 /// Handles one message; returns the frames to send now, in order.
@@ -188,18 +188,26 @@ async fn call_tool(
                 vec![]
             }
         },
-        Hook::Review => crate::state::reviews::open::open(client, id, tool, args, shared)
+        Hook::Review(_) => crate::state::reviews::open::open(client, id, tool, args, shared)
             .await
             .into_iter()
             .collect(),
-        Hook::CloseReview => {
-            let mut args = args;
-            let tab = args["tab_name"].as_str().unwrap_or_default();
-            if shared.opening.contains(client, tab) {
-                args["opening"] = serde_json::Value::Bool(true);
+        Hook::CloseReview { tab } => {
+            let tab = args.get(tab).and_then(serde_json::Value::as_str).unwrap_or_default();
+            let (closed, ended) = shared.close_review(client, tab);
+            if let Some(event) = ended {
+                shared.events.push(event).await;
             }
-            shared.park(client, id, tool, args).await;
-            vec![]
+            let report = serde_json::json!(["TAB_CLOSED", if closed { "closed" } else { "already_closed" }, tab]);
+            vec![jsonrpc::outcome_frame(&id, &tool.finish(report, None))]
+        }
+        Hook::CloseAllReviews => {
+            let (n, events) = shared.end_reviews_of(client, &Verdict::Closed);
+            for event in events {
+                shared.events.push(event).await;
+            }
+            let report = serde_json::json!(format!("CLOSED_{n}_DIFF_TABS"));
+            vec![jsonrpc::outcome_frame(&id, &tool.finish(report, None))]
         }
         Hook::SessionName => {
             let name = args["name"].as_str().unwrap_or_default().to_owned();
@@ -211,7 +219,7 @@ async fn call_tool(
     }
 }
 
-/// For a call of a tool whose failures must read as a rejection (openDiff): the tool and the
+/// For a call of a tool whose failures must read as a rejection (a review): the tool and the
 /// rejection's context, whatever else is wrong with the call.
 pub fn owed_by(
     agent: &Agent,
@@ -223,9 +231,7 @@ pub fn owed_by(
     }
     let params = params?;
     let tool = agent.tool(params.get("name")?.as_str()?)?;
-    if tool.on_abandon != OnAbandon::Reject {
-        return None;
-    }
+    tool.review()?;
     let context = params
         .get("arguments")
         .and_then(|a| tool.abandon_context(a));

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::state::{Settings, Shared};
+use crate::protocol::tools::Verdict;
 use crate::state::events::Event;
 use crate::mcp::dispatch::handle_text;
 use crate::mcp::methods::Session;
@@ -77,19 +78,17 @@ impl Harness {
         }
         for event in self.shared.events.drain() {
             match event {
-                Event::ToolCall { req, tool, args, .. } => {
-                    for key in ["proposal_file"] {
-                        if let Some(f) = args.get(key).and_then(Value::as_str) {
-                            let _ = std::fs::remove_file(f);
-                        }
-                    }
-                    if let Some(f) = args["old"]["file"].as_str() {
-                        let _ = std::fs::remove_file(f);
-                    }
-                    let _ = tool;
+                Event::ToolCall { req, .. } => {
                     self.shared.respond(req, Ok(answer.clone()));
                 }
-                Event::Response { .. } | Event::DiffStats { .. } => {}
+                // The user decides: an accept of whatever text, or a rejection.
+                Event::ReviewOpened(r) => {
+                    let verdict = match answer[1].as_str() {
+                        Some(text) if answer[0] == "FILE_SAVED" => Verdict::Accepted(text.to_owned()),
+                        _ => Verdict::Rejected,
+                    };
+                    self.shared.decide(r.req, verdict);
+                }
                 _ => {}
             }
         }

@@ -3,6 +3,7 @@
 //! typing is never starved by a busy client. Every push wakes Neovim's main loop (waker.rs).
 
 use parking_lot::Mutex;
+use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -15,7 +16,10 @@ pub const EVENT_QUEUE: usize = 1024;
 /// so that typing is never starved by a busy client.
 pub const DRAIN_BATCH: usize = 128;
 
-#[derive(Debug)]
+/// What Lua is told. Each becomes one Lua table through serde: `kind` is the variant's name in
+/// snake_case, the fields its own (one left out when None).
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Event {
     ClientConnected {
         client: u64,
@@ -30,16 +34,15 @@ pub enum Event {
         client: u64,
         name: String,
     },
-    /// The connection of `client` is closing: the core answered its parked calls `reqs` (openDiff:
-    /// DIFF_REJECTED); Lua takes their reviews away now (the client may take long to read the
-    /// answers). `reason`: why the editor closes it, when it does.
+    /// The connection of `client` is closing: the core answered its calls and reviews `reqs`
+    /// (a review: DIFF_REJECTED). `reason`: why the editor closes it, when it does.
     Abandoned {
         client: u64,
         reqs: Vec<u64>,
         reason: Option<String>,
     },
-    /// `abandoned`: calls of this client still parked when it was forgotten (Lua's answers to
-    /// them are no longer wanted).
+    /// `abandoned`: calls and reviews of this client still waiting when it was forgotten, or
+    /// answered as its connection closed (Lua's answers to them are no longer wanted).
     ClientDisconnected {
         client: u64,
         /// The name it gave in `initialize`, if it got that far.
@@ -60,9 +63,25 @@ pub enum Event {
         client: u64,
         tool: &'static str,
         /// The Lua module that answers it (tools/), and its function there.
+        #[serde(rename = "module")]
         lua: &'static str,
         handler: &'static str,
         args: Value,
+    },
+    /// A review to show (reviews/): the agent's proposal, staged.
+    ReviewOpened(ReviewOpened),
+    /// The numbers of review `req`, counted after it was handed to Lua.
+    ReviewStats {
+        req: u64,
+        stats: Value,
+    },
+    /// The core ended review `req`, which Lua shows: its agent closed it or opened another of
+    /// its name (`result` "rejected"), or its client left ("abandoned"; `reason`: why the
+    /// editor closed the connection, when it did). Lua takes it away.
+    ReviewEnded {
+        req: u64,
+        result: &'static str,
+        reason: Option<String>,
     },
     /// The cursor has been still for the debounce time: Lua should send the current state.
     SelectionDue,
@@ -70,31 +89,55 @@ pub enum Event {
     /// from the agent, or ours (timed out, agent gone).
     Response {
         req: u64,
-        outcome: Result<Value, RpcError>,
-    },
-    /// The numbers of an openDiff (parked as `req`), computed after it was handed to Lua.
-    DiffStats {
-        req: u64,
-        stats: Value,
+        #[serde(flatten)]
+        outcome: Outcome,
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A review as Lua shows it.
+#[derive(Debug, Serialize)]
+pub struct ReviewOpened {
+    pub req: u64,
+    pub client: u64,
+    pub tab_name: String,
+    /// The file that will be written, shown and diffed against.
+    pub path: String,
+    /// The file the agent says it replaces (the same, mostly).
+    pub old_path: String,
+    /// The agent writes its own proposal after an accept: shown read-only.
+    pub read_only: bool,
+    #[serde(flatten)]
+    pub staged: crate::state::reviews::StagedView,
+}
+
+/// A response's outcome: `result`, or `error` with `code` and `message`.
+#[derive(Debug)]
+pub struct Outcome(pub Result<Value, RpcError>);
+
+impl From<Result<Value, RpcError>> for Outcome {
+    fn from(r: Result<Value, RpcError>) -> Self {
+        Outcome(r)
+    }
+}
+
+impl Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(1))?;
+        match &self.0 {
+            Ok(v) => map.serialize_entry("result", v)?,
+            Err(e) => map.serialize_entry("error", e)?,
+        }
+        map.end()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Level {
     Info,
     Warn,
     Error,
-}
-
-impl Level {
-    /// The name Lua maps to `vim.log.levels`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Level::Info => "info",
-            Level::Warn => "warn",
-            Level::Error => "error",
-        }
-    }
 }
 
 pub struct EventQueue {

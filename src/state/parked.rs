@@ -1,16 +1,11 @@
 //! Tool calls waiting for Lua's answer ("parked"), and, per tool with a fallback, the last
-//! answer Lua gave that the fallback may reuse when the main loop is held up.
+//! answer Lua gave that the fallback may reuse when the main loop is held up. (Reviews are not
+//! parked calls: reviews/ owns them.)
 //!
-//! A parked openDiff owns the files its proposal was staged in (diff.rs): they are deleted
-//! when Lua has loaded them ([`ParkedCalls::release_staged`]) or when the call ends in any
-//! way (answered, expired, abandoned, its client gone), whichever comes first. Lua never
-//! deletes them.
-//!
-//! Only the table lives here; the flow (park, respond, expire, abandon) is in bridge.rs, where
+//! Only the table lives here; the flow (park, respond, expire, abandon) is in calls.rs, where
 //! the event queue and the clients it also touches are.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -25,23 +20,6 @@ pub struct Parked {
     pub tool: &'static Tool,
     /// Kept only for tools with a fallback (their arguments are small).
     pub args: Option<Value>,
-    /// What an abandon answer needs (openDiff: its tab_name).
-    pub context: Option<String>,
-    /// Files staged for this call, deleted with it, and their size in bytes.
-    pub staged: Vec<PathBuf>,
-    pub staged_bytes: u64,
-}
-
-impl Drop for Parked {
-    fn drop(&mut self) {
-        remove(std::mem::take(&mut self.staged));
-    }
-}
-
-fn remove(files: Vec<PathBuf>) {
-    for f in files {
-        let _ = std::fs::remove_file(f);
-    }
 }
 
 #[derive(Default)]
@@ -87,30 +65,10 @@ impl ParkedCalls {
         reqs
     }
 
-    /// One client's waiting calls of `tool`, and the bytes they still hold staged.
-    pub fn load_of(&self, client: u64, tool: &str) -> (usize, u64) {
-        (self.calls.lock().values())
-            .filter(|p| p.client == client && p.tool.name == tool)
-            .fold((0, 0), |(n, bytes), p| (n + 1, bytes + p.staged_bytes))
-    }
-
     /// Forgets a client's calls (its socket is gone) and returns their numbers, in order.
     pub fn forget_client(&self, client: u64) -> Vec<u64> {
         let gone = take_entries_of(&mut self.calls.lock(), client, |p| p.client);
-        // Dropped outside the lock: each one deletes its staged files.
         gone.into_iter().map(|(req, _)| req).collect()
-    }
-
-    /// Lua has loaded what was staged for `req`: the files go now, not when the review ends.
-    pub fn release_staged(&self, req: u64) {
-        let files = match self.calls.lock().get_mut(&req) {
-            Some(p) => {
-                p.staged_bytes = 0;
-                std::mem::take(&mut p.staged)
-            }
-            None => return,
-        };
-        remove(files);
     }
 
     pub fn count(&self) -> usize {
@@ -142,18 +100,11 @@ mod tests {
     use serde_json::json;
 
     fn call(client: u64) -> Parked {
-        staged(client, Vec::new())
-    }
-
-    fn staged(client: u64, staged: Vec<PathBuf>) -> Parked {
         Parked {
             client,
             id: Id::from_u64(client),
             tool: crate::agents::pi::AGENT.tool("getDiagnostics").unwrap(),
             args: None,
-            context: None,
-            staged,
-            staged_bytes: 0,
         }
     }
 
@@ -174,27 +125,4 @@ mod tests {
         assert_eq!(p.kept("openFile"), None);
     }
 
-    #[test]
-    fn staged_files_go_when_lua_has_loaded_them_or_when_the_call_ends() {
-        let dir = crate::scratch_dir("parked");
-        let file = |n: &str| {
-            let f = dir.join(n);
-            std::fs::write(&f, "x").unwrap();
-            f
-        };
-        let p = ParkedCalls::default();
-        let (a, b, c) = (file("a"), file("b"), file("c"));
-        p.insert(1, staged(1, vec![a.clone()]));
-        p.insert(2, staged(2, vec![b.clone()]));
-        p.insert(3, staged(3, vec![c.clone()]));
-        p.release_staged(1);
-        assert!(!a.exists(), "loaded by Lua: gone while the call still waits");
-        assert_eq!(p.count(), 1 + 2);
-        drop(p.take(2));
-        assert!(!b.exists(), "answered: gone");
-        p.forget_client(3);
-        assert!(!c.exists(), "its client left: gone");
-        p.release_staged(99);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
 }

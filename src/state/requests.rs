@@ -3,8 +3,16 @@
 //! (`request_cancelled`, and a late answer is dropped), and end quietly after a timeout.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+use super::events::Event;
+use super::outbox::Queued;
+use crate::debug;
+use crate::protocol::jsonrpc::{self, Id, RpcError};
 
 /// Our error code for a request that timed out (the agent's own cancel code is -32800).
 pub const TIMED_OUT: i64 = -32001;
@@ -103,9 +111,84 @@ impl OutgoingRequests {
     }
 }
 
+impl super::Shared {
+    /// Sends a request to the client that initialized last; its answer comes back as
+    /// [`Event::Response`] with the returned number. A request of the same method that was
+    /// still waiting to be written is replaced: its number comes back as `superseded` (it
+    /// will get no answer; Lua ends it).
+    pub fn request(
+        self: &Arc<Self>,
+        method: &str,
+        params: &Value,
+        timeout: Option<Duration>,
+    ) -> Result<Requested, SendError> {
+        let client = self.clients.request_target().ok_or(SendError::NoAgent)?;
+        let req = self.next_id();
+        self.outgoing.insert(req, client, method);
+        let frame = jsonrpc::request_frame(&Id::from_u64(req), method, params);
+        let superseded = match self.clients.request_to(client, req, method, frame) {
+            Some(Queued::Yes { superseded }) => superseded,
+            Some(Queued::No) | None => {
+                self.outgoing.remove(req);
+                return Err(SendError::Disconnecting);
+            }
+        };
+        if let Some(old) = superseded {
+            self.outgoing.remove(old);
+        }
+        if let (Some(t), Some(rt)) = (timeout, self.runtime.get()) {
+            let shared = self.clone();
+            rt.spawn(async move {
+                tokio::time::sleep(t).await;
+                shared.time_out(req, t).await;
+            });
+        }
+        Ok(Requested { req, superseded })
+    }
+
+    /// Cancels a request: the agent is told (`request_cancelled`) unless the request never
+    /// went out (then it is simply not sent), and its answer, if one still comes, is dropped.
+    /// False when it was already answered.
+    pub fn cancel(&self, req: u64) -> bool {
+        let Some(client) = self.outgoing.remove(req) else {
+            return false;
+        };
+        let frame = jsonrpc::notification_frame("request_cancelled", &json!({ "id": req }));
+        self.clients.cancel_to(client, req, frame);
+        true
+    }
+
+    async fn time_out(&self, req: u64, after: Duration) {
+        if !self.cancel(req) {
+            return;
+        }
+        debug!("request {req} timed out after {after:?}");
+        let outcome = Err(RpcError::new(
+            TIMED_OUT,
+            format!("no answer within {} ms", after.as_millis()),
+        ));
+        // Lua's callback waits for exactly one answer, this one: wait for room (this timer's
+        // own task; after stop the queue is closed and this returns at once).
+        self.events.push(Event::Response { req, outcome: outcome.into() }).await;
+    }
+
+    /// An answer from `client`. Returns the event for Lua, or None when nothing waits for it
+    /// (cancelled, timed out, or not ours).
+    pub fn answer(&self, client: u64, id: &Id, outcome: Result<Value, RpcError>) -> Option<Event> {
+        let req: u64 = id.raw().parse().ok()?;
+        if self.outgoing.take_answer(client, req) {
+            Some(Event::Response { req, outcome: outcome.into() })
+        } else {
+            debug!("client {client}: late or unknown answer to {}", id.raw());
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::events::Outcome;
     use crate::state::Shared;
     use crate::state::events::Event;
     use crate::protocol::jsonrpc::{Id, RpcError};
@@ -146,7 +229,7 @@ mod tests {
         match shared.answer(1, &Id::from_u64(req), Ok(json!({"suggestions": ["a"]}))) {
             Some(Event::Response {
                 req: r,
-                outcome: Ok(v),
+                outcome: Outcome(Ok(v)),
             }) => {
                 assert_eq!(r, req);
                 assert_eq!(v["suggestions"][0], "a");
@@ -222,7 +305,7 @@ mod tests {
         match &shared.events.drain()[..] {
             [Event::Response {
                 req: r,
-                outcome: Err(e),
+                outcome: Outcome(Err(e)),
             }] => {
                 assert_eq!(*r, req);
                 assert_eq!(e.code, TIMED_OUT);
@@ -243,7 +326,7 @@ mod tests {
         match &shared.forget_client(1, None)[..] {
             [Event::Response {
                 req: r,
-                outcome: Err(e),
+                outcome: Outcome(Err(e)),
             }, Event::ClientDisconnected { .. }] => {
                 assert_eq!(*r, req);
                 assert!(e.message.contains("closed"));

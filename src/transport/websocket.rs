@@ -510,10 +510,8 @@ impl Conn<'_> {
         }
         self.answer_dropped();
         self.outbox.begin_closing();
-        let reqs = self.shared.abandon_client(self.client);
-        if !reqs.is_empty() {
-            let (client, reason) = (self.client, ending.reason());
-            self.shared.events.push(Event::Abandoned { client, reqs, reason }).await;
+        for event in self.shared.abandon_client(self.client, ending.reason()) {
+            self.shared.events.push(event).await;
         }
         let Some((code, reason, grace)) = ending.close_frame(self.shared.max_message_size) else {
             // The client closed: tungstenite has queued the reply to its Close; send it.

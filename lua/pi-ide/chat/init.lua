@@ -330,8 +330,8 @@ function M.abort()
   if not process.running(chat.proc) then
     return log.notify("Pi is not running in the chat", vim.log.levels.INFO)
   end
-  if chat.client and package.loaded["pi-ide.diff"] then
-    require("pi-ide.diff").close_all(chat.client)
+  if chat.client then
+    require("pi-ide.diff").reject_of_client(chat.client)
   end
   process.send(chat.proc, { type = "abort" })
 end

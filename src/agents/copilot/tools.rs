@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::protocol::tools::{uri_path, Hook, OnAbandon, Param, Tool, Ty, PLAIN};
+use crate::protocol::tools::{uri_path, Hook, Param, ReviewArgs, Tool, Ty, PLAIN};
 
 pub static TOOLS: &[Tool] = &[
 Tool {
@@ -35,8 +35,6 @@ Tool {
 },
 Tool {
     name: "open_diff",
-    lua: "pi-ide.tools.reviews",
-    handler: Some("openDiff"),
     description: "Show the user a read-only diff of a file against proposed contents and wait for \
                   their decision: {success, result: SAVED|REJECTED, trigger, tab_name, message}. \
                   The editor never writes the file; the CLI writes its own proposal after SAVED.",
@@ -45,22 +43,17 @@ Tool {
         Param { name: "new_file_contents", ty: Ty::String, required: true, description: "The proposed contents." },
         Param { name: "tab_name", ty: Ty::String, required: true, description: "An id for this review (close_diff uses it)." },
     ],
-    on_abandon: OnAbandon::Reject,
-    hook: Hook::Review,
-    adapt: Some(open_diff_args),
+    hook: Hook::Review(&OPEN_DIFF),
     reshape: Some(open_diff_answer),
     ..PLAIN
 },
 Tool {
     name: "close_diff",
-    lua: "pi-ide.tools.reviews",
-    handler: Some("close_tab"),
     description: "Close the review with this tab_name (the user answered in the terminal): its \
                   open_diff is answered REJECTED. {success, already_closed, tab_name, message}.",
     params: &[Param { name: "tab_name", ty: Ty::String, required: true, description: "The open_diff tab_name." }],
-    adapt: Some(close_diff_args),
     reshape: Some(close_diff_answer),
-    hook: Hook::CloseReview,
+    hook: Hook::CloseReview { tab: "tab_name" },
     ..PLAIN
 },
 Tool {
@@ -102,20 +95,16 @@ fn diagnostics_answer(v: Value, _: Option<&str>) -> Value {
     Value::Array(list.collect())
 }
 
-/// open_diff's arguments as openDiff's: the file is also where the CLI writes; the proposal is
-/// read-only (edits in it would be lost: the CLI writes its own), and answers say what the user
-/// did.
-fn open_diff_args(mut args: Value) -> Value {
-    let path = args["original_file_path"].take();
-    json!({
-        "old_file_path": path.clone(),
-        "new_file_path": path,
-        "new_file_contents": args["new_file_contents"].take(),
-        "tab_name": args["tab_name"].take(),
-        "read_only": true,
-        "report_trigger": true,
-    })
-}
+/// open_diff's arguments: the file is also where the CLI writes; the proposal is read-only
+/// (edits in it would be lost: the CLI writes its own), and answers say what the user did.
+static OPEN_DIFF: ReviewArgs = ReviewArgs {
+    tab: "tab_name",
+    path: "original_file_path",
+    old_path: None,
+    contents: "new_file_contents",
+    read_only: true,
+    reports_trigger: true,
+};
 
 /// `["FILE_SAVED", contents, trigger?]` or `["DIFF_REJECTED", tab_name, trigger?]` as the
 /// four fields the CLI checks, and a message.
@@ -136,12 +125,7 @@ fn open_diff_answer(v: Value, tab_name: Option<&str>) -> Value {
     })
 }
 
-/// close_tab's arguments, asking for the report close_diff answers with.
-fn close_diff_args(mut args: Value) -> Value {
-    json!({"tab_name": args["tab_name"].take(), "report": true})
-}
-
-/// close_tab's report `["TAB_CLOSED", "closed"|"already_closed", tab_name]`.
+/// The core's report of a close, `["TAB_CLOSED", "closed"|"already_closed", tab_name]`.
 fn close_diff_answer(v: Value, _: Option<&str>) -> Value {
     let item = |i: usize| v.get(i).and_then(Value::as_str);
     let already = item(1) != Some("closed");
@@ -158,7 +142,7 @@ fn close_diff_answer(v: Value, _: Option<&str>) -> Value {
 mod tests {
     use super::*;
     use crate::agents::copilot::AGENT;
-    use crate::protocol::tools::pi_ide;
+    use crate::protocol::tools::{pi_ide, Verdict};
 
     fn find(name: &str) -> &'static Tool {
         AGENT.tool(name).unwrap()
@@ -173,9 +157,9 @@ mod tests {
         let copilot: Vec<_> = TOOLS.iter().map(|t| t.name).collect();
         assert_eq!(copilot, ["get_selection", "get_diagnostics", "open_diff", "close_diff", "update_session_name"]);
         assert!(AGENT.tool("openDiff").is_none());
-        for t in TOOLS {
+        for t in TOOLS.iter().filter(|t| !t.lua.is_empty()) {
             let handler = t.handler_name();
-            if t.hook != Hook::SessionName {
+            {
                 let shared = pi_ide::TOOLS.iter().find(|p| p.name == handler).expect(handler);
                 assert_eq!((shared.lua, shared.hook), (t.lua, t.hook), "{}", t.name);
             }
@@ -185,13 +169,15 @@ mod tests {
     #[test]
     fn open_diff_answers_in_the_four_fields_the_cli_checks() {
         let t = find("open_diff");
-        let args = (t.adapt.unwrap())(json!({"original_file_path": "/a", "new_file_contents": "x", "tab_name": "[Copilot CLI] - a"}));
-        assert_eq!(args["new_file_path"], "/a");
-        assert_eq!(args["read_only"], true);
+        let args = json!({"original_file_path": "/a", "new_file_contents": "x", "tab_name": "[Copilot CLI] - a"});
         assert_eq!(t.abandon_context(&args).as_deref(), Some("[Copilot CLI] - a"));
-        let saved = text(t.finish(json!(["FILE_SAVED", "x", "accepted_via_save"]), Some("tab")).unwrap());
+        let review = t.review().unwrap();
+        assert_eq!(review.get(&args, review.path), "/a");
+        let saved = text(t.finish(review.answer(&Verdict::Accepted("x".into()), "tab"), Some("tab")).unwrap());
         assert_eq!(saved["result"], "SAVED");
-        assert_eq!(saved["trigger"], "accepted_via_save");
+        assert_eq!(saved["trigger"], "accepted_in_editor");
+        let closed = text(t.finish(review.answer(&Verdict::Closed, "tab"), Some("tab")).unwrap());
+        assert_eq!((closed["result"].as_str(), closed["trigger"].as_str()), (Some("REJECTED"), Some("closed_via_tool")));
         assert_eq!(saved["tab_name"], "tab");
         assert_eq!(saved["success"], true);
         // Every ending that is not the user's accept is a rejection, in the same shape.

@@ -64,16 +64,6 @@ pub enum Shape {
     Texts,
 }
 
-/// What a parked call is answered with when the editor stops before Lua answered it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnAbandon {
-    /// A JSON-RPC internal error: fine for read-only tools.
-    Error,
-    /// DIFF_REJECTED with the call's tab_name: the Pi extension fails open, so an error would
-    /// let the agent write the file unreviewed.
-    Reject,
-}
-
 /// For tools the agent waits on without a timeout: if Neovim's main loop cannot answer in time
 /// (a hit-enter prompt, a blocking `input()`, a long `:!command` or a slow plugin keep it from
 /// running scheduled work), Rust answers instead, from the last answer Lua gave.
@@ -88,24 +78,56 @@ pub struct Fallback {
 }
 
 /// What the core does with a call of the tool before, or instead of, handing it to Lua. Each
-/// variant is carried out in one place (dispatch.rs names them); no transport and no other
+/// variant is carried out in one place (mcp/dispatch.rs names them); no transport and no other
 /// part of the core looks at a tool's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hook {
     /// Parked for Lua.
     Lua,
-    /// Answered from the diagnostics snapshot while it is current (diagnostics.rs); else Lua.
-    /// Its fallback answers from the snapshot too.
+    /// Answered from the diagnostics snapshot while it is current (state/diagnostics.rs); else
+    /// Lua. Its fallback answers from the snapshot too.
     Snapshot,
-    /// A review (review.rs): at most a few pending per client, staged on a worker, parked for
-    /// Lua; accepted at once, unseen, when the user turned reviews off.
-    Review,
-    /// Answered by the core at once: the client's session name is recorded (clients.rs) and
-    /// Lua is told (status line, winbar).
+    /// A review (state/reviews/): staged, shown by Lua, answered when the user decides;
+    /// accepted at once, unseen, when the user turned reviews off. Any failure answers it as a
+    /// rejection: an error would let the agent write unreviewed.
+    Review(&'static ReviewArgs),
+    /// Closes the caller's review named by this argument (rejecting it if undecided): answered
+    /// by the core with `["TAB_CLOSED", "closed" | "already_closed", name]`, shaped.
+    CloseReview { tab: &'static str },
+    /// Closes every review of the caller: answered by the core with `CLOSED_<n>_DIFF_TABS`.
+    CloseAllReviews,
+    /// Answered by the core at once: the client's session name is recorded (state/clients.rs)
+    /// and Lua is told (status line, winbar).
     SessionName,
-    /// Closing a review (close_tab, close_diff): parked for Lua, with `opening: true` when an
-    /// openDiff of that name is still being staged (opening.rs).
-    CloseReview,
+}
+
+/// The arguments of a review tool, by name: no other code reads them as literals.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ReviewArgs {
+    /// The review's name among the caller's (its close names it).
+    pub tab: &'static str,
+    /// The file that will be written: shown, and diffed against.
+    pub path: &'static str,
+    /// The file as it is now, when the agent may name another one.
+    pub old_path: Option<&'static str>,
+    /// The proposed contents.
+    pub contents: &'static str,
+    /// The agent writes its own proposal after an accept: the user's edits would be lost, so
+    /// the proposal is shown read-only.
+    pub read_only: bool,
+    /// The answer says what ended the review (the agent closed it: `closed_via_tool`).
+    pub reports_trigger: bool,
+}
+
+/// How a review ended, for its answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The user accepted this text (theirs, edited or not).
+    Accepted(String),
+    Rejected,
+    /// Its agent closed it (close_tab, close_diff, closeAllDiffTabs, a second review of the
+    /// same name).
+    Closed,
 }
 
 #[derive(Debug)]
@@ -114,7 +136,6 @@ pub struct Tool {
     pub description: &'static str,
     pub params: &'static [Param],
     pub shape: Shape,
-    pub on_abandon: OnAbandon,
     pub fallback: Option<Fallback>,
     pub hook: Hook,
     /// The Lua module that answers it: `require(lua)[name](args, reply, event)` (see
@@ -137,7 +158,6 @@ pub(crate) const PLAIN: Tool = Tool {
     description: "",
     params: &[],
     shape: Shape::JsonText,
-    on_abandon: OnAbandon::Error,
     fallback: None,
     hook: Hook::Lua,
     handler: None,
@@ -273,27 +293,33 @@ impl Tool {
         Ok(json!({ "content": content }))
     }
 
-    /// The answer owed to a call that will never be answered by Lua (the editor is stopping).
-    /// `context` is what was kept of the arguments for this (openDiff: the tab_name).
-    pub fn abandoned(&self, context: Option<&str>) -> Result<Value, RpcError> {
-        match self.on_abandon {
-            OnAbandon::Error => Err(RpcError::internal(format!(
-                "{}: the editor stopped before answering",
-                self.name
-            ))),
-            OnAbandon::Reject => {
-                self.finish(json!(["DIFF_REJECTED", context.unwrap_or_default()]), context)
-            }
+    /// Its review arguments, when it is a review.
+    pub fn review(&self) -> Option<&'static ReviewArgs> {
+        match self.hook {
+            Hook::Review(args) => Some(args),
+            _ => None,
         }
     }
 
-    /// The answer actually sent for `outcome`. A tool whose failures must read as a rejection
-    /// (openDiff: the Pi extension writes unreviewed on any error, so no failure of any kind,
-    /// in Lua or in Rust, may reach it as a JSON-RPC error) gets that rejection instead of an
+    /// The answer owed to a call that will never be answered by Lua (the editor is stopping).
+    /// `context` is what was kept of the arguments for this (a review: its name).
+    pub fn abandoned(&self, context: Option<&str>) -> Result<Value, RpcError> {
+        match self.review() {
+            None => Err(RpcError::internal(format!(
+                "{}: the editor stopped before answering",
+                self.name
+            ))),
+            Some(r) => self.finish(r.answer(&Verdict::Rejected, context.unwrap_or_default()), context),
+        }
+    }
+
+    /// The answer actually sent for `outcome`. A review, whose failures must read as a
+    /// rejection (the Pi extension writes unreviewed on any error, so no failure of any kind,
+    /// in Lua or in Rust, may reach it as a JSON-RPC error), gets that rejection instead of an
     /// error; other tools' outcomes pass through.
     pub fn owed(&self, outcome: Result<Value, RpcError>, context: Option<&str>) -> Result<Value, RpcError> {
-        match (self.on_abandon, outcome) {
-            (OnAbandon::Reject, Err(e)) => {
+        match (self.review(), outcome) {
+            (Some(_), Err(e)) => {
                 crate::warn!(
                     "{}: {} (answered as a rejection: an error would let the write through unreviewed)",
                     self.name,
@@ -305,15 +331,27 @@ impl Tool {
         }
     }
 
-    /// What to keep of the arguments for [`Tool::abandoned`].
+    /// What to keep of the arguments for [`Tool::abandoned`]: a review's name.
     pub fn abandon_context(&self, args: &Value) -> Option<String> {
-        match self.on_abandon {
-            OnAbandon::Reject => args
-                .get("tab_name")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            OnAbandon::Error => None,
+        let review = self.review()?;
+        args.get(review.tab).and_then(Value::as_str).map(str::to_owned)
+    }
+}
+
+impl ReviewArgs {
+    /// The answer for `verdict` before its tool shapes it: `["FILE_SAVED", text]` or
+    /// `["DIFF_REJECTED", name]`, with what ended it when the tool reports that.
+    pub fn answer(&self, verdict: &Verdict, tab: &str) -> Value {
+        match verdict {
+            Verdict::Accepted(text) => json!(["FILE_SAVED", text]),
+            Verdict::Closed if self.reports_trigger => json!(["DIFF_REJECTED", tab, "closed_via_tool"]),
+            Verdict::Rejected | Verdict::Closed => json!(["DIFF_REJECTED", tab]),
         }
+    }
+
+    /// A string argument of a call of this tool, by its name here.
+    pub fn get<'a>(&self, args: &'a Value, name: &str) -> &'a str {
+        args.get(name).and_then(Value::as_str).unwrap_or_default()
     }
 }
 
@@ -373,7 +411,6 @@ mod tests {
                 },
             ],
             shape: Shape::Texts,
-            on_abandon: OnAbandon::Error,
             fallback: None,
             hook: Hook::Lua,
             ..PLAIN
@@ -404,7 +441,6 @@ mod tests {
                     description: "",
             params: &[],
             shape: Shape::Texts,
-            on_abandon: OnAbandon::Error,
             fallback: None,
             hook: Hook::Lua,
             ..PLAIN

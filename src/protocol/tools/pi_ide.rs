@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{uri_path, Fallback, Hook, OnAbandon, Param, Shape, Tool, Ty, PLAIN};
+use super::{uri_path, Fallback, Hook, Param, ReviewArgs, Shape, Tool, Ty, PLAIN};
 
 /// getDiagnostics' answer while Neovim is held up (get_diagnostics shares it).
 pub(crate) const DIAGNOSTICS_FALLBACK: Fallback = Fallback {
@@ -89,7 +89,6 @@ Tool {
 },
 Tool {
     name: "openDiff",
-    lua: "pi-ide.tools.reviews",
     description: "Show the user a two-pane diff of a file against proposed contents and wait for their \
                   decision: FILE_SAVED with the final contents (they may have edited them) or \
                   DIFF_REJECTED with the tab_name. The editor never writes the file itself.",
@@ -100,22 +99,21 @@ Tool {
         Param { name: "tab_name", ty: Ty::String, required: true, description: "An id for this review (close_tab uses it)." },
     ],
     shape: Shape::Texts,
-    on_abandon: OnAbandon::Reject,
-    hook: Hook::Review,
+    hook: Hook::Review(&OPEN_DIFF),
     ..PLAIN
 },
 Tool {
     name: "close_tab",
-    lua: "pi-ide.tools.reviews",
     description: "Close the review with this tab_name if it is open (rejecting it if undecided). TAB_CLOSED.",
     params: &[Param { name: "tab_name", ty: Ty::String, required: true, description: "The openDiff tab_name." }],
     shape: Shape::Texts,
-    hook: Hook::CloseReview,
+    hook: Hook::CloseReview { tab: "tab_name" },
+    reshape: Some(tab_closed),
     ..PLAIN
 },
 Tool {
     name: "closeAllDiffTabs",
-    lua: "pi-ide.tools.reviews",
+    hook: Hook::CloseAllReviews,
     description: "Close every review this client opened (never another agent's, never the user's own diffs): CLOSED_<n>_DIFF_TABS.",
     shape: Shape::Texts,
     ..PLAIN
@@ -128,6 +126,21 @@ Tool {
     ..PLAIN
 },
 ];
+
+/// openDiff's arguments.
+static OPEN_DIFF: ReviewArgs = ReviewArgs {
+    tab: "tab_name",
+    path: "new_file_path",
+    old_path: Some("old_file_path"),
+    contents: "new_file_contents",
+    read_only: false,
+    reports_trigger: false,
+};
+
+/// close_tab answers TAB_CLOSED, whether or not a review was open.
+fn tab_closed(_: Value, _: Option<&str>) -> Value {
+    json!("TAB_CLOSED")
+}
 
 /// The last full diagnostics answer, narrowed to `uri` when one was asked for.
 fn diagnostics_fallback(args: &Value, last: Option<&Value>) -> Value {

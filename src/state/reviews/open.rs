@@ -1,24 +1,25 @@
-//! openDiff, the core's part (the tool's [`Hook::Review`](crate::protocol::tools::Hook)): bounds per
-//! client, staging the proposal and the file it replaces on a worker (diff.rs), parking the
-//! call for Lua, and diffing for the winbar's numbers while Lua opens the review.
+//! The way in: a call of an agent's review tool (openDiff, Copilot's open_diff; the tool's
+//! [`Hook::Review`](crate::protocol::tools::Hook) names its arguments). The review is begun
+//! within the client's bounds (taking the place of one of the same name), its proposal and the
+//! file it replaces are staged on a worker, it is handed to Lua, and its numbers are counted
+//! while Lua shows it.
 //!
-//! Every way out answers: a review the user cannot see (reviews off: FILE_SAVED at once, as
-//! configured; the editor stopping, the bounds, a failed or hung staging: DIFF_REJECTED with a
-//! notice) is answered here; the rest is answered by Lua or by the close path.
+//! A review the user cannot see is answered here: reviews off (FILE_SAVED at once, as
+//! configured); the editor stopping, the bounds, a refused, failed or hung staging
+//! (DIFF_REJECTED, with a notice). The rest is answered by its ways out (flows.rs, leaving.rs).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::state::Shared;
-use crate::state::events::{Event, Level};
+use super::stage::{stage, Staged};
+use super::{Begin, Review};
 use crate::protocol::jsonrpc::{self, Id};
-use crate::support::resolve::{Resolved, PROBE_DEADLINE};
-use crate::protocol::tools::Tool;
-
-/// Reviews one client may have waiting for the user; beyond it DIFF_REJECTED at once.
-pub const MAX_PENDING: usize = 8;
+use crate::protocol::tools::{ReviewArgs, Tool, Verdict};
+use crate::state::events::{Event, Level, ReviewOpened};
+use crate::state::Shared;
+use crate::support::resolve::{Resolved, PROBE, PROBE_DEADLINE};
 
 /// Staging reads the file on disk and writes two private copies; a mount that does not answer
 /// must not hold the agent's call for ever.
@@ -29,140 +30,155 @@ pub const STAGE_WAIT: Duration = Duration::from_secs(2);
 
 /// Bytes one client's waiting reviews may hold staged (in `stdpath("run")`, often RAM): one
 /// review of the largest size accepted, with the file it replaces. Staged files go as soon as
-/// Lua has loaded them, so this only binds reviews not shown yet.
+/// Lua has read them, so this only binds reviews not shown yet.
 pub fn max_staged_bytes(shared: &Shared) -> u64 {
     2 * shared.max_message_size as u64
 }
 
-/// Handles an openDiff call; returns the answer to send now, if it is answered now.
-pub async fn open(
-    client: u64,
-    id: Id,
-    tool: &'static Tool,
-    args: Value,
-    shared: &Arc<Shared>,
-) -> Option<String> {
-    let context = tool.abandon_context(&args);
-    let reject = |why: Option<String>| {
-        let shared = shared.clone();
-        let frame = jsonrpc::outcome_frame(&id, &tool.abandoned(context.as_deref()));
-        async move {
-            if let Some(why) = why {
-                shared.events.notice("review-refused", Level::Warn, why).await;
-            }
-            Some(frame)
-        }
+/// What the call asks for, by the tool's names for its arguments.
+struct Proposal {
+    tab: String,
+    path: String,
+    old_path: String,
+    contents: String,
+}
+
+impl Proposal {
+    fn of(review: &ReviewArgs, mut args: Value) -> Proposal {
+        let path = review.get(&args, review.path).to_owned();
+        let old_path = review.old_path.map_or(path.clone(), |k| review.get(&args, k).to_owned());
+        let contents = match args.get_mut(review.contents).map(Value::take) {
+            Some(Value::String(s)) => s,
+            _ => String::new(),
+        };
+        Proposal { tab: review.get(&args, review.tab).to_owned(), path, old_path, contents }
+    }
+}
+
+/// Handles a call of a review tool; returns the answer to send now, if it is answered now.
+pub async fn open(client: u64, id: Id, tool: &'static Tool, args: Value, shared: &Arc<Shared>) -> Option<String> {
+    let review = tool.review()?;
+    let mut p = Proposal::of(review, args);
+    let agent = shared.clients.agent_of(client);
+    let answer_now = |verdict: Verdict| {
+        let outcome = tool.owed(agent.shape(tool, review.answer(&verdict, &p.tab), Some(&p.tab)), Some(&p.tab));
+        Some(jsonrpc::outcome_frame(&id, &outcome))
     };
     if !shared.diff_review() {
         // The user chose no review: accept the proposal as it is, at once.
-        let contents = args["new_file_contents"].clone();
-        let outcome = tool.finish(json!(["FILE_SAVED", contents]), context.as_deref());
-        return Some(jsonrpc::outcome_frame(&id, &outcome));
+        return answer_now(Verdict::Accepted(p.contents.clone()));
     }
     if shared.is_stopping() {
         // Arrived while stopping: nothing will show it; no need to stage it.
-        return reject(None).await;
+        return answer_now(Verdict::Rejected);
     }
-    if let Some(why) = over_bounds(client, tool, &args, shared) {
-        return reject(Some(why)).await;
+    let req = shared.next_id();
+    let begin = Begin {
+        req,
+        client,
+        id: id.clone(),
+        tool,
+        tab: &p.tab,
+        size: p.contents.len() as u64,
+        max_bytes: max_staged_bytes(shared),
+    };
+    match shared.reviews.begin(begin) {
+        Err(why) => {
+            let why = format!("{why}: the change to {} was rejected", p.path);
+            shared.events.notice("review-refused", Level::Warn, why).await;
+            return answer_now(Verdict::Rejected);
+        }
+        Ok(Some(superseded)) => supersede(shared, &superseded).await,
+        Ok(None) => {}
     }
-    // Until it is parked for Lua (the end of this function), a close_tab of it is remembered.
-    let _opening = shared
-        .opening
-        .begin(client, args["tab_name"].as_str().unwrap_or_default());
-    let path = path_arg(&args);
-    let probe = crate::support::resolve::PROBE.resolve(std::path::Path::new(&path), PROBE_DEADLINE);
+    // From here the review is in the table: its ways out answer it, and so does a failure here.
+    let contents = std::mem::take(&mut p.contents);
+    match stage_on_worker(shared, &p.path, contents).await {
+        Ok(staged) => hand_to_lua(shared, (req, client), review, p, staged).await,
+        Err(why) => fail(shared, req, why).await,
+    }
+    None
+}
+
+/// Another review took the name of `old`: it is answered as closed by its agent.
+async fn supersede(shared: &Shared, old: &Review) {
+    shared.answer_review(old, &Verdict::Closed);
+    if let Some(event) = super::ended(old, "rejected", None) {
+        shared.events.push(event).await;
+    }
+}
+
+/// Review `req` cannot be shown: it is rejected, and the user told why (unless the editor is
+/// stopping).
+async fn fail(shared: &Shared, req: u64, why: Option<String>) {
+    if let Some(r) = shared.reviews.take(req) {
+        shared.answer_review(&r, &Verdict::Rejected);
+    }
+    if let Some(why) = why.filter(|_| !shared.is_stopping()) {
+        shared.events.notice("review-refused", Level::Error, why).await;
+    }
+}
+
+/// Stages on a worker, one at a time, within the deadlines: staging reads the file on disk (up
+/// to max_message_size, whatever the proposal's size) and may meet a slow filesystem, so it
+/// never keeps other clients waiting, and a panic there is a JoinError. A read stuck on a hung
+/// mount keeps its permit, and later reviews are refused after a short wait rather than queued
+/// with their proposals in memory. Err: why it failed (None: the editor is stopping).
+async fn stage_on_worker(shared: &Arc<Shared>, path: &str, contents: String) -> Result<Staged, Option<String>> {
+    let probe = PROBE.resolve(std::path::Path::new(path), PROBE_DEADLINE);
     if probe.await == Resolved::TimedOut {
-        let why = format!(
-            "{path} did not answer within {} s (a slow or unreachable mount?): the change was rejected",
-            PROBE_DEADLINE.as_secs()
-        );
-        return reject(Some(why)).await;
+        let secs = PROBE_DEADLINE.as_secs();
+        return Err(Some(format!("{path} did not answer within {secs} s (a slow or unreachable mount?): the change was rejected")));
     }
-    let file = shared
-        .stage_dir
-        .join(format!("{}.proposal", shared.next_id()));
-    // Staging reads the file on disk (up to max_message_size, whatever the proposal's size) and
-    // may meet a slow filesystem: always on a worker, so that other clients are never kept
-    // waiting, and so that a panic there is a JoinError answered DIFF_REJECTED below. One at a
-    // time: a read stuck on a hung mount keeps its permit, and later reviews are refused after
-    // a short wait rather than queued with their proposals in memory.
     let permit = tokio::select! {
         p = tokio::time::timeout(STAGE_WAIT, shared.staging.clone().acquire_owned()) => p.ok().and_then(Result::ok),
         _ = shared.until_stopping() => None,
     };
     let Some(permit) = permit else {
-        let why = (!shared.is_stopping()).then(|| {
-            format!("the editor is still reading another file (a slow or unreachable mount?): the change to {path} was rejected")
-        });
-        return reject(why).await;
+        let why = format!("the editor is still reading another file (a slow or unreachable mount?): the change to {path} was rejected");
+        return Err((!shared.is_stopping()).then_some(why));
     };
-    let limit = shared.max_message_size;
+    let (file, limit, owned) = (shared.stage_dir.join(format!("{}.proposal", shared.next_id())), shared.max_message_size, path.to_owned());
     let staging = tokio::task::spawn_blocking(move || {
-        let staged = crate::state::reviews::stage::stage(args, file, limit);
+        let staged = stage(&owned, contents, file, limit);
         drop(permit);
         staged
     });
     let staged = tokio::select! {
         s = tokio::time::timeout(STAGE_DEADLINE, staging) => s,
-        _ = shared.until_stopping() => return reject(None).await,
+        _ = shared.until_stopping() => return Err(None),
     };
-    let staged = match staged {
-        Ok(Ok(staged)) => staged,
-        Ok(Err(_)) => return reject(Some(format!("staging the review of {path} failed"))).await,
+    match staged {
+        Ok(Ok(staged)) => Ok(staged),
+        Ok(Err(_)) => Err(Some(format!("staging the review of {path} failed"))),
         Err(_) => {
-            let why = format!(
-                "reading {path} took longer than {} s (a slow or unreachable mount?): the change was rejected",
-                STAGE_DEADLINE.as_secs()
-            );
-            return reject(Some(why)).await;
+            let secs = STAGE_DEADLINE.as_secs();
+            Err(Some(format!("reading {path} took longer than {secs} s (a slow or unreachable mount?): the change was rejected")))
         }
-    };
-    let crate::state::reviews::stage::Staged {
-        args,
-        old,
-        contents,
-        refused,
-        mut files,
-    } = staged;
+    }
+}
+
+/// The review waits for the user now: Lua is told, and its numbers are counted meanwhile. A
+/// staging that was refused (not a file to review) or failed is rejected instead.
+async fn hand_to_lua(shared: &Arc<Shared>, (req, client): (u64, u64), review: &ReviewArgs, p: Proposal, staged: Staged) {
+    let Staged { view, old, contents, refused, files } = staged;
+    if let Some(why) = view.stage_error.clone() {
+        return fail(shared, req, Some(format!("{why}; the change was rejected"))).await;
+    }
     let bytes = (old.len() + contents.len()) as u64;
-    let req = shared
-        .park_staged(client, id, tool, args, files.take(), bytes)
-        .await;
+    if !shared.reviews.staged(req, files, bytes) {
+        return; // ended while staging (closed, superseded, its client gone): answered already
+    }
+    let (tab_name, path, old_path, read_only) = (p.tab, p.path, p.old_path, review.read_only);
+    let opened = ReviewOpened { req, client, tab_name, path, old_path, read_only, staged: view };
+    if !shared.events.push(Event::ReviewOpened(opened)).await {
+        return fail(shared, req, None).await; // stopping: the queue is closed
+    }
     if !refused {
         let shared = shared.clone();
         tokio::task::spawn_blocking(move || {
-            let stats = crate::state::reviews::stage::stats_for(&old, &contents);
-            shared.events.push_blocking(Event::DiffStats { req, stats });
+            let stats = super::stats::stats_for(&old, &contents);
+            shared.events.push_blocking(Event::ReviewStats { req, stats });
         });
     }
-    None
-}
-
-fn path_arg(args: &Value) -> String {
-    args.get("new_file_path")
-        .and_then(Value::as_str)
-        .unwrap_or("(no path)")
-        .to_owned()
-}
-
-/// Why this call is over the client's bounds (pending reviews, staged bytes), if it is.
-fn over_bounds(client: u64, tool: &Tool, args: &Value, shared: &Shared) -> Option<String> {
-    let (pending, staged) = shared.load_of(client, tool.name);
-    let path = path_arg(args);
-    if pending >= MAX_PENDING {
-        return Some(format!(
-            "the agent has {pending} reviews waiting already (at most {MAX_PENDING}): the change to {path} was rejected"
-        ));
-    }
-    let size = args["new_file_contents"].as_str().map_or(0, str::len) as u64;
-    let max = max_staged_bytes(shared);
-    if staged + size > max {
-        return Some(format!(
-            "the agent's waiting reviews hold {} MiB already (at most {} MiB): the change to {path} was rejected",
-            staged >> 20,
-            max >> 20
-        ));
-    }
-    None
 }

@@ -307,12 +307,11 @@ impl Http {
         }
         let client = session.client;
         debug!("{}: session {} ends: {why}", self.config.agent.name, session.key);
-        let reqs = self.shared.abandon_client(client);
+        let reason = Some(why.to_owned());
+        let abandoned = self.shared.abandon_client(client, reason.clone());
         let _ = session.route();
         session.mark_ended();
-        let reason = Some(why.to_owned());
-        if !reqs.is_empty() {
-            let event = Event::Abandoned { client, reqs, reason: reason.clone() };
+        for event in abandoned {
             self.shared.events.push(event).await;
         }
         for event in self.shared.forget_client(client, reason) {

@@ -15,7 +15,6 @@ use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot, Notify};
 
 use crate::state::Shared;
-use crate::state::events::Event;
 use crate::protocol::jsonrpc::Id;
 use crate::mcp::methods as mcp;
 use crate::state::outbox::{Outbound, Outbox};
@@ -90,17 +89,15 @@ impl Drop for Waiter {
     fn drop(&mut self) {
         let gone = self.session.waiting.lock().remove(self.id.raw()).is_some();
         if gone && self.rx.is_some() {
-            if let Some(req) = self.shared.abandon_call(self.session.client, &self.id) {
-                let event = Event::Abandoned {
-                    client: self.session.client,
-                    reqs: vec![req],
-                    reason: Some("the agent stopped waiting for the answer".into()),
-                };
-                // Dropped on the server's runtime: never block it.
-                let shared = self.shared.clone();
-                if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                    rt.spawn(async move { shared.events.push(event).await });
-                }
+            let events = self.shared.abandon_call(self.session.client, &self.id);
+            // Dropped on the server's runtime: never block it.
+            let shared = self.shared.clone();
+            if let (false, Ok(rt)) = (events.is_empty(), tokio::runtime::Handle::try_current()) {
+                rt.spawn(async move {
+                    for event in events {
+                        shared.events.push(event).await;
+                    }
+                });
             }
         }
     }
