@@ -10,13 +10,13 @@ if vim.fn.has("nvim-0.10") ~= 1 then
 end
 
 vim.api.nvim_create_user_command("PiIde", function(opts)
-  require("pi-ide.commands").run(opts)
+  require("pi-ide.core.commands").run(opts)
 end, {
   nargs = "*",
   range = true,
   desc = "pi-ide.nvim: status, start, stop, open, close, send, add",
   complete = function(arglead, cmdline)
-    return require("pi-ide.commands").complete(arglead, cmdline)
+    return require("pi-ide.core.commands").complete(arglead, cmdline)
   end,
 })
 
@@ -31,11 +31,11 @@ vim.keymap.set("n", "<Plug>(PiIdeAdd)", "<Cmd>PiIde add<CR>", { silent = true, d
 -- The agent's terminal: open it (started and connected when it is not running), or hide it
 -- when you are in it. Not mapped by default (the README shows <leader>ap).
 vim.keymap.set({ "n", "t" }, "<Plug>(PiIdeTerminal)", function()
-  require("pi-ide.terminal").toggle()
+  require("pi-ide.features.terminal").toggle()
 end, { desc = "pi-ide: agent terminal" })
 
 -- Insert mode: suggestion actions, for mapping to your own keys (defaults: :help pi-ide-keys).
-require("pi-ide.suggest.keys").define_plugs()
+require("pi-ide.features.suggest.keys").define_plugs()
 
 -- Start after VimEnter, so the first screen is never delayed; when the plugin is loaded later
 -- (lazy-loading), on the next turn of the loop, after setup() has run.

@@ -29,7 +29,7 @@ pub mod transport;
 #[cfg(all(feature = "module", not(test)))]
 mod ffi;
 
-/// Bumped whenever the functions Lua calls change shape; `lua/pi-ide/native.lua` holds the same
+/// Bumped whenever the functions Lua calls change shape; `lua/pi-ide/core/native.lua` holds the same
 /// number and refuses a library that differs.
 pub const ABI: u32 = 6;
 

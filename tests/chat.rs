@@ -26,7 +26,7 @@ fn neovim(args: &[&str]) -> Nvim {
 }
 
 fn text(nvim: &Nvim) -> String {
-    nvim.lua("return require('pi-ide.chat.view').text()").as_str().unwrap_or_default().to_owned()
+    nvim.lua("return require('pi-ide.features.chat.view').text()").as_str().unwrap_or_default().to_owned()
 }
 
 fn wait_text(nvim: &Nvim, part: &str) {
@@ -41,15 +41,15 @@ fn wait_text(nvim: &Nvim, part: &str) {
 fn a_streamed_answer_is_drawn_in_few_draws_and_a_malformed_line_is_skipped() {
     let nvim = neovim(&["--deltas", "400", "--rate", "2000", "--malformed"]);
     nvim.command("PiIde chat").unwrap();
-    nvim.lua("require('pi-ide.chat').send('hello')");
+    nvim.lua("require('pi-ide.features.chat').send('hello')");
     wait_text(&nvim, "d400 lorem ipsum");
     let t = text(&nvim);
     assert!(t.contains("## ❯ You\nhello"), "{t}");
     // Every delta, in order, once.
     let order: Vec<usize> = (1..=400).map(|i| t.find(&format!("d{i} lorem")).expect("each delta")).collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "deltas out of order");
-    nvim.wait_for("require('pi-ide.chat').status() == ''", PATIENCE);
-    let stats = nvim.lua("return require('pi-ide.chat.process').stats(require('pi-ide.chat.process').current())");
+    nvim.wait_for("require('pi-ide.features.chat').status() == ''", PATIENCE);
+    let stats = nvim.lua("return require('pi-ide.features.chat.process').stats(require('pi-ide.features.chat.process').current())");
     assert_eq!(stats["malformed"], 1, "{stats}");
     assert_eq!(stats["text_deltas"], 400, "{stats}");
     assert!(stats["lua_drains"].as_u64().unwrap() < 200, "deltas are coalesced: {stats}");
@@ -61,17 +61,17 @@ fn a_streamed_answer_is_drawn_in_few_draws_and_a_malformed_line_is_skipped() {
 fn pi_crashing_is_shown_with_its_stderr_and_the_next_prompt_starts_it_again() {
     let nvim = neovim(&["--deltas", "50", "--rate", "500", "--exit-after-deltas", "5"]);
     nvim.command("PiIde chat").unwrap();
-    let pid = nvim.lua("return require('pi-ide.native').get().chat_pid(require('pi-ide.chat.process').current().id)");
-    nvim.lua("require('pi-ide.chat').send('one')");
+    let pid = nvim.lua("return require('pi-ide.core.native').get().chat_pid(require('pi-ide.features.chat.process').current().id)");
+    nvim.lua("require('pi-ide.features.chat').send('one')");
     wait_text(&nvim, "✗ Pi exited with status 3");
     wait_text(&nvim, "fake pi: crashed on purpose");
-    nvim.wait_for("not require('pi-ide.chat').running() and require('pi-ide.chat').status() == ''", PATIENCE);
+    nvim.wait_for("not require('pi-ide.features.chat').running() and require('pi-ide.features.chat').status() == ''", PATIENCE);
     // Reaped: no zombie.
     let gone = std::path::Path::new(&format!("/proc/{pid}")).exists();
     assert!(!gone, "Pi {pid} is still in the process table");
-    nvim.lua("require('pi-ide.chat').send('two')");
+    nvim.lua("require('pi-ide.features.chat').send('two')");
     wait_text(&nvim, "## ❯ You\ntwo");
-    nvim.wait_for("require('pi-ide.chat').running()", PATIENCE);
+    nvim.wait_for("require('pi-ide.features.chat').running()", PATIENCE);
 }
 
 #[test]
@@ -79,14 +79,14 @@ fn hidden_the_chat_says_when_pi_finishes_and_the_statusline_follows_pi() {
     let nvim = neovim(&["--deltas", "100", "--rate", "200"]);
     nvim.command("PiIde chat").unwrap();
     nvim.command("PiIde chat").unwrap(); // hidden again
-    assert_eq!(nvim.lua("return require('pi-ide.chat').visible()"), false);
+    assert_eq!(nvim.lua("return require('pi-ide.features.chat').visible()"), false);
     nvim.command("PiIde ask what now").unwrap();
     nvim.wait_for("require('pi-ide').status():find('π working') ~= nil", PATIENCE);
     // ask shows the chat and leaves the cursor where it was.
-    assert_eq!(nvim.lua("return require('pi-ide.chat').visible()"), true);
+    assert_eq!(nvim.lua("return require('pi-ide.features.chat').visible()"), true);
     assert_eq!(nvim.lua("return vim.b.pi_ide_chat == nil and vim.bo.filetype ~= 'markdown'"), true);
     nvim.command("PiIde chat").unwrap();
-    nvim.wait_for("require('pi-ide.chat').status() == ''", PATIENCE);
+    nvim.wait_for("require('pi-ide.features.chat').status() == ''", PATIENCE);
     let deadline = std::time::Instant::now() + PATIENCE;
     while !nvim.notes().iter().any(|n| n.contains("Pi finished")) {
         assert!(std::time::Instant::now() < deadline, "{:?}", nvim.notes());
@@ -130,7 +130,7 @@ fn until_pi_answers_the_header_and_statusline_say_it_is_starting() {
     assert!(header().contains("starting"), "{}", header());
     held.release();
     // Pi's first answers are responses only (get_commands, get_state): they end the start.
-    nvim.wait_for("require('pi-ide.chat').status() == ''", PATIENCE);
+    nvim.wait_for("require('pi-ide.features.chat').status() == ''", PATIENCE);
     assert!(!header().contains("starting"), "{}", header());
 }
 
@@ -138,7 +138,7 @@ fn until_pi_answers_the_header_and_statusline_say_it_is_starting() {
 fn two_prompts_sent_before_pi_is_up_are_both_answered() {
     let held = HeldStart::open();
     let nvim = &held.nvim;
-    nvim.lua("require('pi-ide.chat').send('one') require('pi-ide.chat').send('two')");
+    nvim.lua("require('pi-ide.features.chat').send('one') require('pi-ide.features.chat').send('two')");
     held.release();
     // Pi starts the first and is streaming when the second comes: it queues it (a prompt
     // without streamingBehavior would be refused then), and answers both.
@@ -153,7 +153,7 @@ fn two_prompts_sent_before_pi_is_up_are_both_answered() {
 #[test]
 fn the_chat_comes_back_whole_after_q_in_one_of_its_windows_or_bd() {
     let nvim = neovim(&["--deltas", "3"]);
-    let wins = "local c, p = require('pi-ide.chat.window').windows(require('pi-ide.chat.view').buf(), \
+    let wins = "local c, p = require('pi-ide.features.chat.window').windows(require('pi-ide.features.chat.view').buf(), \
                 vim.fn.bufnr('pi-ide://chat-prompt')) return { c ~= nil, p ~= nil }";
     nvim.command("PiIde chat").unwrap();
     type_keys(&nvim, "<Esc>");
@@ -161,20 +161,20 @@ fn the_chat_comes_back_whole_after_q_in_one_of_its_windows_or_bd() {
     // :q in the prompt leaves the conversation alone; i there brings the prompt back.
     nvim.command("q").unwrap();
     assert_eq!(nvim.lua(wins), json!([true, false]));
-    nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(require('pi-ide.chat.view').buf()))");
+    nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(require('pi-ide.features.chat.view').buf()))");
     type_keys(&nvim, "i");
     assert_eq!(nvim.lua(wins), json!([true, true]));
     assert_eq!(nvim.lua("return vim.api.nvim_buf_get_name(0):match('chat%-prompt$') ~= nil"), true);
     type_keys(&nvim, "<Esc>");
     // :only in the conversation, then :PiIde chat shows the whole chat instead of hiding.
-    nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(require('pi-ide.chat.view').buf()))");
+    nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(require('pi-ide.features.chat.view').buf()))");
     nvim.command("only").unwrap();
     nvim.command("PiIde chat").unwrap();
     type_keys(&nvim, "<Esc>");
     assert_eq!(nvim.lua(wins), json!([true, true]));
     // :bd of the prompt and of the conversation: the chat starts afresh, keys and all.
     nvim.lua("vim.cmd('bdelete! ' .. vim.fn.bufnr('pi-ide://chat-prompt'))");
-    nvim.lua("vim.cmd('bdelete! ' .. require('pi-ide.chat.view').buf())");
+    nvim.lua("vim.cmd('bdelete! ' .. require('pi-ide.features.chat.view').buf())");
     nvim.command("PiIde chat").unwrap();
     assert_eq!(nvim.lua(wins), json!([true, true]));
     type_keys(&nvim, "hello<C-s>");

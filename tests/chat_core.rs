@@ -24,7 +24,7 @@ fn start_chat(nvim: &Nvim, script: &str) {
 fn start_chat_with(nvim: &Nvim, opts: Value) {
     nvim.lua_with(
         "local opts = vim.json.decode(...)
-         local n = assert(require('pi-ide.native').load())
+         local n = assert(require('pi-ide.core.native').load())
          _G.chat_ops = {}
          function _G.find(kind)
            for _, op in ipairs(_G.chat_ops) do if op.kind == kind then return op end end
@@ -38,7 +38,7 @@ fn start_chat_with(nvim: &Nvim, opts: Value) {
 }
 
 fn chat(nvim: &Nvim, call: &str) -> Value {
-    nvim.lua(&format!("local n = require('pi-ide.native').get() return {call}"))
+    nvim.lua(&format!("local n = require('pi-ide.core.native').get() return {call}"))
 }
 
 fn stop_chat(nvim: &Nvim, grace_ms: u64) -> Value {
@@ -91,7 +91,7 @@ fn writing_to_a_dead_pi_leaves_neovim_standing() {
     start_chat(&nvim, r#"exec 0<&-; printf '{"type":"deaf"}\n'; sleep 30"#);
     nvim.wait_for("#_G.chat_ops >= 1", PATIENCE);
     nvim.lua(
-        "local n = require('pi-ide.native').get()
+        "local n = require('pi-ide.core.native').get()
          for _ = 1, 200 do
            if not n.chat_send(_G.chat_id, { type = 'get_state' }) then break end
            vim.uv.sleep(5)
@@ -104,7 +104,7 @@ fn writing_to_a_dead_pi_leaves_neovim_standing() {
 
     // Killed: its exit op arrives, and a send after it is refused.
     start_chat(&nvim, "while read -r l; do :; done");
-    nvim.lua("vim.uv.kill(require('pi-ide.native').get().chat_pid(_G.chat_id), 'sigkill')");
+    nvim.lua("vim.uv.kill(require('pi-ide.core.native').get().chat_pid(_G.chat_id), 'sigkill')");
     nvim.wait_for("#_G.chat_ops >= 1", PATIENCE);
     assert_eq!(nvim.lua("local e = _G.chat_ops[1] return { e.kind, e.signal, e.code == nil }"), json!(["exit", 9, true]));
     assert_eq!(chat(&nvim, "n.chat_send(_G.chat_id, { type = 'get_state' })"), json!(false));
@@ -117,7 +117,7 @@ fn a_pi_that_cannot_start_is_one_sentence() {
     let nvim = Nvim::start();
     let err = nvim.lua(
         "local a = vim.uv.new_async(function() end)
-         local ok, e = pcall(require('pi-ide.native').load().chat_start, { cmd = { '/nonexistent/pi' } }, a)
+         local ok, e = pcall(require('pi-ide.core.native').load().chat_start, { cmd = { '/nonexistent/pi' } }, a)
          a:close()
          return { ok, tostring(e) }",
     );

@@ -88,7 +88,7 @@ impl Rig {
     /// The conversation buffer's text.
     fn text(&self) -> String {
         self.nvim
-            .lua("return require('pi-ide.chat.view').text()")
+            .lua("return require('pi-ide.features.chat.view').text()")
             .as_str()
             .unwrap_or_default()
             .to_owned()
@@ -96,26 +96,26 @@ impl Rig {
 
     fn status(&self) -> String {
         self.nvim
-            .lua("return require('pi-ide.chat').status()")
+            .lua("return require('pi-ide.features.chat').status()")
             .as_str()
             .unwrap_or_default()
             .to_owned()
     }
 
     fn running(&self) -> bool {
-        self.nvim.lua("return require('pi-ide.chat').running()") == json!(true)
+        self.nvim.lua("return require('pi-ide.features.chat').running()") == json!(true)
     }
 
     fn info(&self) -> Value {
-        self.nvim.lua("return require('pi-ide.chat').info()")
+        self.nvim.lua("return require('pi-ide.features.chat').info()")
     }
 
     /// Pi's pid, while the chat runs it.
     fn pi_pid(&self) -> Option<i32> {
         self.nvim
             .lua(
-                "local p = require('pi-ide.chat.process').current() \
-                 return p and p.id and require('pi-ide.native').get().chat_pid(p.id)",
+                "local p = require('pi-ide.features.chat.process').current() \
+                 return p and p.id and require('pi-ide.core.native').get().chat_pid(p.id)",
             )
             .as_i64()
             .map(|p| p as i32)
@@ -125,7 +125,7 @@ impl Rig {
     fn send(&self, text: &str) {
         let sent = self
             .nvim
-            .lua_with("return require('pi-ide.chat').send(...)", vec![text.into()]);
+            .lua_with("return require('pi-ide.features.chat').send(...)", vec![text.into()]);
         assert_eq!(sent, json!(true), "the chat refused {text:?}\n{}", self.report());
     }
 
@@ -273,9 +273,9 @@ fn a_write_of_pis_is_reviewed_in_neovim_and_accepted_with_w() {
     rig.send("please-write hello.txt");
     // The review: the extension's openDiff, the proposal current; nothing written yet.
     rig.wait("a review in Neovim", || {
-        rig.nvim.lua("return #require('pi-ide.diff').list()") == json!(1)
+        rig.nvim.lua("return #require('pi-ide.features.review').list()") == json!(1)
     });
-    let tab = rig.nvim.lua("return require('pi-ide.diff').list()[1].tab_name");
+    let tab = rig.nvim.lua("return require('pi-ide.features.review').list()[1].tab_name");
     assert!(tab.as_str().unwrap().starts_with("pi-write:"), "{tab}");
     rig.nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert_eq!(
@@ -307,7 +307,7 @@ fn a_write_of_pis_is_reviewed_in_neovim_and_accepted_with_w() {
             .t("count_events", json!(["PiIdeDiffClosed", "result", "accepted"])),
         json!(1)
     );
-    assert_eq!(rig.nvim.lua("return #require('pi-ide.diff').list()"), json!(0));
+    assert_eq!(rig.nvim.lua("return #require('pi-ide.features.review').list()"), json!(0));
 }
 
 #[test]
@@ -512,7 +512,7 @@ fn the_model_picker_switches_pis_model() {
     // Pi itself says so, and asks the new model.
     let state = rig
         .nvim
-        .lua("local r = require('pi-ide.chat').request({ type = 'get_state' }) return r and r.data.model");
+        .lua("local r = require('pi-ide.features.chat').request({ type = 'get_state' }) return r and r.data.model");
     assert_eq!((state["provider"].clone(), state["id"].clone()), (json!("mock"), json!("mock-second")));
     rig.send("which-model now");
     let body = rig

@@ -141,7 +141,7 @@ fn claude_codes_sequence_around_a_write_gets_its_diagnostics_shape_and_its_own_r
     c.send_json(&json!({"jsonrpc": "2.0", "id": "w", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "fn main() {}\n", "tab_name": "✻ [Claude Code] main.rs ⧉"}}}))
         .unwrap();
-    nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
     let closed = c.call_tool("closeAllDiffTabs", json!({})).unwrap();
     assert_eq!(texts(&closed), vec!["CLOSED_1_DIFF_TABS".to_string()]);
     let answer = c.wait_response(&json!("w")).unwrap();
@@ -173,7 +173,7 @@ fn with_pi_and_claude_code_connected_each_keeps_its_reviews_and_its_diagnostics_
     assert_eq!(texts(&closed), vec!["CLOSED_0_DIFF_TABS".to_string()]);
     // A close_tab naming Pi's tab from Claude Code does nothing either.
     c.call_tool("close_tab", json!({"tab_name": "pi-edit:1"})).unwrap();
-    assert_eq!(nvim.lua("return #require('pi-ide.diff').list()"), json!(1));
+    assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(1));
     // Pi's review is still there for the user: :w accepts it.
     type_keys(&nvim, ":w<CR>");
     assert_eq!(
@@ -190,7 +190,7 @@ fn the_selection_is_sent_again_when_claude_code_says_ide_connected() {
     let (nvim, _dir) = claude_nvim(true);
     let path = edit_file(&nvim, "sel.txt", &["one", "two"]);
     nvim.lua("vim.api.nvim_win_set_cursor(0, {2, 1})");
-    nvim.lua("require('pi-ide.selection').flush()");
+    nvim.lua("require('pi-ide.features.selection').flush()");
     let l = nvim.lockfile();
     let mut c = Peer::connect_with_headers(l.port, &[("x-claude-code-ide-authorization", &l.auth_token)]).unwrap();
     c.request("initialize", json!({"protocolVersion": "2025-11-25", "clientInfo": {"name": "claude-code"}})).unwrap();

@@ -32,7 +32,7 @@ fn a_suspended_agent_gets_its_answer_however_long_the_user_types_meanwhile() {
     assert_eq!(sent, json!(5000));
     // The user accepts the review.
     type_keys(&nvim, ":w<CR>");
-    nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     // Pi resumes and reads what waited for it: the answer, and a connection still open.
     let r = p.wait_response(&json!("d1")).expect("the answer survived");
     assert_eq!(texts(&r), vec!["FILE_SAVED".to_string(), "new\n".into()]);
@@ -57,7 +57,7 @@ fn a_client_given_up_for_not_reading_gets_its_reviews_rejected_before_the_1008()
     // bound by closing it: it would never catch up).
     nvim.t("notifications", json!([3000, 20000]));
     // The review is taken away at once, and the user is told why.
-    nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     nvim.wait_t("has_note", json!(["a.txt", "rejected", "does not read"]), PATIENCE);
     // When it reads again, its answer comes before the Close.
     let (frames, end) = read_until_close(&mut p);
@@ -95,7 +95,7 @@ fn an_open_diff_over_max_message_size_is_rejected_before_the_1009() {
         other => panic!("{other:?}"),
     }
     nvim.wait_t("has_note", json!(["3.0 MiB", "max_message_size (1.0 MiB)", "a.txt"]), PATIENCE);
-    nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     // The same in fragments, the id first: the fragment that crosses the limit is dropped; and
     // another openDiff right behind it (in the same write) is rejected too, not lost.
     let mut q = nvim.peer();
@@ -139,7 +139,7 @@ fn a_frame_that_breaks_the_protocol_rejects_the_reviews_before_the_close() {
         let (frames, end) = read_until_close(&mut p);
         assert_eq!(answer_in(&frames, &id), Some(vec!["DIFF_REJECTED".to_string(), format!("pi-edit:{n}")]));
         assert!(matches!(end, Received::Close { code: c, .. } if c == code), "{end:?}");
-        nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+        nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     }
 }
 
@@ -158,7 +158,7 @@ fn a_panic_in_the_connection_task_rejects_its_reviews_before_the_1011() {
     let (frames, end) = read_until_close(&mut p);
     assert_eq!(answer_in(&frames, "d1"), Some(vec!["DIFF_REJECTED".to_string(), "pi-edit:1".into()]));
     assert!(matches!(end, Received::Close { code: 1011, .. }), "{end:?}");
-    nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     nvim.wait_t("has_note", json!(["a.txt", "rejected", "internal error"]), PATIENCE);
     // Nothing else is harmed.
     assert_eq!(other.request("ping", json!({})).unwrap()["result"], json!({}));

@@ -15,7 +15,7 @@ fn status_shows_port_lockfile_clients_and_parked() {
         "(require('pi-ide').info().clients[1] or {}).name ~= nil",
         PATIENCE,
     );
-    let lines = nvim.lua("return require('pi-ide.commands').status_lines()");
+    let lines = nvim.lua("return require('pi-ide.core.commands').status_lines()");
     let text = lines
         .as_array()
         .unwrap()
@@ -35,7 +35,7 @@ fn status_shows_port_lockfile_clients_and_parked() {
     nvim.command("PiIde").unwrap();
     nvim.command("PiIde status").unwrap();
     nvim.command("PiIde stop").unwrap();
-    let lines = nvim.lua("return require('pi-ide.commands').status_lines()");
+    let lines = nvim.lua("return require('pi-ide.core.commands').status_lines()");
     assert!(lines[0].as_str().unwrap().contains("not running"));
 }
 
@@ -89,11 +89,11 @@ fn setup_names_unknown_and_ill_typed_options_and_keeps_the_rest() {
         "{notes}"
     );
     assert_eq!(
-        nvim.lua("return require('pi-ide.config').values.ide_name"),
+        nvim.lua("return require('pi-ide.core.config').values.ide_name"),
         json!("Neovim · test")
     );
     assert_eq!(
-        nvim.lua("return require('pi-ide.config').values.log_level"),
+        nvim.lua("return require('pi-ide.core.config').values.log_level"),
         json!("info")
     );
     // Nested options are named with their path.
@@ -121,7 +121,7 @@ fn setup_names_unknown_and_ill_typed_options_and_keeps_the_rest() {
         "{notes}"
     );
     assert_eq!(
-        nvim.lua("return require('pi-ide.config').values.suggestion.count"),
+        nvim.lua("return require('pi-ide.core.config').values.suggestion.count"),
         json!(3)
     );
     nvim.record_notify();
@@ -284,7 +284,7 @@ fn plugin_copy(tag: &str, with_lib: bool, version_override: Option<&str>) -> std
         .unwrap();
     }
     if let Some(v) = version_override {
-        let p = dir.join("lua/pi-ide/native.lua");
+        let p = dir.join("lua/pi-ide/core/native.lua");
         let text = std::fs::read_to_string(&p).unwrap();
         let re_line = text
             .lines()
@@ -374,7 +374,7 @@ fn a_stale_native_library_is_refused_with_the_command_to_run() {
 #[test]
 fn lua_and_rust_agree_on_abi_and_version() {
     let root = plugin_root();
-    let lua = std::fs::read_to_string(root.join("lua/pi-ide/native.lua")).unwrap();
+    let lua = std::fs::read_to_string(root.join("lua/pi-ide/core/native.lua")).unwrap();
     let cargo = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
     let cargo_version = cargo
@@ -398,7 +398,7 @@ fn lua_and_rust_agree_on_abi_and_version() {
     // And the built library says the same.
     let nvim = Nvim::start();
     assert_eq!(
-        nvim.lua("return require('pi-ide.native').get().version"),
+        nvim.lua("return require('pi-ide.core.native').get().version"),
         json!(cargo_version)
     );
 }
@@ -418,14 +418,14 @@ fn every_tool_served_has_its_handler_where_its_entry_says() {
     // One entry per tool in src/tools.rs names its Lua module; the handler is the function
     // of that module named after the tool.
     let missing = nvim.lua(
-        "local out = {} for name, e in pairs(require('pi-ide.native').get().tools()) do \
+        "local out = {} for name, e in pairs(require('pi-ide.core.native').get().tools()) do \
            if e.module then local ok, m = pcall(require, e.module) \
            if not (ok and type(m[e.handler]) == 'function') then table.insert(out, name .. ': ' .. e.handler .. ' in ' .. e.module) end end end \
          return out",
     );
     assert_eq!(missing, json!([]));
     // Pi's twelve, and the Copilot CLI's five (tests/copilot.rs lists them).
-    let served = nvim.lua("return vim.tbl_count(require('pi-ide.native').get().tools())");
+    let served = nvim.lua("return vim.tbl_count(require('pi-ide.core.native').get().tools())");
     assert_eq!(served, json!(names.len() + 5));
 }
 
@@ -455,7 +455,7 @@ fn the_help_file_has_valid_unique_tags() {
         );
     }
     // Every option in config.lua's defaults is documented.
-    let opts = nvim.lua("return vim.tbl_keys(require('pi-ide.config').defaults)");
+    let opts = nvim.lua("return vim.tbl_keys(require('pi-ide.core.config').defaults)");
     for o in opts.as_array().unwrap() {
         let o = o.as_str().unwrap();
         assert!(
@@ -514,7 +514,7 @@ fn the_help_file_has_valid_unique_tags() {
     }
     // And every subcommand.
     for sub in nvim
-        .lua("return vim.tbl_keys(require('pi-ide.commands').subcommands)")
+        .lua("return vim.tbl_keys(require('pi-ide.core.commands').subcommands)")
         .as_array()
         .unwrap()
     {

@@ -191,14 +191,14 @@ fn open_diff_is_a_read_only_review_answered_saved_or_rejected() {
     assert_eq!(a["tab_name"], "[Copilot CLI] - hello.txt (a1)");
     assert!(a["trigger"].is_string() && a["message"].is_string());
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "hello\n", "the editor never writes it");
-    nvim.wait_for("#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
 
     // :q in the proposal rejects.
     let rx = open_review(&nvim, &mut c, &path, "bye\n", "[Copilot CLI] - hello.txt (b2)", 1);
     type_keys(&nvim, ":q<CR>");
     let a = answer(rx);
     assert_eq!((a["result"].as_str(), a["tab_name"].as_str()), (Some("REJECTED"), Some("[Copilot CLI] - hello.txt (b2)")));
-    nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
 }
 
 #[test]
@@ -211,7 +211,7 @@ fn close_diff_from_the_terminal_rejects_the_open_review_and_reports() {
     assert_eq!(closed, json!({"success": true, "already_closed": false, "tab_name": "tab-c", "message": closed["message"]}));
     let a = answer(rx);
     assert_eq!((a["result"].as_str(), a["trigger"].as_str()), (Some("REJECTED"), Some("closed_via_tool")));
-    nvim.wait_for("#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
     let again = c.call("close_diff", json!({"tab_name": "tab-c"})).tool_json();
     assert_eq!(again["already_closed"], true);
 }
@@ -225,7 +225,7 @@ fn every_other_ending_answers_rejected_first() {
     let rx = open_review(&nvim, &mut c, &path, "x\n", "t-del", 1);
     assert_eq!(c.delete().status, 200);
     assert_eq!(answer(rx)["result"], "REJECTED");
-    nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     // Re-initialize with the same id after DELETE, as the CLI does at startup.
     let mut again = CopilotClient::new(&lock(&nvim), "del");
     again.initialize();
@@ -233,7 +233,7 @@ fn every_other_ending_answers_rejected_first() {
     let rx = open_review(&nvim, &mut again, &path, "y\n", "t-drop", 1);
     drop(again);
     drop(rx);
-    nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     // The editor stops.
     let mut c = client(&nvim, "stop");
     let rx = open_review(&nvim, &mut c, &path, "z\n", "t-stop", 1);
@@ -281,12 +281,12 @@ fn sessions_keep_their_reviews_and_names_apart() {
     // b's close_diff touches b's review only.
     assert_eq!(b.call("close_diff", json!({"tab_name": "same-tab"})).tool_json()["already_closed"], false);
     assert_eq!(answer(rb)["trigger"], "closed_via_tool");
-    nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
     // Which agent and session asks, on the review and in the status.
     nvim.wait_for("vim.wo[vim.fn.win_getid(vim.fn.winnr('h'))].winbar:find('Fix the login', 1, true) ~= nil", PATIENCE);
     let status = nvim.lua("return require('pi-ide').status()").as_str().unwrap().to_owned();
     assert!(status.contains("“Fix the login”") && status.contains("“Write docs”"), "{status}");
-    let lines = nvim.lua("return table.concat(require('pi-ide.commands').status_lines(), '\\n')");
+    let lines = nvim.lua("return table.concat(require('pi-ide.core.commands').status_lines(), '\\n')");
     assert!(lines.as_str().unwrap().contains("session \"Fix the login\""), "{lines}");
     type_keys(&nvim, ":w<CR>");
     assert_eq!(answer(ra)["result"], "SAVED");
@@ -324,10 +324,10 @@ fn pi_claude_and_copilot_at_once_each_with_a_review() {
     assert!(copilot.call("get_diagnostics", json!({})).tool_json().is_array());
     // Deciding one leaves the others open.
     nvim.command("PiIde reject").unwrap();
-    nvim.wait_for("#require('pi-ide.diff').list() == 2", PATIENCE);
-    let open: Vec<String> = serde_json::from_value(nvim.lua("return vim.tbl_map(function(r) return r.tab_name end, require('pi-ide.diff').list())")).unwrap();
+    nvim.wait_for("#require('pi-ide.features.review').list() == 2", PATIENCE);
+    let open: Vec<String> = serde_json::from_value(nvim.lua("return vim.tbl_map(function(r) return r.tab_name end, require('pi-ide.features.review').list())")).unwrap();
     assert_eq!(open.len(), 2, "{open:?}");
-    nvim.wait_for("#require('pi-ide.diff').list() == 2", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 2", PATIENCE);
     nvim.command("PiIde stop").unwrap();
     assert_eq!(answer(rx)["result"], "REJECTED");
     let frames = read_until_close(&mut pi).0;
@@ -340,10 +340,10 @@ fn off_by_default_nothing_of_it_runs() {
         after: Some("require('pi-ide').setup({})".into()),
         ..Default::default()
     });
-    nvim.wait_for("require('pi-ide.server').running()", PATIENCE);
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
     assert!(locks(&nvim.home).is_empty());
     assert_eq!(nvim.lua("return require('pi-ide').info().copilot_socket"), Value::Null);
-    assert!(nvim.lua("return table.concat(require('pi-ide.commands').status_lines(), '\\n')")
+    assert!(nvim.lua("return table.concat(require('pi-ide.core.commands').status_lines(), '\\n')")
         .as_str().unwrap().contains("copilot: off"));
     // A bad option is named and the rest applies.
     nvim.t("record_notify", json!([]));

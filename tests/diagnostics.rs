@@ -138,8 +138,8 @@ fn a_failing_handler_answers_an_error_instead_of_stalling_the_agent() {
     let nvim = patient_nvim();
     // The core answers from its snapshot unless that is behind a change: make it behind (a
     // change announced, never converted), so that the call goes to Lua's handler.
-    nvim.lua("require('pi-ide.tools.diagnostics').getDiagnostics = function() error('boom') end \
-              require('pi-ide.native').get().diagnostics_touch()");
+    nvim.lua("require('pi-ide.features.tools.diagnostics').getDiagnostics = function() error('boom') end \
+              require('pi-ide.core.native').get().diagnostics_touch()");
     let mut p = nvim.peer();
     let r = p.call_tool("getDiagnostics", json!({})).unwrap();
     assert_eq!(error_code(&r), -32603);
@@ -148,7 +148,7 @@ fn a_failing_handler_answers_an_error_instead_of_stalling_the_agent() {
         "{r}"
     );
     // An answer that cannot be JSON is an error too, not silence.
-    nvim.lua("require('pi-ide.tools.diagnostics').getDiagnostics = function() return { f = function() end } end");
+    nvim.lua("require('pi-ide.features.tools.diagnostics').getDiagnostics = function() return { f = function() end } end");
     let r = p.call_tool("getDiagnostics", json!({})).unwrap();
     assert_eq!(error_code(&r), -32603);
 }
@@ -219,7 +219,7 @@ fn getdiagnostics_never_wakes_the_main_loop_and_is_fresh_at_once() {
     let path = setup_buffer(&nvim, "w.rs", &["x", "y"]);
     let uri = format!("file://{path}");
     let mut p = nvim.peer();
-    nvim.wait_for("require('pi-ide.server').agent_name() ~= nil", PATIENCE);
+    nvim.wait_for("require('pi-ide.core.server').agent_name() ~= nil", PATIENCE);
     // Fresh: a diagnostic set in Neovim is in the very next answer.
     nvim.lua("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, {{ lnum = 1, col = 0, severity = 1, message = 'now' }})");
     let d = diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap());
@@ -230,7 +230,7 @@ fn getdiagnostics_never_wakes_the_main_loop_and_is_fresh_at_once() {
     assert_eq!(d[&uri][0]["severity"], "Warning");
     // Once the snapshot has caught up, 1,000 calls wake Neovim's main loop 0 times.
     wait_until("the snapshot caught up", PATIENCE, || {
-        nvim.lua("local n = require('pi-ide.native').get() return n.diagnostics_generation()") != json!(0)
+        nvim.lua("local n = require('pi-ide.core.native').get() return n.diagnostics_generation()") != json!(0)
             && nvim.lua("return require('pi-ide').info().wakes") == nvim.lua("return require('pi-ide').info().wakes")
     });
     // (Wait until a call is answered without Lua: no wake between two reads.)

@@ -144,7 +144,7 @@ fn reject_by_q_key_command_tabclose_and_wipe() {
             vec!["DIFF_REJECTED".to_string(), tab.clone()],
             "{what}"
         );
-        nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+        nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
         nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
     }
     // Exactly one answer each: nothing else arrives.
@@ -159,7 +159,7 @@ fn a_disconnect_mid_review_closes_it() {
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "d", &path, "y\n", "pi-write:dc");
     p.kill();
-    nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
     assert_eq!(
         nvim.t("last_event", json!(["PiIdeDiffClosed"]))["result"],
@@ -204,7 +204,7 @@ fn the_core_rejects_a_review_lua_never_answered_when_stopping() {
     // DIFF_REJECTED from the core, never an error that would let the write through.
     let nvim = Nvim::start();
     let path = setup(&nvim, "core.txt", "x\n");
-    nvim.lua("require('pi-ide.diff').open = function() end");
+    nvim.lua("require('pi-ide.features.review').open = function() end");
     let mut p = nvim.peer();
     p.send_json(&json!({"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "y\n", "tab_name": "pi-write:core"}}})).unwrap();
@@ -228,7 +228,7 @@ fn the_same_tab_name_twice_rejects_the_first() {
         answer(&mut p, "first"),
         vec!["DIFF_REJECTED".to_string(), "pi-write:same".to_string()]
     );
-    nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
     type_keys(&nvim, ":w<CR>");
     assert_eq!(
@@ -249,7 +249,7 @@ fn close_tab_closes_an_open_review_and_is_a_no_op_otherwise() {
         .call_tool("close_tab", json!({"tab_name": "pi-write:ct"}))
         .unwrap();
     assert_eq!(texts(&r), vec!["TAB_CLOSED".to_string()]);
-    assert_eq!(nvim.lua("return #require('pi-ide.diff').list()"), json!(1));
+    assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(1));
     // The agent that opened it closes it (as the Pi extension does after every answer).
     let r = p
         .call_tool("close_tab", json!({"tab_name": "pi-write:ct"}))
@@ -404,7 +404,7 @@ fn the_layout_comes_back_and_splitright_does_not_flip_the_panes() {
     type_keys(&nvim, ":w<CR>");
     answer(&mut p, "l");
     nvim.wait_for(
-        "#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 2",
+        "#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 2",
         PATIENCE,
     );
     nvim.wait_for("vim.b.pi_ide_review == nil", PATIENCE);
@@ -460,7 +460,7 @@ fn two_reviews_at_once_each_answered_once() {
         answer(&mut p, "B"),
         vec!["FILE_SAVED".to_string(), "B\n".to_string()]
     );
-    nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
     nvim.command("tabnext 2").unwrap();
     assert!(!nvim
         .lua("return vim.wo.winbar")
@@ -501,7 +501,7 @@ fn crlf_and_missing_final_newline_round_trip_byte_exact() {
             vec!["FILE_SAVED".to_string(), text.to_string()],
             "{text:?}"
         );
-        nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+        nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     }
 }
 
@@ -543,7 +543,7 @@ fn review_false_accepts_at_once_without_showing_anything() {
     nvim.lua("require('pi-ide').setup({diff = {review = true}})");
     p.send_json(&json!({"jsonrpc": "2.0", "id": "on", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "z\n", "tab_name": "on"}}})).unwrap();
-    nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     type_keys(&nvim, ":w<CR>");
     assert_eq!(answer(&mut p, "on"), vec!["FILE_SAVED".to_string(), "z\n".to_string()]);
@@ -562,7 +562,7 @@ fn a_review_waits_while_the_user_types_in_insert_mode() {
     let mut p = nvim.peer();
     p.send_json(&json!({"jsonrpc": "2.0", "id": "i", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "y\n", "tab_name": "pi-write:i"}}})).unwrap();
-    nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
     // Still typing in the same buffer: no keystroke went to the review.
     type_keys(&nvim, " world");
     assert_eq!(nvim.lua("return {vim.api.nvim_get_mode().mode, vim.api.nvim_get_current_line(), #vim.api.nvim_list_tabpages()}"), json!(["i", "hello worldx", 1]));
@@ -616,7 +616,7 @@ fn a_waiting_review_opens_once_when_the_user_leaves_two_modes_in_one_burst() {
     let mut p = nvim.peer();
     p.send_json(&json!({"jsonrpc": "2.0", "id": "b", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "y\n", "tab_name": "pi-write:b"}}})).unwrap();
-    nvim.wait_for("#require('pi-ide.diff').list() == 1", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
     type_keys(&nvim, "<Esc>:w<CR>");
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     wait_until("the review on screen", PATIENCE, || opened(&nvim) == 1);
@@ -695,7 +695,7 @@ fn review_panes_have_names_people_read_that_are_never_files() {
     // Not files, for Neovim and for the plugin, whatever their 'buftype' becomes.
     let kinds = nvim.lua(
         "local l = vim.fn.winbufnr(vim.fn.winnr('h'))
-         local is_file = require('pi-ide.buffers').is_file
+         local is_file = require('pi-ide.core.buffers').is_file
          local kinds = { vim.bo.buftype, vim.bo[l].buftype, is_file(0), is_file(l) }
          vim.bo[l].buftype = ''
          table.insert(kinds, is_file(l))
@@ -721,7 +721,7 @@ fn review_panes_have_names_people_read_that_are_never_files() {
         answer(&mut p, "h"),
         vec!["FILE_SAVED".to_string(), "hello, world\nand more\n".to_string()]
     );
-    nvim.wait_for("#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
     assert_eq!(files_in(&nvim.cwd), vec!["hello.txt", "sub"]);
     assert!(files_in(&nvim.cwd.join("sub")).is_empty());
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "hello\n");
@@ -791,7 +791,7 @@ fn reviews_of_files_with_the_same_name_are_told_apart() {
         type_keys(&nvim, ":w<CR>");
         assert_eq!(answer(&mut p, id), vec!["FILE_SAVED".to_string(), text.to_string()]);
     }
-    nvim.wait_for("#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
     assert_eq!(files_in(&nvim.cwd), vec!["lib", "src"]);
     assert_eq!(files_in(&nvim.cwd.join("src")), vec!["a.txt"]);
     assert_eq!(files_in(&nvim.cwd.join("lib")), vec!["a.txt"]);
@@ -826,7 +826,7 @@ fn a_session_brings_a_review_back_as_empty_windows_never_as_files() {
     assert!(!text.contains("kept.txt\\ ("), "{text}");
     nvim.command("PiIde reject").unwrap();
     assert_eq!(answer(&mut p, "k")[0], "DIFF_REJECTED");
-    nvim.wait_for("#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
     // Sourced, the session has the review's tab back, with empty, unnamed windows.
     nvim.command(&format!("source {}", session.display())).unwrap();
     assert_eq!(

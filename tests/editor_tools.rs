@@ -135,7 +135,7 @@ fn current_and_latest_selection() {
     assert_eq!(cur["filePath"], path);
     assert_eq!(cur["selection"]["end"], json!({"line": 0, "character": 2}));
     type_keys(&nvim, "<Esc>");
-    nvim.lua("require('pi-ide.selection').flush()");
+    nvim.lua("require('pi-ide.features.selection').flush()");
     let latest = json_text(&p.call_tool("getLatestSelection", json!({})).unwrap());
     assert_eq!(latest["filePath"], path);
     assert!(latest.get("success").is_none(), "{latest}");

@@ -183,7 +183,7 @@ fn mixed_round(nvim: &Nvim, p: &mut Peer, i: u64, path: &str) {
         p.send_json(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"openDiff","arguments":{
         "old_file_path": path, "new_file_path": path, "new_file_contents": format!("round {i}\n"), "tab_name": format!("pi-edit:{i}")}}})).unwrap();
         nvim.wait_for(
-            "#require('pi-ide.diff').list() == 1 and vim.bo.buftype == 'acwrite'",
+            "#require('pi-ide.features.review').list() == 1 and vim.bo.buftype == 'acwrite'",
             PATIENCE,
         );
         if i % 2 == 0 {
@@ -205,7 +205,7 @@ fn mixed_round(nvim: &Nvim, p: &mut Peer, i: u64, path: &str) {
         let req = p.wait_request("getSuggestions", PATIENCE).unwrap();
         p.respond(&req["id"], json!({"suggestions": ["yz"]}))
             .unwrap();
-        nvim.wait_for("require('pi-ide.suggest').visible()", PATIENCE);
+        nvim.wait_for("require('pi-ide.features.suggest').visible()", PATIENCE);
         nvim.request("nvim_input", vec!["<Esc>u".into()]).unwrap();
         nvim.lua("return 1");
     }

@@ -73,7 +73,7 @@ fn open_diff_of_what_is_not_a_regular_file_is_refused_at_once() {
     }
     let grown = rss_kib(nvim.pid()).saturating_sub(rss_before);
     assert!(grown < 20 * 1024, "Neovim grew by {grown} KiB");
-    assert_eq!(nvim.lua("return #require('pi-ide.diff').list()"), json!(0));
+    assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(0));
     // A write into a folder is refused too; openFile never opens a FIFO either.
     let r = p
         .request_with_id(
@@ -131,7 +131,7 @@ fn an_agent_cannot_name_files_for_the_editor_to_read_or_delete() {
     let r = p.call_tool("close_tab", json!({"tab_name": "pi-write:s"})).unwrap();
     assert_eq!(texts(&r)[0], "TAB_CLOSED");
     assert_eq!(texts(&p.wait_response(&json!("s")).unwrap())[0], "DIFF_REJECTED");
-    nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     fence(&mut p);
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "old\n");
@@ -291,7 +291,7 @@ fn a_throwing_autocmd_of_another_plugin_does_not_block_reviews() {
             .count();
         assert!(ours <= i + 1, "{event}: reported more than once per review");
     }
-    assert_eq!(nvim.lua("return #require('pi-ide.diff').list()"), json!(0));
+    assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(0));
 }
 
 #[test]
@@ -300,7 +300,7 @@ fn an_open_diff_that_fails_anywhere_is_answered_diff_rejected_never_an_error() {
     let mut p = nvim.peer();
     let path = nvim.cwd.join("f.txt").to_string_lossy().to_string();
     // A view that throws.
-    nvim.lua("require('pi-ide.diff').open = function() error('boom') end");
+    nvim.lua("require('pi-ide.features.review').open = function() error('boom') end");
     let r = p
         .call_tool(
             "openDiff",
@@ -309,7 +309,7 @@ fn an_open_diff_that_fails_anywhere_is_answered_diff_rejected_never_an_error() {
         .unwrap();
     assert_eq!(texts(&r), vec!["DIFF_REJECTED".to_string(), "pi-write:a".to_string()], "{r}");
     // A view that throws later, while it gets ready to show the panes.
-    nvim.lua("package.loaded['pi-ide.diff'] = nil require('pi-ide.diff.show').when_ready = function() error('later') end");
+    nvim.lua("package.loaded['pi-ide.features.review'] = nil require('pi-ide.features.review.show').when_ready = function() error('later') end");
     let r = p
         .call_tool(
             "openDiff",
@@ -390,7 +390,7 @@ fn an_agent_that_stops_reading_costs_neovim_a_bounded_amount() {
     let before = rss_kib(nvim.pid());
     // A long day of moving around: 20,000 distinct selections.
     nvim.lua(
-        "local sel = require('pi-ide.selection') \
+        "local sel = require('pi-ide.features.selection') \
          for i = 0, 19999 do vim.api.nvim_win_set_cursor(0, { i % 200 + 1, math.floor(i / 200) }) sel.flush() end \
          vim.api.nvim_win_set_cursor(0, { 123, 45 }) sel.flush()",
     );
@@ -412,7 +412,7 @@ fn an_agent_that_stops_reading_costs_neovim_a_bounded_amount() {
     let mut stuck = nvim.peer();
     let before = rss_kib(nvim.pid());
     nvim.lua(
-        "local n = require('pi-ide.native').get() local big = string.rep('z', 20000) \
+        "local n = require('pi-ide.core.native').get() local big = string.rep('z', 20000) \
          for i = 1, 3000 do n.notify_clients('at_mentioned', { filePath = big, lineStart = i }) end",
     );
     let grown = rss_kib(nvim.pid()).saturating_sub(before);
@@ -512,7 +512,7 @@ fn an_agent_sending_two_hundred_reviews_gets_eight_and_two_hundred_answers() {
         assert_eq!(texts(&r), vec!["DIFF_REJECTED".to_string(), format!("pi-edit:{i}")]);
         rejected += 1;
     }
-    nvim.wait_for("#require('pi-ide.diff').list() == 8", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 8", PATIENCE);
     assert!(nvim.lua("return #vim.api.nvim_list_tabpages()").as_u64().unwrap() <= 9);
     // One message, and one sum of the rest, not 192.
     nvim.wait_t("has_note", json!(["191 more like this"]), PATIENCE);
@@ -521,7 +521,7 @@ fn an_agent_sending_two_hundred_reviews_gets_eight_and_two_hundred_answers() {
     for left in (0..8).rev() {
         nvim.command("tablast").unwrap();
         nvim.command("PiIde reject").unwrap();
-        nvim.wait_for(&format!("#require('pi-ide.diff').list() == {left}"), PATIENCE);
+        nvim.wait_for(&format!("#require('pi-ide.features.review').list() == {left}"), PATIENCE);
     }
     for i in 0..8 {
         let r = p.wait_response(&json!(format!("d{i}"))).unwrap();

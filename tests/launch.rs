@@ -96,7 +96,7 @@ impl Rig {
     /// The agent's terminal: its buffer, job, and the window showing it in this tab (0: none).
     fn term(&self, name: &str) -> Value {
         self.nvim.lua(&format!(
-            r#"local t = require("pi-ide.terminal")
+            r#"local t = require("pi-ide.features.terminal")
             local buf = t.buffer({name:?})
             if not buf then return vim.NIL end
             local win = vim.fn.bufwinid(buf)
@@ -177,12 +177,12 @@ fn close_hides_and_open_brings_back_the_same_session() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     // The toggle: in the agent's window it hides it; elsewhere it shows and focuses it.
-    nvim.lua("require('pi-ide.terminal').toggle()");
+    nvim.lua("require('pi-ide.features.terminal').toggle()");
     assert_eq!(r.term("pi")["win"], -1);
-    nvim.lua("require('pi-ide.terminal').toggle()");
+    nvim.lua("require('pi-ide.features.terminal').toggle()");
     assert_eq!(r.term("pi")["current"], true);
     nvim.command("wincmd p").unwrap();
-    nvim.lua("require('pi-ide.terminal').toggle()");
+    nvim.lua("require('pi-ide.features.terminal').toggle()");
     assert_eq!(r.term("pi")["current"], true);
     assert_eq!(r.term("pi")["job"], before["job"]);
 }
@@ -208,7 +208,7 @@ fn an_agent_that_exits_cleanly_takes_its_window_along_one_that_fails_stays() {
     nvim.command("PiIde open").unwrap();
     r.report("pi");
     r.type_line("pi", "exit 0");
-    nvim.wait_for("not require('pi-ide.terminal').buffer('pi')", 30 * SECOND);
+    nvim.wait_for("not require('pi-ide.features.terminal').buffer('pi')", 30 * SECOND);
     assert_eq!(nvim.lua("return vim.fn.winnr('$')"), 1);
     std::fs::remove_file(r.dir.join("pi.out")).unwrap();
     nvim.command("PiIde open").unwrap();
@@ -366,9 +366,9 @@ fn send_focuses_the_agent_unless_told_not_to() {
     nvim.command("PiIde send").unwrap();
     assert_eq!(r.term("pi")["current"], true, "the agent's terminal has the cursor after send");
     // The terminal is never the file the agent sees as the user's.
-    assert_eq!(nvim.lua("return require('pi-ide.selection').compute()"), Value::Null);
-    nvim.lua("require('pi-ide.selection').flush()");
-    let last = nvim.lua("return require('pi-ide.native').get().selection_last()");
+    assert_eq!(nvim.lua("return require('pi-ide.features.selection').compute()"), Value::Null);
+    nvim.lua("require('pi-ide.features.selection').flush()");
+    let last = nvim.lua("return require('pi-ide.core.native').get().selection_last()");
     assert!(last.to_string().contains("a.txt"), "{last}");
     nvim.command("wincmd p").unwrap();
     nvim.lua(&setup_lua(&r.dir, "focus_after_send = false,"));
@@ -388,13 +388,13 @@ fn a_review_waits_while_the_user_types_in_the_agents_terminal() {
     assert_eq!(nvim.lua("return vim.api.nvim_get_mode().mode"), "t");
     // Keys typed are seen (every key, whatever the mode).
     type_keys(nvim, "x");
-    assert_eq!(nvim.lua("return require('pi-ide.typing').within(60000)"), true);
+    assert_eq!(nvim.lua("return require('pi-ide.core.typing').within(60000)"), true);
     // While the keyboard is busy in the terminal the review waits, and the keys stay there.
-    nvim.lua("_G.real_within = require('pi-ide.typing').within \
-              require('pi-ide.typing').within = function() return true end");
+    nvim.lua("_G.real_within = require('pi-ide.core.typing').within \
+              require('pi-ide.core.typing').within = function() return true end");
     peer.send_json(&open_diff_call("1", &path, "new\n", "t1")).unwrap();
     wait_until("the review held", PATIENCE, || {
-        nvim.lua("local shown, waiting = require('pi-ide.diff').count() return { shown, waiting }") == json!([0, 1])
+        nvim.lua("local shown, waiting = require('pi-ide.features.review').count() return { shown, waiting }") == json!([0, 1])
     });
     // Held, not being built: no pane exists, through two quiet-timer periods.
     let no_pane = "for _, b in ipairs(vim.api.nvim_list_bufs()) do if vim.b[b].pi_ide_review then return false end end return true";
@@ -407,7 +407,7 @@ fn a_review_waits_while_the_user_types_in_the_agents_terminal() {
     assert_eq!(nvim.lua("return vim.api.nvim_get_mode().mode"), "t");
     wait_until("the keys reached the agent", PATIENCE, || r.typed("pi").contains("xyz"));
     // Quiet: it opens.
-    nvim.lua("require('pi-ide.typing').within = _G.real_within");
+    nvim.lua("require('pi-ide.core.typing').within = _G.real_within");
     wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])) == json!(1));
 }
 
@@ -416,7 +416,7 @@ fn a_failed_try_to_serve_copilot_does_not_spoil_the_next() {
     let copilot_home = temp_dir("copilot");
     let r = rig_with("", vec![("COPILOT_HOME".into(), copilot_home.display().to_string())]);
     let nvim = &r.nvim;
-    let err = nvim.lua_err("require('pi-ide.native').get().serve_copilot({ socket_dir = '/proc/no/such/folder' })");
+    let err = nvim.lua_err("require('pi-ide.core.native').get().serve_copilot({ socket_dir = '/proc/no/such/folder' })");
     assert!(err.is_some(), "a socket folder that cannot be made was accepted");
     nvim.command("PiIde open copilot").unwrap();
     r.report("copilot");
@@ -432,7 +432,7 @@ fn pi_sees_only_this_neovims_lockfile_even_after_a_crash_left_one() {
     let r = rig();
     let nvim = &r.nvim;
     // A Neovim that crashed with our pid left its lockfile in the private folder.
-    let dir = PathBuf::from(nvim.lua("return require('pi-ide.terminal.connect').pi_lock_dir()").as_str().unwrap());
+    let dir = PathBuf::from(nvim.lua("return require('pi-ide.features.terminal.connect').pi_lock_dir()").as_str().unwrap());
     std::fs::create_dir_all(&dir).unwrap();
     let stale = nvim.lockfile().raw.to_string();
     std::fs::write(dir.join("1.lock"), stale).unwrap();

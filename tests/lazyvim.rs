@@ -68,7 +68,7 @@ fn lines(nvim: &Nvim) -> Vec<String> {
 }
 
 fn ghost_visible(nvim: &Nvim) -> bool {
-    nvim.lua("return #vim.api.nvim_buf_get_extmarks(0, require('pi-ide.suggest.ghost').ns, 0, -1, {}) > 0")
+    nvim.lua("return #vim.api.nvim_buf_get_extmarks(0, require('pi-ide.features.suggest.ghost').ns, 0, -1, {}) > 0")
         == json!(true)
 }
 
@@ -156,7 +156,7 @@ fn snippets_with_placeholders_raise_no_error_and_the_placeholder_is_the_selectio
         "<Cmd>lua vim.snippet.expand('for ${1:i}, ${2:v} in ipairs(${3:list}) do\\n\\t$0\\nend')<CR>",
     );
     nvim.wait_for("vim.api.nvim_get_mode().mode == 's'", PATIENCE);
-    nvim.lua("require('pi-ide.selection').flush()");
+    nvim.lua("require('pi-ide.features.selection').flush()");
     let s = loop {
         let s = next_selection(&mut p);
         if s["text"] == "i" {
@@ -177,7 +177,7 @@ fn snippets_with_placeholders_raise_no_error_and_the_placeholder_is_the_selectio
         "{:?}",
         lines(&nvim)
     );
-    nvim.lua("require('pi-ide.selection').flush()");
+    nvim.lua("require('pi-ide.features.selection').flush()");
     assert_no_errors(&nvim);
 }
 
@@ -191,7 +191,7 @@ fn ghost_text_and_tab_with_blinks_menu_closed_then_the_suggestion_in_the_open_me
     // Menu closed (no word being typed after "= "): ghost text, and <Tab> from the terminal.
     type_keys(&nvim, "local t = ");
     answer_next(&mut p, &["{ 1, 2 }"]);
-    nvim.wait_for("require('pi-ide.suggest').visible()", PATIENCE);
+    nvim.wait_for("require('pi-ide.features.suggest').visible()", PATIENCE);
     assert!(!menu_visible(&nvim));
     nvim.pty().unwrap().write(b"\t");
     nvim.wait_for(
@@ -216,16 +216,16 @@ fn ghost_text_and_tab_with_blinks_menu_closed_then_the_suggestion_in_the_open_me
     type_keys(&nvim, "<C-y>");
     nvim.wait_for("vim.api.nvim_get_current_line() == \"print('hi')\"", PATIENCE);
     assert_eq!(
-        nvim.lua("return require('pi-ide.suggest').stats().accepted"),
+        nvim.lua("return require('pi-ide.features.suggest').stats().accepted"),
         json!(2)
     );
     // <C-e> closes the menu and the ghost text comes back.
     type_keys(&nvim, "<CR>pri");
     nvim.wait_for("require('blink.cmp').is_menu_visible()", PATIENCE);
     answer_next(&mut p, &["nt('again')"]);
-    nvim.wait_for("require('pi-ide.suggest').current() ~= nil", PATIENCE);
+    nvim.wait_for("require('pi-ide.features.suggest').current() ~= nil", PATIENCE);
     type_keys(&nvim, "<C-e>");
-    nvim.wait_for("require('pi-ide.suggest').visible()", PATIENCE);
+    nvim.wait_for("require('pi-ide.features.suggest').visible()", PATIENCE);
     type_keys(&nvim, "<Tab>");
     nvim.wait_for("vim.api.nvim_get_current_line() == \"print('again')\"", PATIENCE);
     assert_no_errors(&nvim);
@@ -245,14 +245,14 @@ fn closers_typed_by_mini_pairs_are_not_inserted_twice() {
         "mini.pairs is on"
     );
     answer_next(&mut p, &["\n    a = 1,\n  }"]);
-    nvim.wait_for("require('pi-ide.suggest').visible()", PATIENCE);
+    nvim.wait_for("require('pi-ide.features.suggest').visible()", PATIENCE);
     type_keys(&nvim, "<Tab>");
     let l = lines(&nvim);
     assert_eq!(&l[l.len() - 3..], ["local t = {", "    a = 1,", "  }"], "{l:?}");
     // `print(` gives `print(|)`.
     type_keys(&nvim, "<Esc>oprint(");
     answer_next(&mut p, &["\n    'x',\n  )"]);
-    nvim.wait_for("require('pi-ide.suggest').visible()", PATIENCE);
+    nvim.wait_for("require('pi-ide.features.suggest').visible()", PATIENCE);
     type_keys(&nvim, "<Tab>");
     let l = lines(&nvim);
     let tail: Vec<&str> = l[l.len() - 3..].iter().map(|s| s.trim()).collect();
@@ -260,7 +260,7 @@ fn closers_typed_by_mini_pairs_are_not_inserted_twice() {
     // <CR> between a pair puts the closer on the next line; the suggestion repeats it.
     type_keys(&nvim, "<Esc>olocal u = {<CR>");
     answer_next(&mut p, &["b = 2,\n}"]);
-    nvim.wait_for("require('pi-ide.suggest').visible()", PATIENCE);
+    nvim.wait_for("require('pi-ide.features.suggest').visible()", PATIENCE);
     type_keys(&nvim, "<Tab>");
     let l = lines(&nvim);
     let tail: Vec<&str> = l[l.len() - 3..].iter().map(|s| s.trim()).collect();

@@ -10,7 +10,7 @@ use std::time::Duration;
 fn park_diagnostics(nvim: &Nvim) {
     nvim.lua(
         "require('pi-ide').stop() require('pi-ide').setup({diagnostics_timeout_ms = 600000}) require('pi-ide').start() \
-         require('pi_ide_test').park_calls('pi-ide.tools.editors', 'getOpenEditors')",
+         require('pi_ide_test').park_calls('pi-ide.features.tools.editors', 'getOpenEditors')",
     );
 }
 
@@ -116,7 +116,7 @@ fn pings_and_pongs_never_wake_the_main_loop() {
     let nvim = Nvim::start();
     let mut p = nvim.peer();
     // Lua has handled the client's arrival (its events were the last wake-ups).
-    nvim.wait_for("require('pi-ide.server').agent_name() ~= nil", PATIENCE);
+    nvim.wait_for("require('pi-ide.core.server').agent_name() ~= nil", PATIENCE);
     let before = nvim.lua("return require('pi-ide').info().wakes");
     for _ in 0..50 {
         p.ping(b"keepalive").unwrap();

@@ -26,7 +26,7 @@ fn installs_builds_and_rebuilds_like_lazy_nvim() {
     );
     let nvim = nvim_with_plugin_at(&dir);
     assert_eq!(
-        nvim.lua("return require('pi-ide.native').path()"),
+        nvim.lua("return require('pi-ide.core.native').path()"),
         json!(dir.join("target/release/libpi_ide.so").to_string_lossy()),
         "the library came from elsewhere"
     );
@@ -204,7 +204,7 @@ fn a_waiting_message_fits_on_one_line_at_80_columns() {
     nvim.record_notify();
     nvim.lua("vim.o.columns = 80");
     type_keys(&nvim, "i");
-    nvim.lua("require('pi-ide.typing').say_waiting('the review of ' .. string.rep('deep/', 30) .. 'hello.txt')");
+    nvim.lua("require('pi-ide.core.typing').say_waiting('the review of ' .. string.rep('deep/', 30) .. 'hello.txt')");
     type_keys(&nvim, "<Esc>");
     let notes = nvim.notes();
     let note = notes.last().cloned().unwrap_or_default();

@@ -569,7 +569,7 @@ fn real_claude_code_launched_in_lazyvim_by_piide_open_connects_to_that_neovim_on
 
     nvim.command("PiIde open claude").unwrap();
     rig.wait("Claude Code to connect to the Neovim that launched it", || claude_connected(nvim));
-    assert_eq!(nvim.lua("return vim.bo[require('pi-ide.terminal').buffer('claude')].filetype"), json!("snacks_terminal"));
+    assert_eq!(nvim.lua("return vim.bo[require('pi-ide.features.terminal').buffer('claude')].filetype"), json!("snacks_terminal"));
     let client = nvim.lua("return require('pi-ide').info().clients[1].id");
 
     // A write from the terminal in Neovim is reviewed in the same Neovim.

@@ -416,7 +416,7 @@ fn the_workspace_folders_changing_keeps_the_cli_connected() {
     let w = connected();
     let cwd = w.nvim.cwd.canonicalize().unwrap().to_string_lossy().into_owned();
     let wrote = w.nvim.lua_with(
-        "return require('pi-ide.native').get().set_workspace_folders({ ..., '/tmp' })",
+        "return require('pi-ide.core.native').get().set_workspace_folders({ ..., '/tmp' })",
         vec![cwd.clone().into()],
     );
     assert_eq!(wrote, json!(true));
@@ -459,7 +459,7 @@ fn the_cli_launched_in_lazyvim_by_piide_open_connects_and_its_edit_is_reviewed()
         let deadline = Instant::now() + AGENT_PATIENCE;
         while !cond() {
             if Instant::now() > deadline {
-                let state = nvim.lua("local s, w = require('pi-ide.diff').count() return { shown = s, waiting = w, mode = vim.api.nvim_get_mode().mode, messages = vim.fn.execute('messages') }");
+                let state = nvim.lua("local s, w = require('pi-ide.features.review').count() return { shown = s, waiting = w, mode = vim.api.nvim_get_mode().mode, messages = vim.fn.execute('messages') }");
                 let log = std::fs::read_to_string(nvim.home.join("state/nvim/pi-ide.log")).unwrap_or_default();
                 let tail: Vec<&str> = log.lines().rev().take(30).collect();
                 panic!("timed out waiting for {what}\n--- the CLI in Neovim ---\n{}\n--- Neovim ---\n{state}\n{}", terminal::screen(&nvim, "copilot"), tail.join("\n"));

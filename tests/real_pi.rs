@@ -160,7 +160,7 @@ impl Rig {
 
     /// The one open review's tab name.
     fn review_tab(&self) -> String {
-        let list = self.nvim.lua("return require('pi-ide.diff').list()");
+        let list = self.nvim.lua("return require('pi-ide.features.review').list()");
         assert_eq!(list.as_array().map(Vec::len), Some(1), "{list}");
         list[0]["tab_name"].as_str().unwrap().to_owned()
     }
@@ -235,7 +235,7 @@ fn pi_connects_by_itself_to_the_one_neovim_whose_lockfile_it_sees() {
     assert_eq!(client_names(&rig.nvim), vec!["pi-ide".to_string()]);
     let status = rig
         .nvim
-        .lua("return require('pi-ide.commands').status_lines()");
+        .lua("return require('pi-ide.core.commands').status_lines()");
     let status: Vec<String> = serde_json::from_value(status).unwrap();
     assert!(
         status.iter().any(|l| l.contains("clients: 1")),

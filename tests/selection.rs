@@ -143,15 +143,15 @@ fn a_quick_v_then_y_is_sent_at_once_and_kept_until_the_cursor_moves() {
     assert_eq!(s["text"], "beta");
     assert_eq!(s["selection"]["isEmpty"], false);
     // The yank put the cursor at the start of the selection; the selection stays the state.
-    nvim.lua("require('pi-ide.selection').flush()");
+    nvim.lua("require('pi-ide.features.selection').flush()");
     no_selection_within(&mut p, 300);
     assert_eq!(
-        nvim.lua("return require('pi-ide.selection').compute().text"),
+        nvim.lua("return require('pi-ide.features.selection').compute().text"),
         json!("beta")
     );
     // Moving away demotes it to the cursor.
     type_keys(&nvim, "j");
-    nvim.lua("require('pi-ide.selection').flush()");
+    nvim.lua("require('pi-ide.features.selection').flush()");
     let s = next_selection(&mut p);
     assert_eq!(s["selection"]["isEmpty"], true);
     assert_eq!(s["selection"]["start"]["line"], 1);
@@ -169,7 +169,7 @@ fn a_visual_delete_does_not_send_the_deleted_selection() {
     type_keys(&nvim, "wved");
     // Whatever arrives must not claim the deleted word is selected, up to the final state: the
     // cursor on the space left at the end of "alpha ".
-    nvim.lua("require('pi-ide.selection').flush()");
+    nvim.lua("require('pi-ide.features.selection').flush()");
     loop {
         let s = next_selection(&mut p);
         assert_eq!(s["selection"]["isEmpty"], true, "{s}");
@@ -178,7 +178,7 @@ fn a_visual_delete_does_not_send_the_deleted_selection() {
         }
     }
     assert_eq!(
-        nvim.lua("return require('pi-ide.selection').compute().selection.isEmpty"),
+        nvim.lua("return require('pi-ide.features.selection').compute().selection.isEmpty"),
         json!(true)
     );
 }
@@ -202,7 +202,7 @@ fn switching_to_a_terminal_keeps_the_file_and_selection_just_left() {
     type_keys(&nvim, "<C-w>j");
     nvim.wait_for("vim.bo.buftype == 'terminal'", PATIENCE);
     nvim.command("startinsert").unwrap();
-    nvim.lua("require('pi-ide.selection').flush()");
+    nvim.lua("require('pi-ide.features.selection').flush()");
     no_selection_within(&mut p, 400);
     let latest = texts(&p.call_tool("getLatestSelection", json!({})).unwrap());
     let latest: Value = serde_json::from_str(&latest[0]).unwrap();
@@ -210,7 +210,7 @@ fn switching_to_a_terminal_keeps_the_file_and_selection_just_left() {
     assert_eq!(latest["filePath"], path);
     // Help, quickfix and scratch buffers do not count either.
     nvim.command("stopinsert | help | copen | enew").unwrap();
-    nvim.lua("require('pi-ide.selection').flush()");
+    nvim.lua("require('pi-ide.features.selection').flush()");
     no_selection_within(&mut p, 300);
 }
 
@@ -237,7 +237,7 @@ fn a_client_gets_the_current_state_right_after_its_handshake_and_not_before() {
     type_keys(&nvim, "j");
     let first = nvim.peer();
     drop(first); // someone was connected, so the state is known
-    nvim.lua("require('pi-ide.selection').flush()");
+    nvim.lua("require('pi-ide.features.selection').flush()");
     let l = nvim.lockfile();
     let mut p = Peer::connect(l.port, &l.auth_token).unwrap();
     // Before initialize: nothing.

@@ -15,7 +15,7 @@ fn ghost(nvim: &Nvim) -> Option<String> {
 
 fn counter(nvim: &Nvim) -> Option<String> {
     nvim.lua(
-        "local ns = require('pi-ide.suggest.ghost').ns for _, m in ipairs(vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true })) do if m[4].virt_text_pos == 'eol' then return m[4].virt_text[1][1] end end",
+        "local ns = require('pi-ide.features.suggest.ghost').ns for _, m in ipairs(vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true })) do if m[4].virt_text_pos == 'eol' then return m[4].virt_text[1][1] end end",
     )
     .as_str()
     .map(str::to_owned)
@@ -457,7 +457,7 @@ fn stats_and_events() {
             "PiIdeSuggestionAccepted"
         ])
     );
-    let s = nvim.lua("return require('pi-ide.suggest').stats()");
+    let s = nvim.lua("return require('pi-ide.features.suggest').stats()");
     assert_eq!(
         (
             s["requests"].clone(),
@@ -494,7 +494,7 @@ fn what_a_suggestion_repeats_after_the_cursor_is_cut_where_it_would_be_doubled()
         ["word", "x", null, "word"],
     ]);
     let got = nvim.lua_with(
-        "local t = require('pi-ide.suggest.overlap').trim local out = {} \
+        "local t = require('pi-ide.features.suggest.overlap').trim local out = {} \
          for i, c in ipairs(vim.json.decode((...))) do out[i] = t(c[1], c[2], c[3] ~= vim.NIL and c[3] or nil) end return out",
         vec![cases.to_string().into()],
     );

@@ -34,7 +34,7 @@ fn accepted_bytes(nvim: &Nvim, p: &mut Peer, id: &str, keys: &str) -> Vec<u8> {
     type_keys(nvim, keys);
     let a = answer(p, id);
     assert_eq!(a[0], "FILE_SAVED", "{keys}");
-    nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     a[1].as_bytes().to_vec()
 }
 
@@ -127,7 +127,7 @@ fn only_a_deliberate_write_in_the_proposals_window_accepts() {
         nvim.wait_t("has_note", json!(["not accepted", why]), PATIENCE);
         nvim.command("tablast").unwrap();
         assert_eq!(reject_and_answer(&nvim, &mut p, &id), "DIFF_REJECTED", "{keys}");
-        nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+        nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     }
     // An autosave plugin: `update` when leaving a window.
     nvim.lua("vim.api.nvim_create_autocmd('BufLeave', { group = vim.api.nvim_create_augroup('AutoSave', {}), command = 'silent! update' })");
@@ -135,7 +135,7 @@ fn only_a_deliberate_write_in_the_proposals_window_accepts() {
     type_keys(&nvim, "<C-w>h<C-w>l");
     assert_eq!(reject_and_answer(&nvim, &mut p, &id), "DIFF_REJECTED", "autosave on BufLeave");
     nvim.lua("vim.api.nvim_del_augroup_by_name('AutoSave')");
-    nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     // :xa and :wqa with a half-edited proposal: Neovim stays, and so does the review.
     for keys in [":xa<CR>", ":wqa<CR>"] {
         let id = next(&nvim, &mut p);
@@ -143,7 +143,7 @@ fn only_a_deliberate_write_in_the_proposals_window_accepts() {
         nvim.lua_through_prompts("return true");
         assert_eq!(nvim.t("reviews_shown", json!([])), json!(1), "{keys}");
         assert_eq!(reject_and_answer(&nvim, &mut p, &id), "DIFF_REJECTED", "{keys}");
-        nvim.wait_for("#require('pi-ide.diff').list() == 0", PATIENCE);
+        nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     }
     // What accepts: typed in the proposal's window, or its keys.
     nvim.lua("vim.keymap.set({ 'n', 'i', 'x', 's' }, '<C-s>', '<cmd>w<cr><esc>', { desc = 'Save File' })");

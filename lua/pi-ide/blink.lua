@@ -16,7 +16,7 @@ function Source.new(opts)
 end
 
 function Source:enabled()
-  local server = package.loaded["pi-ide.server"]
+  local server = package.loaded["pi-ide.core.server"]
   return server ~= nil and server.running() and server.agent_name() ~= nil
 end
 
@@ -55,7 +55,7 @@ local function items_for(ctx, current)
 end
 
 function Source:get_completions(ctx, callback)
-  local suggest = package.loaded["pi-ide.suggest"]
+  local suggest = package.loaded["pi-ide.features.suggest"]
   local function respond()
     local items = suggest and items_for(ctx, suggest.current()) or {}
     -- Incomplete: blink asks again on the next keystroke, so a newer answer is never missed.
@@ -71,7 +71,7 @@ end
 -- blink inserts the item; we count it like a <Tab> accept.
 function Source:execute(ctx, item, callback, default_implementation)
   default_implementation()
-  local suggest = package.loaded["pi-ide.suggest"]
+  local suggest = package.loaded["pi-ide.features.suggest"]
   if suggest and item.data and item.data.pi_ide then
     suggest.accepted_elsewhere(item.data.pi_ide)
   end

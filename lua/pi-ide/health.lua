@@ -12,9 +12,9 @@ local function check_neovim()
 end
 
 local function check_library()
-  local native = require("pi-ide.native")
+  local native = require("pi-ide.core.native")
   local mod, err = native.load()
-  local source = mod and require("pi-ide.prebuilt").source(native.path())
+  local source = mod and require("pi-ide.install.prebuilt").source(native.path())
   if mod then
     h.ok(
       ("native library %s (version %s, ABI %d), %s"):format(
@@ -51,14 +51,14 @@ local function check_server()
     return
   end
   h.ok(("server on 127.0.0.1:%d as %q"):format(info.port, info.ide_name))
-  for _, l in ipairs(require("pi-ide.native").get().check_lockfiles()) do
+  for _, l in ipairs(require("pi-ide.core.native").get().check_lockfiles()) do
     if l.problem then
       h.error(("lockfile %s: %s"):format(l.path, l.problem), { "run :PiIde restart" })
     else
       h.ok(("lockfile %s (mode 600, token matches)"):format(l.path))
     end
   end
-  for _, d in ipairs(require("pi-ide.native").get().check_lock_dirs()) do
+  for _, d in ipairs(require("pi-ide.core.native").get().check_lock_dirs()) do
     if d.problem then
       h.error(d.problem)
     else
@@ -116,7 +116,7 @@ local function check_suggestions()
       h.info(("no treesitter parser for %s: suggestions are asked for without an outline"):format(ft))
     end
   end
-  local keys = require("pi-ide.config").values.suggestion.keys
+  local keys = require("pi-ide.core.config").values.suggestion.keys
   -- Mappings as the buffer the user came from sees them (buffer-local ones included).
   local in_buf = buf > 0 and vim.api.nvim_buf_is_valid(buf) and buf or vim.api.nvim_get_current_buf()
   for action, lhs in pairs(keys) do
@@ -143,7 +143,7 @@ local function check_suggestions()
 end
 
 local function check_claude()
-  local on = require("pi-ide.config").values.claude_code
+  local on = require("pi-ide.core.config").values.claude_code
   local info = require("pi-ide").info()
   if on then
     h.ok("Claude Code compatibility on" .. (info.claude_lockfile and (": " .. info.claude_lockfile) or ""))
@@ -153,7 +153,7 @@ local function check_claude()
 end
 
 local function check_copilot()
-  local on = require("pi-ide.config").copilot()
+  local on = require("pi-ide.core.config").copilot()
   local info = require("pi-ide").info()
   if not on then
     h.info("Copilot CLI off (option copilot)")
@@ -188,8 +188,8 @@ end
 
 -- :PiIde open: which agents can be started, and where it would run them.
 local function check_terminal()
-  local cfg = require("pi-ide.config").values.terminal
-  local agents = require("pi-ide.terminal.agents")
+  local cfg = require("pi-ide.core.config").values.terminal
+  local agents = require("pi-ide.features.terminal.agents")
   for _, name in ipairs(agents.names) do
     local cmd = agents.command(name, {})
     local missing = agents.missing(name, cmd)
@@ -199,7 +199,7 @@ local function check_terminal()
       h.ok((":PiIde open %s runs %s"):format(name, vim.fn.exepath(cmd[1])))
     end
   end
-  if cfg.provider == "snacks" and not require("pi-ide.terminal.providers.snacks").available() then
+  if cfg.provider == "snacks" and not require("pi-ide.features.terminal.providers.snacks").available() then
     h.error('terminal.provider is "snacks" but snacks.nvim is not installed (use "auto" or "split")')
   elseif cfg.provider == "external" and not cfg.external then
     h.error('terminal.provider is "external" but terminal.external is not set (e.g. "tmux split-window -h %s")')

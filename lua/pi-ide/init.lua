@@ -6,48 +6,48 @@ local M = {}
 --- message and ignored.
 ---@param opts? PiIde.Config
 function M.setup(opts)
-  local config = require("pi-ide.config")
+  local config = require("pi-ide.core.config")
   local before = vim.deepcopy(config.values)
   config.setup(opts)
-  local server = require("pi-ide.server")
+  local server = require("pi-ide.core.server")
   if server.running() then
-    require("pi-ide.log").set_level(config.values.log_level)
-    require("pi-ide.suggest.keys").apply()
+    require("pi-ide.core.log").set_level(config.values.log_level)
+    require("pi-ide.features.suggest.keys").apply()
     server.configure()
     server.apply_start_options(before)
   end
 end
 
 function M.start()
-  return require("pi-ide.server").start()
+  return require("pi-ide.core.server").start()
 end
 
 function M.stop()
-  return require("pi-ide.server").stop()
+  return require("pi-ide.core.server").stop()
 end
 
 --- A table describing the server (running, port, lockfile, clients, parked, ...).
 ---@return table
 function M.info()
-  return require("pi-ide.server").status()
+  return require("pi-ide.core.server").status()
 end
 
 --- A short text for the statusline: "" when the server is off, else the agent connected (or
 --- "no agent"), reviews waiting, and "…" while a suggestion is being asked for. One short lock
 --- in the core (which agent) and Lua-side counts: cheap enough for every redraw.
 function M.status()
-  local server = package.loaded["pi-ide.server"]
-  local chat = package.loaded["pi-ide.chat"]
+  local server = package.loaded["pi-ide.core.server"]
+  local chat = package.loaded["pi-ide.features.chat"]
   -- The chat's Pi: "π starting" / "π working" / "π waiting for you" (nothing when idle).
   local chat_state = chat and chat.status() or ""
   if not server or not server.running() then
     return chat_state
   end
-  local parts = { "π " .. (require("pi-ide.agents").summary() or "no agent") }
+  local parts = { "π " .. (require("pi-ide.core.clients").summary() or "no agent") }
   if chat_state ~= "" then
     parts[1] = chat_state
   end
-  local diff = package.loaded["pi-ide.diff"]
+  local diff = package.loaded["pi-ide.features.review"]
   -- Only reviews on screen count as "to review": `:PiIde reject` must find what the status
   -- promises. One that is not shown yet (held while you type) is "waiting".
   local shown, waiting = 0, 0
@@ -60,7 +60,7 @@ function M.status()
   if waiting > 0 then
     table.insert(parts, ("%d waiting"):format(waiting))
   end
-  local suggest = package.loaded["pi-ide.suggest"]
+  local suggest = package.loaded["pi-ide.features.suggest"]
   if suggest and suggest.busy() then
     table.insert(parts, "…")
   end
@@ -72,7 +72,7 @@ end
 --- Safe from an <expr> mapping (blink.cmp's keymaps): the text is then inserted right after.
 ---@return boolean accepted
 function M.accept()
-  local suggest = package.loaded["pi-ide.suggest"]
+  local suggest = package.loaded["pi-ide.features.suggest"]
   if not suggest or not suggest.visible() then
     return false
   end
@@ -88,7 +88,7 @@ end
 
 --- Called by plugin/pi-ide.lua once Neovim has started.
 function M.autostart()
-  if require("pi-ide.config").values.auto_start and not require("pi-ide.server").running() then
+  if require("pi-ide.core.config").values.auto_start and not require("pi-ide.core.server").running() then
     M.start()
   end
 end

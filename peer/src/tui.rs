@@ -253,7 +253,7 @@ impl Nvim {
         );
         if opts.plugin {
             nvim.wait_for(
-                "package.loaded['pi-ide.server'] ~= nil and require('pi-ide.server').running()",
+                "package.loaded['pi-ide.core.server'] ~= nil and require('pi-ide.core.server').running()",
                 Duration::from_secs(60),
             );
         }

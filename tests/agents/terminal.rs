@@ -6,7 +6,7 @@ use pi_ide_peer::Nvim;
 
 fn rows(nvim: &Nvim, agent: &str, joiner: &str) -> String {
     let lua = format!(
-        "local b = require('pi-ide.terminal').buffer('{agent}') \
+        "local b = require('pi-ide.features.terminal').buffer('{agent}') \
          return b and table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), {joiner:?}) or ''"
     );
     nvim.lua(&lua).as_str().unwrap_or_default().to_owned()
@@ -26,7 +26,7 @@ pub fn text(nvim: &Nvim, agent: &str) -> String {
 /// Types into the agent's terminal (bytes to its pty), as a user would.
 pub fn type_text(nvim: &Nvim, agent: &str, text: &str) {
     let lua = format!(
-        "local b = require('pi-ide.terminal').buffer('{agent}') \
+        "local b = require('pi-ide.features.terminal').buffer('{agent}') \
          vim.api.nvim_chan_send(vim.b[b].terminal_job_id, {text:?})"
     );
     nvim.lua(&lua);
@@ -34,12 +34,12 @@ pub fn type_text(nvim: &Nvim, agent: &str, text: &str) {
 
 /// The job of the agent's terminal, to tell one process from another.
 pub fn job(nvim: &Nvim, agent: &str) -> serde_json::Value {
-    nvim.lua(&format!("return vim.b[require('pi-ide.terminal').buffer('{agent}')].terminal_job_id"))
+    nvim.lua(&format!("return vim.b[require('pi-ide.features.terminal').buffer('{agent}')].terminal_job_id"))
 }
 
 /// Whether the agent's terminal is in a window of this tab page.
 pub fn shown(nvim: &Nvim, agent: &str) -> bool {
-    nvim.lua(&format!("return vim.fn.bufwinid(require('pi-ide.terminal').buffer('{agent}')) ~= -1"))
+    nvim.lua(&format!("return vim.fn.bufwinid(require('pi-ide.features.terminal').buffer('{agent}')) ~= -1"))
         == serde_json::json!(true)
 }
 

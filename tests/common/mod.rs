@@ -113,7 +113,7 @@ pub fn nvim_with_plugin_at(dir: &std::path::Path) -> Nvim {
 /// until every frame Neovim queued for this peer before that has arrived (a ping's answer is
 /// written after them), and forgets them. Later frames are caused by what the test does next.
 pub fn settle(nvim: &Nvim, p: &mut Peer) {
-    nvim.lua("require('pi-ide.selection').flush()");
+    nvim.lua("require('pi-ide.features.selection').flush()");
     let r = p.request("ping", json!({})).expect("ping");
     assert_eq!(r["result"], json!({}), "{r}");
     p.inbox.clear();

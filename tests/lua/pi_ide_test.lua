@@ -121,7 +121,7 @@ end
 --- for a suggestion of `size` bytes of context, and the next keystroke cancels it. Returns how
 --- many were sent.
 function M.typing_pauses(n, size)
-  local requests, sent = require("pi-ide.requests"), 0
+  local requests, sent = require("pi-ide.core.requests"), 0
   local context = string.rep("x", size)
   for i = 1, n do
     local req = requests.send("getSuggestions", { cursorBefore = context .. i, cursorAfter = "" }, nil, function() end)
@@ -135,7 +135,7 @@ end
 
 --- `n` notifications of `size` bytes each to every agent; returns how many each got queued.
 function M.notifications(n, size)
-  local native, big, queued = require("pi-ide.native").get(), string.rep("z", size), 0
+  local native, big, queued = require("pi-ide.core.native").get(), string.rep("z", size), 0
   for i = 1, n do
     queued = queued + native.notify_clients("at_mentioned", { filePath = big, lineStart = i })
   end
@@ -144,7 +144,7 @@ end
 
 --- How many reviews are on screen.
 function M.reviews_shown()
-  return (require("pi-ide.diff").count())
+  return (require("pi-ide.features.review").count())
 end
 
 -- Windows and buffers ------------------------------------------------------------------------
@@ -207,7 +207,7 @@ end
 
 --- The chat's header (the conversation window's winbar); nil when the chat is not shown.
 function M.chat_header()
-  local w = vim.fn.win_findbuf(require("pi-ide.chat.view").buf())[1]
+  local w = vim.fn.win_findbuf(require("pi-ide.features.chat.view").buf())[1]
   return w and vim.wo[w].winbar
 end
 
@@ -216,7 +216,7 @@ end
 --- The ghost text on screen: its inline part, then its virtual lines, joined with newlines;
 --- nil when none is shown.
 function M.ghost()
-  local ns = require("pi-ide.suggest.ghost").ns
+  local ns = require("pi-ide.features.suggest.ghost").ns
   for _, m in ipairs(vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true })) do
     local d = m[4]
     if d.virt_text_pos == "inline" then

@@ -62,12 +62,12 @@ pub fn ours(fake: &Path, deltas: u64, rate: u64) -> Stream {
     let nvim = neovim(fake, deltas, rate);
     nvim.command("PiIde chat").unwrap();
     nvim.command("stopinsert | wincmd t").unwrap();
-    nvim.wait_for("require('pi-ide.chat').running() and require('pi-ide.chat').info().model ~= nil", Duration::from_secs(30));
+    nvim.wait_for("require('pi-ide.features.chat').running() and require('pi-ide.features.chat').info().model ~= nil", Duration::from_secs(30));
     nvim.lua(STALL_TIMER);
-    nvim.lua("require('pi-ide.chat').send('go')");
-    type_until(&nvim, &format!("require('pi-ide.chat.view').text():find('d{deltas} ') ~= nil and require('pi-ide.chat').status() == ''"));
+    nvim.lua("require('pi-ide.features.chat').send('go')");
+    type_until(&nvim, &format!("require('pi-ide.features.chat.view').text():find('d{deltas} ') ~= nil and require('pi-ide.features.chat').status() == ''"));
     let (longest_ms, p99_ms) = stalls(&nvim);
-    let s = nvim.lua("return require('pi-ide.chat.process').stats(require('pi-ide.chat.process').current())");
+    let s = nvim.lua("return require('pi-ide.features.chat.process').stats(require('pi-ide.features.chat.process').current())");
     let busy = s["busy_ns"].as_f64().unwrap();
     let deltas_seen = s["text_deltas"].as_u64().unwrap();
     Stream {

@@ -121,7 +121,7 @@ fn roundtrip_vs_floor(nvim: &Nvim, n: usize) -> ((f64, f64), (f64, f64)) {
 /// Main-loop wake-ups while a client makes `n` getDiagnostics calls (answered by the core).
 fn wakes_during_diagnostics(nvim: &Nvim, n: usize) -> u64 {
     let mut p = nvim.peer();
-    nvim.wait_for("require('pi-ide.server').agent_name() ~= nil", Duration::from_secs(30));
+    nvim.wait_for("require('pi-ide.core.server').agent_name() ~= nil", Duration::from_secs(30));
     p.call_tool("getDiagnostics", json!({})).unwrap();
     let wakes = || nvim.lua("return require('pi-ide').info().wakes").as_u64().unwrap();
     let before = wakes();
@@ -264,7 +264,7 @@ fn cursor_moved_cost(nvim: &Nvim, n: usize) -> (f64, f64, f64) {
           t[i] = (hr() - t0) / 1000
         end
         table.sort(t)
-        local sel = require("pi-ide.selection")
+        local sel = require("pi-ide.features.selection")
         local f = {}
         for i = 1, 200 do
           vim.api.nvim_win_set_cursor(0, {(i % 200) + 1, 3})
@@ -368,7 +368,7 @@ fn review(nvim: &Nvim, path: &str, contents: &str, runs: usize) -> (f64, f64, f6
         nvim.command("PiIde reject").unwrap();
         p.wait_response(&json!(i)).unwrap();
         nvim.wait_for(
-            "#require('pi-ide.diff').list() == 0 and #vim.api.nvim_list_tabpages() == 1",
+            "#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 1",
             Duration::from_secs(10),
         );
     }
@@ -440,25 +440,25 @@ fn ghost_text(n: usize) -> (f64, f64, f64, usize, usize) {
         nvim.wait_for("_G.__shown > 0", Duration::from_secs(5));
         let shown = nvim.lua("return _G.__shown").as_f64().unwrap();
         wall.push((shown - sent) / 1e6);
-        let st = nvim.lua("local s = require('pi-ide.suggest').stats() return s.render.p50");
+        let st = nvim.lua("local s = require('pi-ide.features.suggest').stats() return s.render.p50");
         main.push(st.as_f64().unwrap());
     }
     // Typeahead: 20 matching characters.
     let before = nvim
-        .lua("return require('pi-ide.suggest').stats().requests")
+        .lua("return require('pi-ide.features.suggest').stats().requests")
         .as_u64()
         .unwrap();
     let mut visible = 0;
     for ch in text.chars().take(20) {
         nvim.request("nvim_input", vec![ch.to_string().into()])
             .unwrap();
-        if nvim.lua("return require('pi-ide.suggest').visible()") == json!(true) {
+        if nvim.lua("return require('pi-ide.features.suggest').visible()") == json!(true) {
             visible += 1;
         }
     }
     std::thread::sleep(Duration::from_millis(300));
     let new_requests = nvim
-        .lua("return require('pi-ide.suggest').stats().requests")
+        .lua("return require('pi-ide.features.suggest').stats().requests")
         .as_u64()
         .unwrap()
         - before;

@@ -9,7 +9,7 @@ use crate::protocol::tools::{uri_path, Hook, Param, ReviewArgs, Tool, Ty, PLAIN}
 pub static TOOLS: &[Tool] = &[
 Tool {
     name: "get_selection",
-    lua: "pi-ide.tools.selection",
+    lua: "pi-ide.features.tools.selection",
     handler: Some("getCurrentSelection"),
     description: "The selection or cursor in the current file: {text, filePath, fileUrl, selection: \
                   {start, end, isEmpty}, current} (current false: the last one seen), or null.",
@@ -18,7 +18,7 @@ Tool {
 },
 Tool {
     name: "get_diagnostics",
-    lua: "pi-ide.tools.diagnostics",
+    lua: "pi-ide.features.tools.diagnostics",
     handler: Some("getDiagnostics"),
     description: "Diagnostics Neovim has for open files: [{uri, filePath, diagnostics: [{message, \
                   severity, range, source, code}]}]. With `uri`, only that file's.",

@@ -139,7 +139,7 @@ pub struct Tool {
     pub fallback: Option<Fallback>,
     pub hook: Hook,
     /// The Lua module that answers it: `require(lua)[name](args, reply, event)` (see
-    /// lua/pi-ide/tools/init.lua). Everything else about the tool is this entry.
+    /// lua/pi-ide/features/tools/init.lua). Everything else about the tool is this entry.
     pub lua: &'static str,
     /// The Lua function, when it is another tool's (the Copilot tools share pi-ide's).
     pub handler: Option<&'static str>,

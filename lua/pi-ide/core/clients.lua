@@ -1,0 +1,50 @@
+-- The agents connected, as the user reads them: "pi-ide", "copilot-cli “Fix the login”". The
+-- core holds them (native.agents(): one short lock); the Copilot CLI names its session with
+-- update_session_name, and that title is what tells two of its sessions apart.
+local M = {}
+
+local MAX_TITLE = 24
+
+local function title(s)
+  if not s or s == "" then
+    return nil
+  end
+  if vim.fn.strchars(s) > MAX_TITLE then
+    s = vim.fn.strcharpart(s, 0, MAX_TITLE - 1) .. "…"
+  end
+  return "“" .. s .. "”"
+end
+
+--- One agent as a label: its name (or kind), and its session's title when it gave one.
+function M.label(a)
+  local name = a.name or a.agent or "agent"
+  local t = title(a.session_name)
+  return t and (name .. " " .. t) or name
+end
+
+--- Every agent connected ({} when the server is off).
+function M.list()
+  local native = require("pi-ide.core.native").get()
+  local server = package.loaded["pi-ide.core.server"]
+  if not (native and server and server.running()) then
+    return {}
+  end
+  return native.agents()
+end
+
+--- The label of client `id`, if it is connected.
+function M.label_of(id)
+  for _, a in ipairs(M.list()) do
+    if a.id == id then
+      return M.label(a)
+    end
+  end
+end
+
+--- All of them, for the statusline: "pi-ide, copilot-cli “Fix…”", or nil when none.
+function M.summary()
+  local labels = vim.tbl_map(M.label, M.list())
+  return #labels > 0 and table.concat(labels, ", ") or nil
+end
+
+return M

@@ -1,0 +1,463 @@
+-- Options: defaults, and a check of what the user passed to setup(). A bad key is named in a
+-- message and ignored; the rest of the configuration still applies.
+local M = {}
+
+---@class PiIde.Config
+---@field auto_start? boolean Start the server when Neovim starts (default true).
+---@field log_level? "off"|"error"|"warn"|"info"|"debug"|"trace" Log file level (default "info").
+---@field ide_name? string|fun():string The name Pi's /ide list shows (default "Neovim", plus the terminal pane).
+---@field max_message_size? integer Larger frames close that connection with 1009 (default 64 MiB).
+---@field diagnostics_timeout_ms? integer A busy Neovim's getDiagnostics is answered from the snapshot after this (default 500).
+---@field selection_debounce_ms? integer The selection is sent once the cursor is still this long (default 100).
+---@field selection_max_lines? integer The selected text sent is cut after this many lines (default 1000).
+---@field claude_code? boolean Also serve Claude Code (default false).
+---@field copilot? boolean|{ trust_workspace?: boolean } Also serve the GitHub Copilot CLI (default false).
+---@field diff? PiIde.DiffConfig Reviews of the agent's writes.
+---@field suggestion? PiIde.SuggestionConfig Ghost-text completions.
+---@field terminal? PiIde.TerminalConfig Agents launched from Neovim (:PiIde open).
+---@field chat? PiIde.ChatConfig The chat window driving Pi in RPC mode (:PiIde chat).
+
+---@class PiIde.TerminalConfig
+---@field agent? "pi"|"claude"|"copilot" What :PiIde open starts with no argument (default "pi").
+---@field provider? "auto"|"split"|"float"|"snacks"|"external" Where it runs (default "auto": snacks when installed, else split).
+---@field side? "left"|"right" The split's side (default "right").
+---@field width? number The split's width: a fraction of the columns below 1, else columns; at least 40 (default 0.4).
+---@field float? { width?: number, height?: number, border?: string } The float's size (fractions below 1, else cells) and border.
+---@field external? string For "external": a command with %s, e.g. "tmux split-window -h %s".
+---@field close_on_exit? boolean Close the window when the agent exits cleanly (default true).
+---@field focus_after_send? boolean :PiIde send/add focus the agent's terminal (default true).
+---@field agents? table<string, { cmd?: string[], env?: table<string, string> }> How each agent is run.
+
+---@class PiIde.ChatConfig
+---@field provider? "split"|"float" Where the chat opens (default "split").
+---@field side? "left"|"right" The split's side (default "right").
+---@field width? number The split's width: a fraction of the columns below 1, else columns (default 0.4).
+---@field float? { width?: number, height?: number, border?: string } The float's size and border.
+---@field prompt_height? integer Lines of the prompt area (default 3).
+---@field while_working? "steer"|"follow_up" What a prompt sent while Pi works does (default "steer").
+---@field tool_lines? integer Lines of a tool's output shown (default 12).
+---@field treesitter? boolean Treesitter's Markdown highlighting instead of Vim's syntax (default false).
+---@field args? string[] Added to Pi's command line after "--mode rpc".
+
+---@class PiIde.DiffConfig
+---@field review? boolean false: accept every proposal at once, unseen (default true).
+---@field layout? "tab"|"vsplit" Where a review opens (default "tab").
+---@field keys? { accept?: string|false, reject?: string|false } Buffer-local keys in both panes.
+
+---@class PiIde.SuggestionConfig
+---@field auto_trigger? boolean Ask while typing (default true).
+---@field debounce_ms? integer Ask once no key was typed this long (default 75).
+---@field timeout_ms? integer An unanswered request ends quietly after this (default 10000).
+---@field count? 1|2|3 Alternatives to ask for (default 3).
+---@field model? string "provider/id" to ask the agent for (default: the agent's choice).
+---@field filetypes? table<string, boolean> Per filetype on/off; "*" for the rest.
+---@field max_file_bytes? integer Larger buffers get none (default 2 MiB).
+---@field hide_during_completion? boolean Hide the ghost text under a completion menu (default true).
+---@field context? { before_lines?: integer, after_lines?: integer, outline_max_bytes?: integer, scope_max_bytes?: integer }
+---@field keys? PiIde.SuggestionKeys Insert-mode keys; false turns one off.
+
+---@class PiIde.SuggestionKeys
+---@field accept? string|false
+---@field accept_word? string|false
+---@field accept_line? string|false
+---@field next? string|false
+---@field prev? string|false
+---@field dismiss? string|false
+---@field trigger? string|false
+
+local log_levels = { "off", "error", "warn", "info", "debug", "trace" }
+
+local function whole_number(min, unit)
+  return function(v)
+    if v < min or v ~= math.floor(v) then
+      return ("must be a whole number of %s, at least %d"):format(unit, min)
+    end
+  end
+end
+
+local function one_of(...)
+  local allowed = { ... }
+  return function(v)
+    if not vim.tbl_contains(allowed, v) then
+      return "must be one of " .. table.concat(allowed, ", ")
+    end
+  end
+end
+
+local function key_or_false(v)
+  if v == true or v == "" then
+    return "must be a key (like \"<leader>pa\") or false"
+  end
+end
+
+-- One option: its default, the Lua types it may have, and an extra check returning an error
+-- text. The tree below is the one source: the defaults and the checks are both read from it.
+local function opt(default, types, check)
+  return { is_option = true, default = default, types = types, check = check }
+end
+
+local function ms(default, min)
+  return opt(default, { "number" }, whole_number(min, "milliseconds"))
+end
+
+local function key(default)
+  return opt(default, { "string", "boolean" }, key_or_false)
+end
+
+local function fraction_or_columns(v)
+  if v <= 0 then
+    return "must be a fraction of the screen (0 to 1) or a number of columns"
+  end
+end
+
+-- terminal.agents: per agent, cmd (the argv; :PiIde open's arguments are added) and env.
+local AGENTS = { pi = true, claude = true, copilot = true }
+
+local function strings_only(list)
+  return type(list) == "table" and #list > 0 and vim.iter(list):all(function(x)
+    return type(x) == "string"
+  end)
+end
+
+local function string_map(map)
+  if type(map) ~= "table" then
+    return false
+  end
+  for k, v in pairs(map) do
+    if type(k) ~= "string" or type(v) ~= "string" then
+      return false
+    end
+  end
+  return true
+end
+
+local function check_agent(name, a)
+  if not AGENTS[name] then
+    return ("has no agent %s (only pi, claude, copilot)"):format(tostring(name))
+  elseif type(a) ~= "table" then
+    return ("%s must be a table { cmd = {...}, env = {...} }"):format(name)
+  end
+  for k, v in pairs(a) do
+    if k == "cmd" and not strings_only(v) then
+      return ("%s.cmd must be a list of strings, the program first"):format(name)
+    elseif k == "env" and not string_map(v) then
+      return ("%s.env must map variable names to strings"):format(name)
+    elseif k ~= "cmd" and k ~= "env" then
+      return ("%s has no option %s (only cmd, env)"):format(name, tostring(k))
+    end
+  end
+end
+
+local function agents_table(v)
+  for name, a in pairs(v) do
+    local problem = check_agent(name, a)
+    if problem then
+      return problem
+    end
+  end
+end
+
+local spec = {
+  -- Start the server when Neovim starts (after VimEnter, so startup is never slowed).
+  auto_start = opt(true, { "boolean" }),
+  -- "off", "error", "warn", "info", "debug" or "trace"; the file is stdpath("log")/pi-ide.log.
+  log_level = opt("info", { "string" }, one_of(unpack(log_levels))),
+  -- The name Pi's /ide list shows for this editor; a string, or a function returning one.
+  -- nil: "Neovim", plus the terminal pane when one is known (tmux, WezTerm, kitty).
+  ide_name = opt(nil, { "nil", "string", "function" }, function(v)
+    if v == "" then
+      return "must not be empty"
+    end
+  end),
+  -- Frames larger than this many bytes are refused (the connection is closed with code 1009).
+  max_message_size = opt(64 * 1024 * 1024, { "number" }, whole_number(1024, "bytes")),
+  -- The agent waits for getDiagnostics before every model call; the core answers from a
+  -- snapshot, and only when Neovim must answer but cannot within this many milliseconds (a
+  -- hit-enter prompt, a blocking input(), a long :!command) from what it has.
+  diagnostics_timeout_ms = ms(500, 1),
+  -- selection_changed is sent once the cursor has been still this long (leaving visual mode
+  -- sends at once).
+  selection_debounce_ms = ms(100, 0),
+  -- The selected text sent to the agent is cut after this many lines.
+  selection_max_lines = opt(1000, { "number" }, whole_number(1, "lines")),
+  -- Also serve Claude Code (same wire format): a second lockfile in $CLAUDE_CONFIG_DIR/ide
+  -- (or ~/.claude/ide) and its x-claude-code-ide-authorization header.
+  claude_code = opt(false, { "boolean" }),
+  -- Also serve the GitHub Copilot CLI: MCP over HTTP on a Unix socket in stdpath("run"), and
+  -- its lockfile in $COPILOT_HOME/ide (or ~/.copilot/ide). A table turns it on with options:
+  -- trust_workspace = true tells the CLI the folder is trusted (it skips its trust prompt).
+  copilot = opt(false, { "boolean", "table" }, function(v)
+    if type(v) ~= "table" then
+      return
+    end
+    for k, val in pairs(v) do
+      if k ~= "trust_workspace" then
+        return ("has no option %s (only trust_workspace)"):format(tostring(k))
+      elseif type(val) ~= "boolean" then
+        return "trust_workspace must be true or false"
+      end
+    end
+  end),
+  -- Reviews of the files the agent wants to write (openDiff).
+  diff = {
+    -- false: accept every proposal at once, without showing it.
+    review = opt(true, { "boolean" }),
+    -- "tab": a new tab page; "vsplit": two new windows in the current tab.
+    layout = opt("tab", { "string" }, one_of("tab", "vsplit")),
+    -- Buffer-local keys in both panes of a review; false turns one off.
+    keys = { accept = key("<leader>pa"), reject = key("<leader>pr") },
+  },
+  -- Inline completions from the agent, shown as ghost text in Insert mode.
+  suggestion = {
+    -- Ask while typing (after debounce_ms without a keystroke); :PiIde toggle flips it.
+    auto_trigger = opt(true, { "boolean" }),
+    debounce_ms = ms(75, 0),
+    -- An unanswered request ends quietly after this long.
+    timeout_ms = ms(10000, 1),
+    -- How many alternatives to ask for (1 to 3).
+    count = opt(3, { "number" }, function(v)
+      if v < 1 or v > 3 or v ~= math.floor(v) then
+        return "must be 1, 2 or 3"
+      end
+    end),
+    -- "provider/id" to ask the agent to use; :PiIde model picks one.
+    model = opt(nil, { "nil", "string" }),
+    -- Per filetype on/off; "*" for the rest. Merged with the default, key by key.
+    filetypes = opt({ ["*"] = true, gitcommit = false, gitrebase = false, help = false }, { "table" }, function(v)
+      for ft, on in pairs(v) do
+        if type(ft) ~= "string" or type(on) ~= "boolean" then
+          return "must map filetype names (or \"*\") to true or false"
+        end
+      end
+    end),
+    -- Larger buffers get no suggestions.
+    max_file_bytes = opt(2 * 1024 * 1024, { "number" }, whole_number(0, "bytes")),
+    -- Hide the ghost text while a completion menu (built-in, nvim-cmp, blink.cmp) is open; it
+    -- comes back when the menu closes. With blink.cmp, the "pi_ide" source (see :help
+    -- pi-ide-blink) shows the suggestion in the menu instead.
+    hide_during_completion = opt(true, { "boolean" }),
+    context = {
+      before_lines = opt(20, { "number" }, whole_number(0, "lines")),
+      after_lines = opt(10, { "number" }, whole_number(0, "lines")),
+      outline_max_bytes = opt(4000, { "number" }, whole_number(0, "bytes")),
+      scope_max_bytes = opt(4000, { "number" }, whole_number(0, "bytes")),
+    },
+    -- Insert-mode keys; false turns one off. Accept, word, line and dismiss act only while a
+    -- suggestion is shown; otherwise the key does what it did before.
+    keys = {
+      accept = key("<Tab>"),
+      accept_word = key("<M-Right>"),
+      accept_line = key("<M-C-Right>"),
+      next = key("<M-]>"),
+      prev = key("<M-[>"),
+      dismiss = key("<C-]>"),
+      trigger = key("<M-\\>"),
+    },
+  },
+  -- Agents launched from Neovim (:PiIde open), already connected to this Neovim.
+  terminal = {
+    -- The agent :PiIde open starts when given none.
+    agent = opt("pi", { "string" }, one_of("pi", "claude", "copilot")),
+    -- "split": a :terminal in a vertical split; "float"; "snacks": snacks.nvim's terminal;
+    -- "external": a command of yours (below); "auto": snacks when installed, else split.
+    provider = opt("auto", { "string" }, one_of("auto", "split", "float", "snacks", "external")),
+    side = opt("right", { "string" }, one_of("left", "right")),
+    width = opt(0.4, { "number" }, fraction_or_columns),
+    float = {
+      width = opt(0.85, { "number" }, fraction_or_columns),
+      height = opt(0.85, { "number" }, fraction_or_columns),
+      border = opt("rounded", { "string" }),
+    },
+    -- "external": a command in which %s is replaced by the agent's command line (one shell
+    -- word), run by your shell: "tmux split-window -h %s", "wezterm cli split-pane -- sh -c %s".
+    external = opt(nil, { "nil", "string" }, function(v)
+      if not v:find("%s", 1, true) then
+        return "must contain %s (where the agent's command goes)"
+      end
+    end),
+    -- Close the agent's window when it exits with status 0 (an error stays on screen).
+    close_on_exit = opt(true, { "boolean" }),
+    -- :PiIde send and :PiIde add put you in the agent's terminal after sending.
+    focus_after_send = opt(true, { "boolean" }),
+    -- How each agent runs: cmd is the program and its first arguments, env is added to
+    -- Neovim's. Merged agent by agent with the defaults.
+    agents = opt({
+      pi = { cmd = { "pi" }, env = {} },
+      claude = { cmd = { "claude" }, env = {} },
+      copilot = { cmd = { "copilot" }, env = {} },
+    }, { "table" }, agents_table),
+  },
+  -- The chat window (:PiIde chat): Pi in RPC mode, run as terminal.agents.pi says.
+  chat = {
+    -- "split": at the side of the screen; "float": in the middle.
+    provider = opt("split", { "string" }, one_of("split", "float")),
+    side = opt("right", { "string" }, one_of("left", "right")),
+    width = opt(0.4, { "number" }, fraction_or_columns),
+    float = {
+      width = opt(0.8, { "number" }, fraction_or_columns),
+      height = opt(0.8, { "number" }, fraction_or_columns),
+      border = opt("rounded", { "string" }),
+    },
+    -- Lines of the prompt area under the conversation.
+    prompt_height = opt(3, { "number" }, function(v)
+      if v < 1 or v ~= math.floor(v) then
+        return "must be a whole number of lines, at least 1"
+      end
+    end),
+    -- A prompt sent while Pi works: "steer" (delivered after the current tool calls) or
+    -- "follow_up" (delivered when Pi is done).
+    while_working = opt("steer", { "string" }, one_of("steer", "follow_up")),
+    -- Lines of a tool's output shown in its block (the rest is counted).
+    tool_lines = opt(12, { "number" }, function(v)
+      if v < 0 or v ~= math.floor(v) then
+        return "must be a whole number of lines"
+      end
+    end),
+    -- Highlight the conversation with treesitter's Markdown parser instead of Vim's Markdown
+    -- syntax: richer, but it reparses the whole conversation on every streamed draw.
+    treesitter = opt(false, { "boolean" }),
+    -- Arguments added to Pi's command line after "--mode rpc" (e.g. { "--model", "x" }).
+    args = opt({}, { "table" }, function(v)
+      if #v > 0 and not strings_only(v) then
+        return "must be a list of strings"
+      end
+    end),
+  },
+}
+
+-- The defaults, read from the tree.
+local function defaults_of(node)
+  local out = {}
+  for name, rule in pairs(node) do
+    if rule.is_option then
+      out[name] = vim.deepcopy(rule.default)
+    else
+      out[name] = defaults_of(rule)
+    end
+  end
+  return out
+end
+
+---@type PiIde.Config
+M.defaults = defaults_of(spec)
+
+local function distance(a, b)
+  local prev = {}
+  for j = 0, #b do
+    prev[j] = j
+  end
+  for i = 1, #a do
+    local cur = { [0] = i }
+    for j = 1, #b do
+      local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+    end
+    prev = cur
+  end
+  return prev[#b]
+end
+
+local function suggestion(key, fields)
+  local best, best_d
+  for name in pairs(fields) do
+    local d = distance(key, name)
+    if d <= 3 and (not best_d or d < best_d) then
+      best, best_d = name, d
+    end
+  end
+  return best and (" (did you mean '%s'?)"):format(best) or ""
+end
+
+-- Checks one table of options against a node of the tree, merging the good ones into `merged`.
+local function check_fields(prefix, opts, node, merged, errors)
+  for key, value in pairs(opts) do
+    local name = prefix .. tostring(key)
+    local rule = type(key) == "string" and node[key]
+    if not rule then
+      table.insert(errors, ("unknown option '%s'%s"):format(name, suggestion(tostring(key), node)))
+    elseif not rule.is_option then
+      -- A group of options (diff, suggestion, keys...).
+      if type(value) ~= "table" then
+        table.insert(errors, ("option '%s' must be a table, got a %s"):format(name, type(value)))
+      else
+        check_fields(name .. ".", value, rule, merged[key], errors)
+      end
+    else
+      local msg
+      if not vim.tbl_contains(rule.types, type(value)) then
+        msg = ("must be a %s, got a %s"):format(table.concat(rule.types, " or "), type(value))
+      elseif rule.check and value ~= nil then
+        msg = rule.check(value)
+      end
+      if msg then
+        table.insert(errors, ("option '%s' %s"):format(name, msg))
+      elseif type(value) == "table" then
+        -- A table-valued option (filetypes) is merged key by key.
+        merged[key] = vim.tbl_extend("force", merged[key] or {}, value)
+      else
+        merged[key] = value
+      end
+    end
+  end
+end
+
+--- Checks `opts` and returns the merged configuration and a list of error texts.
+function M.resolve(opts)
+  local errors = {}
+  local merged = vim.deepcopy(M.defaults)
+  if opts == nil then
+    return merged, errors
+  end
+  if type(opts) ~= "table" then
+    return merged, { ("setup() takes a table of options, got a %s"):format(type(opts)) }
+  end
+  check_fields("", opts, spec, merged, errors)
+  table.sort(errors)
+  return merged, errors
+end
+
+M.values = vim.deepcopy(M.defaults)
+
+--- Applies setup(opts); reports every bad key at once.
+---@param opts? PiIde.Config
+function M.setup(opts)
+  local merged, errors = M.resolve(opts)
+  M.values = merged
+  if #errors > 0 then
+    require("pi-ide.core.log").notify(
+      "configuration problem (ignored, defaults kept):\n  " .. table.concat(errors, "\n  "),
+      vim.log.levels.ERROR
+    )
+  end
+  return #errors == 0
+end
+
+--- The name for the lockfile's ideName.
+function M.ide_name()
+  local v = M.values.ide_name
+  if type(v) == "function" then
+    local ok, name = pcall(v)
+    if ok and type(name) == "string" and name ~= "" then
+      return name
+    end
+    require("pi-ide.core.log").notify("option 'ide_name' function did not return a name; using the default", vim.log.levels.WARN)
+  elseif type(v) == "string" then
+    return v
+  end
+  local pane = vim.env.TMUX_PANE and ("tmux " .. vim.env.TMUX_PANE)
+    or vim.env.WEZTERM_PANE and ("wezterm " .. vim.env.WEZTERM_PANE)
+    or vim.env.KITTY_WINDOW_ID and ("kitty " .. vim.env.KITTY_WINDOW_ID)
+  return pane and ("Neovim (%s)"):format(pane) or "Neovim"
+end
+
+--- The Copilot CLI's options when it is served, else nil.
+---@return { trust_workspace: boolean }?
+function M.copilot()
+  local c = M.values.copilot
+  if not c then
+    return nil
+  end
+  return { trust_workspace = type(c) == "table" and c.trust_workspace == true }
+end
+
+return M

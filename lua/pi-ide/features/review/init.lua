@@ -1,0 +1,230 @@
+-- Reviews as the user sees them: the two-pane diff every file an agent wants to write passes
+-- through. The core owns each review (src/state/reviews/): it stages the proposal, keeps it
+-- until it is answered, and answers the agent exactly once. This is its view: it shows a review
+-- when the core hands it over (`review_opened`), reports the user's decision (a deliberate
+-- accept, intent.lua: `:w` in the proposal's window, the accept key, :PiIde accept; anything
+-- else that takes the proposal away is a rejection), and takes a review away when the core
+-- ended it (`review_ended`: its agent closed it, its client left).
+--
+-- Beside it: show.lua (building the panes in turns of the loop), load.lua (bytes in and out),
+-- intent.lua (what a write of the proposal means), ui.lua (windows and buffers), winbar.lua,
+-- reload.lua (buffers follow the agent's write).
+local log = require("pi-ide.core.log")
+local ui = require("pi-ide.features.review.ui")
+local winbar = require("pi-ide.features.review.winbar")
+
+local M = {}
+
+-- What is shown, by the core's number for the review; `order` is oldest first ("2 of 3").
+local views = {} -- req -> view
+local order = {} -- reqs
+
+local user_event = require("pi-ide.core.events").fire
+local display_name = winbar.display_name
+
+local function native()
+  return require("pi-ide.core.native").get()
+end
+
+local function in_order()
+  return vim.tbl_map(function(req)
+    return views[req]
+  end, order)
+end
+
+local function refresh_winbars()
+  winbar.refresh(in_order())
+end
+
+local function forget(r)
+  views[r.req] = nil
+  for i, req in ipairs(order) do
+    if req == r.req then
+      table.remove(order, i)
+      break
+    end
+  end
+end
+
+--- The view of a review that ended: PiIdeDiffClosed, then the windows go on the next turn of
+--- the loop (it may be ending from inside one of its own autocmds). result: "accepted",
+--- "rejected" or "abandoned".
+local function ended(r, result)
+  if r.ended then
+    return
+  end
+  r.ended = true
+  forget(r)
+  log.info("review %s of %s: %s", r.tab_name, r.path, result)
+  user_event("PiIdeDiffClosed", { tab_name = r.tab_name, path = r.path, result = result })
+  vim.schedule(function()
+    ui.close(r)
+    refresh_winbars()
+  end)
+end
+
+--- The user's decision goes to the core, which answers the agent. An accept the core refuses
+--- (the review had ended meanwhile) is said to be lost.
+local function decide(r, accepted, text)
+  if r.ended then
+    return
+  end
+  local core = native()
+  if not accepted then
+    if core then
+      core.review_reject(r.req)
+    end
+    return ended(r, "rejected")
+  end
+  if core and core.review_accept(r.req, text) then
+    require("pi-ide.features.review.reload").when_written(r.path)
+    return ended(r, "accepted")
+  end
+  log.notify(("the agent's call for %s had ended: your accept was not sent"):format(display_name(r.path)), vim.log.levels.WARN)
+  ended(r, "abandoned")
+end
+
+--- Accepts the review: the proposal's text as the user left it goes to the agent. A text that
+--- is not valid UTF-8 (bytes pasted from elsewhere) cannot be sent: the user is told where, and
+--- the review stays open.
+function M.accept(r)
+  if not (r.ui and vim.api.nvim_buf_is_valid(r.ui.right_buf)) or r.ended then
+    return
+  end
+  local load = require("pi-ide.features.review.load")
+  local text = load.text(r.ui.right_buf)
+  local bad = load.invalid_utf8(text)
+  if bad then
+    log.notify(
+      ("the proposal for %s is not valid UTF-8 (%s): fix it, or reject the review"):format(display_name(r.path), bad),
+      vim.log.levels.ERROR
+    )
+    return
+  end
+  vim.bo[r.ui.right_buf].modified = false
+  decide(r, true, text)
+end
+
+function M.reject(r)
+  decide(r, false)
+end
+
+--- Showing it failed: without a review on screen the only safe answer is a rejection.
+function M.failed(r, err)
+  log.notify("cannot show the review of " .. display_name(r.path) .. ": " .. tostring(err), vim.log.levels.ERROR)
+  decide(r, false)
+end
+
+--- `review_opened`: the core hands over a review to show (src/state/events.rs, ReviewOpened).
+function M.open(ev)
+  local buffers = require("pi-ide.core.buffers")
+  local path = buffers.to_path(ev.path)
+  local user_buf = buffers.find(path)
+  local r = {
+    req = ev.req,
+    client = ev.client,
+    tab_name = ev.tab_name,
+    path = path,
+    old_path = buffers.to_path(ev.old_path),
+    read_only = ev.read_only,
+    proposal_file = ev.proposal_file,
+    old = ev.old,
+    new = ev.new,
+    format_changes = ev.format_changes,
+    new_file = not ev.old.exists,
+    old_error = ev.old.error,
+    user_edits = user_buf ~= nil and vim.api.nvim_buf_is_loaded(user_buf) and vim.bo[user_buf].modified,
+    stats = nil, -- counted by the core meanwhile: `review_stats`
+    shown = false, -- both panes are up and in diff mode: the user can decide it now
+  }
+  views[r.req] = r
+  table.insert(order, r.req)
+  local ok, err = xpcall(require("pi-ide.features.review.show").when_ready, debug.traceback, r, M)
+  if not ok then
+    M.failed(r, err)
+  end
+end
+
+--- `review_stats`: the core's count of the changes (after the review was handed over).
+function M.set_stats(req, stats)
+  local r = views[req]
+  if r then
+    r.stats = stats
+    refresh_winbars()
+  end
+end
+
+--- `review_ended`: the core ended a review (its agent closed it, its client left). `reason`:
+--- why the editor closed the connection, when it did.
+function M.ended_by_core(ev)
+  local r = views[ev.req]
+  if not r then
+    return
+  end
+  if ev.result == "abandoned" then
+    local msg = ev.reason
+        and ("the review of %s was rejected: the connection was closed (%s)"):format(display_name(r.path), ev.reason)
+      or ("the agent disconnected; the review of %s was closed"):format(display_name(r.path))
+    log.notify(msg, vim.log.levels.WARN)
+  end
+  ended(r, ev.result)
+end
+
+--- Both panes are up and in diff mode (show.lua).
+function M.shown(r)
+  r.shown = true
+  refresh_winbars()
+  user_event("PiIdeDiffOpened", { tab_name = r.tab_name, path = r.path })
+end
+
+--- Redraws the winbars (an agent named its session; a window was resized).
+function M.refresh()
+  refresh_winbars()
+end
+
+--- Rejects every review of `client` (the chat aborts its Pi's turn: Pi cannot stop while a
+--- review waits), those not shown yet included.
+function M.reject_of_client(client)
+  local core = native()
+  for _, req in ipairs(core and core.reject_reviews_of(client) or {}) do
+    if views[req] then
+      ended(views[req], "rejected")
+    end
+  end
+end
+
+--- The review the user is in (a pane of it is current, or its tab is), if any.
+function M.current()
+  local buf = vim.api.nvim_get_current_buf()
+  local tab = vim.api.nvim_get_current_tabpage()
+  for _, r in ipairs(in_order()) do
+    if r.ui and (r.ui.left_buf == buf or r.ui.right_buf == buf or r.ui.tab == tab) then
+      return r
+    end
+  end
+end
+
+--- For the statusline: how many reviews are on screen (the user can decide them now), and how
+--- many are still waiting to be shown (being built, or held while the user is in Insert mode).
+function M.count()
+  local shown = #vim.tbl_filter(function(r)
+    return r.shown
+  end, in_order())
+  return shown, #order - shown
+end
+
+--- Open reviews, oldest first: { tab_name, path }.
+function M.list()
+  return vim.tbl_map(function(r)
+    return { tab_name = r.tab_name, path = r.path }
+  end, in_order())
+end
+
+--- Stopping or quitting: every open review is rejected, before any socket closes.
+function M.reject_all()
+  for _, r in ipairs(in_order()) do
+    decide(r, false)
+  end
+end
+
+return M

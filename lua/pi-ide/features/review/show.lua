@@ -1,0 +1,239 @@
+-- Showing a review: when the user is ready for it (not while they type), and in turns of the
+-- main loop (the file on disk, the proposal, windows and diff, then highlighting), so that even
+-- a 5 MiB file never blocks typing or redraws for long in one go.
+local config = require("pi-ide.core.config")
+local log = require("pi-ide.core.log")
+local ui = require("pi-ide.features.review.ui")
+
+local M = {}
+
+-- Left: the file that will be written, as it is on disk (not the user's buffer, which may hold
+-- unsaved edits). The core staged it as it read and diffed it: the user's path itself is never
+-- opened here (it may have become a FIFO meanwhile, and reading one would hang Neovim).
+local function make_left(r)
+  local load = require("pi-ide.features.review.load")
+  local left = vim.api.nvim_create_buf(false, true)
+  vim.bo[left].bufhidden = "wipe"
+  -- Named for people (see ui.lua); known to the plugin by this variable.
+  local tag = r.new_file and "new file" or "on disk"
+  vim.b[left].pi_ide_review = { pane = "disk", path = r.path, tab_name = r.tab_name }
+  r.names = ui.pane_names(r.path, { tag, "proposal" })
+  ui.set_name(left, r.names[tag], r.path, tag)
+  if r.old.file then
+    -- Decoded as Neovim would decode the file itself; UTF-8 when it is (like the proposal).
+    load.read_into(left, r.old.file, { utf8 = r.old.utf8 })
+    vim.bo[left].bomb = r.old.bom and true or false
+  end
+  vim.bo[left].modifiable = false
+  vim.bo[left].modified = false
+  return left
+end
+
+-- Right: the proposal, editable unless its agent writes its own; `:w` in its window accepts it
+-- (acwrite: nothing is written).
+local function make_right(r, built)
+  local load = require("pi-ide.features.review.load")
+  local right = vim.api.nvim_create_buf(false, false)
+  vim.bo[right].buftype = "acwrite"
+  vim.bo[right].bufhidden = "wipe"
+  vim.bo[right].swapfile = false
+  vim.b[right].pi_ide_review = { pane = "proposal", path = r.path, tab_name = r.tab_name }
+  -- intent.lua keeps this name (a :saveas or :file must not make the proposal a file).
+  built.right_name = ui.set_name(right, r.names.proposal, r.path, "proposal")
+  load.read_into(right, r.proposal_file, { ff = r.new.crlf and "dos" or "unix", utf8 = true })
+  -- Both staged files are read: the core, which owns them, deletes them now (it also does when
+  -- the review ends, whichever comes first).
+  local native = require("pi-ide.core.native").get()
+  if native then
+    native.staged_loaded(r.req)
+  end
+  load.set_form(right, r.new)
+  vim.bo[right].modified = false
+  vim.bo[right].modifiable = not r.read_only
+  return right
+end
+
+local function attach(r, view)
+  local group = vim.api.nvim_create_augroup("PiIdeDiff_" .. r.ui.right_buf, { clear = true })
+  require("pi-ide.features.review.intent").attach(r, group, function()
+    view.accept(r)
+  end)
+  -- The key hints shown depend on the window's width.
+  vim.api.nvim_create_autocmd({ "VimResized", "WinResized" }, {
+    group = group,
+    callback = log.guard("fitting a review's winbar", view.refresh),
+  })
+  -- However the proposal disappears (:q, :tabclose, :bwipe, :bd), that is a rejection.
+  vim.api.nvim_create_autocmd({ "BufWipeout", "BufUnload" }, {
+    group = group,
+    buffer = r.ui.right_buf,
+    callback = log.guard("rejecting a closed review", function()
+      view.reject(r)
+      pcall(vim.api.nvim_del_augroup_by_id, group)
+    end),
+  })
+  local keys = config.values.diff.keys
+  for _, buf in ipairs({ r.ui.left_buf, r.ui.right_buf }) do
+    for action, lhs in pairs({ accept = keys.accept, reject = keys.reject }) do
+      if lhs then
+        vim.keymap.set("n", lhs, function()
+          view[action](r)
+        end, { buffer = buf, nowait = true, desc = ("pi-ide: %s this proposal"):format(action) })
+      end
+    end
+  end
+end
+
+-- Diff mode in a window; another plugin's autocmd failing on the way is only reported.
+local function diff_on(r, win)
+  ui.tolerant(r, function()
+    vim.api.nvim_win_call(win, function()
+      vim.cmd("diffthis")
+    end)
+  end, function()
+    return vim.wo[win].diff
+  end)
+end
+
+-- Neovim's diff of the right pane is the longest single piece of work: for a large file it gets
+-- a turn of its own; a small one is finished with the windows, so that no frame ever shows the
+-- panes without the diff.
+local LARGE = 256 * 1024
+
+local function right_diff(r, view)
+  if r.shown then
+    return
+  end
+  diff_on(r, r.ui.right_win)
+  pcall(ui.to_first_hunk, r.ui.right_win)
+  view.shown(r)
+end
+
+local function open_windows(r, built, view)
+  -- Explicit directions, so 'splitright'/'splitbelow' never flip the panes.
+  if vim.api.nvim_win_is_valid(built.origin_win) then
+    vim.api.nvim_set_current_win(built.origin_win)
+  end
+  if config.values.diff.layout == "tab" then
+    ui.open_window(r, "tab sbuffer", built.left_buf)
+    built.tab = vim.api.nvim_get_current_tabpage()
+  else
+    ui.open_window(r, "rightbelow vertical sbuffer", built.left_buf)
+  end
+  built.left_win = vim.api.nvim_get_current_win()
+  ui.open_window(r, "rightbelow vertical sbuffer", built.right_buf)
+  built.right_win = vim.api.nvim_get_current_win()
+  r.ui = built
+  diff_on(r, built.left_win)
+  attach(r, view)
+  if (r.new.bytes or 0) <= LARGE then
+    right_diff(r, view)
+  end
+end
+
+-- The steps after the left pane, one per turn of the loop. Highlighting is a nicety: a filetype
+-- plugin that fails never ends the review.
+local function steps(r, built, view)
+  local ft = vim.filetype.match({ filename = r.path }) or ""
+  return {
+    function()
+      built.right_buf = ui.without_autocmds(function()
+        return make_right(r, built)
+      end)
+    end,
+    function()
+      open_windows(r, built, view)
+    end,
+    function()
+      right_diff(r, view)
+    end,
+    function()
+      pcall(ui.set_filetype, built.right_buf, built.right_win, ft)
+    end,
+    function()
+      pcall(ui.set_filetype, built.left_buf, built.left_win, ft)
+    end,
+  }
+end
+
+-- Runs step `i` and the rest, each on a turn of its own. A review that ended meanwhile (its
+-- agent closed it, its client left) drops what was built; a step that fails rejects it.
+local function run(r, built, list, i, view)
+  if not list[i] then
+    return
+  end
+  vim.schedule(function()
+    if r.ended then
+      for _, b in ipairs({ built.left_buf, built.right_buf }) do
+        if b and vim.api.nvim_buf_is_valid(b) then
+          pcall(vim.api.nvim_buf_delete, b, { force = true })
+        end
+      end
+      return
+    end
+    local ok, err = xpcall(list[i], debug.traceback)
+    if not ok then
+      r.ui = r.ui or built
+      return view.failed(r, err)
+    end
+    run(r, built, list, i + 1, view)
+  end)
+end
+
+local function show(r, view)
+  if r.ended then
+    return
+  end
+  local built = { origin_win = vim.api.nvim_get_current_win() }
+  built.left_buf = ui.without_autocmds(function()
+    return make_left(r)
+  end)
+  run(r, built, steps(r, built, view), 1, view)
+end
+
+-- Typing into a terminal (the agent's prompt): the review would take the next keys as
+-- Normal-mode commands. It opens once the keyboard has been quiet a moment.
+local TERMINAL_QUIET_MS = 700
+
+local function typing_in_terminal()
+  return vim.api.nvim_get_mode().mode:sub(1, 1) == "t" and require("pi-ide.core.typing").within(TERMINAL_QUIET_MS)
+end
+
+-- A review whose opening was put off: opened now if the user is ready, else put off again. An
+-- error rejects it, so that the agent is answered.
+local function later(r, view)
+  local ok, err = xpcall(M.when_ready, debug.traceback, r, view)
+  if not ok then
+    view.failed(r, err)
+  end
+end
+
+--- Shows review `r` once the user is ready: at once in Normal mode; after a quiet keyboard in
+--- the agent's terminal; on the return to Normal mode from Insert, Visual or Command-line mode.
+--- `view`: the review's view (init.lua), told what happens.
+function M.when_ready(r, view)
+  if r.ended then
+    return
+  end
+  if typing_in_terminal() then
+    -- One shot, armed again while the typing goes on: never two callbacks for one timer.
+    local timer = assert(vim.uv.new_timer())
+    timer:start(TERMINAL_QUIET_MS, 0, vim.schedule_wrap(function()
+      timer:close()
+      later(r, view)
+    end))
+    return
+  end
+  local typing = require("pi-ide.core.typing")
+  if not typing.busy_mode() then
+    return show(r, view)
+  end
+  typing.say_waiting("the review of " .. require("pi-ide.features.review.winbar").display_name(r.path))
+  -- Once: a second opening would find the staged proposal gone (deleted once read) and
+  -- reject the review.
+  typing.when_normal("showing a waiting review", function()
+    later(r, view)
+  end)
+end
+
+return M

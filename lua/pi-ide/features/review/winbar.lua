@@ -1,0 +1,131 @@
+-- The review's winbars: on the proposal, the file, what changed, where this review stands among
+-- the open ones and the keys; on the left, the file as it is on disk. Everything the two panes
+-- cannot show (a whole file's line breaks changing, the final newline, the byte order mark, a
+-- write to another path than the agent named as the old file) is said here.
+local config = require("pi-ide.core.config")
+
+local M = {}
+
+local function escape(s)
+  return (s:gsub("%%", "%%%%"))
+end
+
+local function key_label(lhs)
+  local leader = vim.g.mapleader or "\\"
+  return (lhs:gsub("<[Ll]eader>", leader == " " and "<Space>" or leader))
+end
+
+function M.display_name(path)
+  return vim.fn.fnamemodify(path, ":~:.")
+end
+
+-- The key hints that fit whole after `head` in the window, in their order (a hint cut to "<t"
+-- helps no one). When room is short the accept key goes first, then the reject hint; ":w accept"
+-- stays longest.
+local function fit_hints(win, head, hints)
+  if not vim.api.nvim_win_is_valid(win) then
+    return hints
+  end
+  local room = vim.api.nvim_win_get_width(win) - vim.fn.strdisplaywidth(head) - #"  ·  "
+  local width = function(list)
+    return vim.fn.strdisplaywidth(table.concat(list, "  "))
+  end
+  while #hints > 0 and width(hints) > room do
+    table.remove(hints, math.min(2, #hints))
+  end
+  return hints
+end
+
+-- When the bar is wider than its window, Neovim cuts it from the left, and the file's name
+-- goes first: cut right after the name instead.
+local function keep_name(win, bar, text, name)
+  local fits = not vim.api.nvim_win_is_valid(win) or vim.fn.strdisplaywidth(text) <= vim.api.nvim_win_get_width(win)
+  if fits then
+    return bar
+  end
+  local escaped = escape(name)
+  local at = bar:find(escaped, 1, true)
+  return at and (bar:sub(1, at + #escaped - 1) .. "%<" .. bar:sub(at + #escaped)) or bar
+end
+
+local function right_bar(r, i, n)
+  local keys = config.values.diff.keys
+  local parts = { M.display_name(r.path) }
+  local counts = {}
+  if r.stats then
+    counts = {
+      ("+%d −%d"):format(r.stats.added, r.stats.removed),
+      ("%d hunk%s"):format(#r.stats.hunks, #r.stats.hunks == 1 and "" or "s"),
+    }
+  else
+    counts = { "…" } -- the core is still counting
+  end
+  vim.list_extend(parts, counts)
+  for _, change in ipairs(r.format_changes or {}) do
+    table.insert(parts, "⚠ " .. change)
+  end
+  if n > 1 then
+    table.insert(parts, ("%d of %d"):format(i, n))
+  end
+  local read_only_at
+  if r.read_only then
+    -- Copilot writes its own proposal after an accept: edits here would not be applied.
+    table.insert(parts, "read-only: Copilot writes its own proposal")
+    read_only_at = #parts
+  end
+  if r.user_edits then
+    table.insert(parts, "⚠ your buffer has unsaved edits (kept; this diff is against the disk)")
+  end
+  local hints = { ":w accept" }
+  if keys.accept then
+    table.insert(hints, key_label(keys.accept) .. " accept")
+  end
+  table.insert(hints, keys.reject and (key_label(keys.reject) .. " reject") or ":q reject")
+  local head = " " .. table.concat(parts, "  ·  ")
+  local win = r.ui.right_win
+  if read_only_at and vim.api.nvim_win_is_valid(win) and vim.fn.strdisplaywidth(head) > vim.api.nvim_win_get_width(win) - 12 then
+    -- A narrow pane: the short form, and no counts (the panes show the changes), so that
+    -- ":w accept" keeps its room.
+    parts[read_only_at] = "read-only"
+    parts = vim.list_slice(parts, #counts + 2)
+    table.insert(parts, 1, M.display_name(r.path))
+    head = " " .. table.concat(parts, "  ·  ")
+  end
+  local shown = fit_hints(win, head, hints)
+  local bar = escape(head) .. (#shown > 0 and ("  ·  " .. escape(table.concat(shown, "  "))) or "")
+  return keep_name(r.ui.right_win, bar, head, parts[1])
+end
+
+local function left_bar(r)
+  local state = r.old_error and ("⚠ cannot read: " .. r.old_error) or r.new_file and "new file" or "on disk"
+  local name = M.display_name(r.path)
+  local text = name .. "  ·  " .. state
+  if r.old_path ~= r.path then
+    -- The agent named another file as the old one; what is written, and shown here, is this.
+    text = text .. "  ·  the agent's old_file_path: " .. M.display_name(r.old_path)
+  end
+  -- Which agent asks (and its session's title), when there is room for it.
+  local asker = require("pi-ide.core.clients").label_of(r.client)
+  local win = r.ui.left_win
+  local room = vim.api.nvim_win_is_valid(win) and vim.api.nvim_win_get_width(win) or math.huge
+  if asker and vim.fn.strdisplaywidth(" " .. text .. "  ·  asked by " .. asker) <= room then
+    text = text .. "  ·  asked by " .. asker
+  end
+  return keep_name(win, " " .. escape(text), " " .. text, name)
+end
+
+--- Sets the winbars of every review on screen; `reviews` in their order.
+function M.refresh(reviews)
+  for i, r in ipairs(reviews) do
+    if r.ui then
+      if vim.api.nvim_win_is_valid(r.ui.right_win) then
+        vim.wo[r.ui.right_win].winbar = right_bar(r, i, #reviews)
+      end
+      if vim.api.nvim_win_is_valid(r.ui.left_win) then
+        vim.wo[r.ui.left_win].winbar = left_bar(r)
+      end
+    end
+  end
+end
+
+return M
