@@ -333,6 +333,42 @@ fn abort_stops_a_streaming_answer() {
     assert!(rig.running(), "Pi goes on after an abort");
 }
 
+/// The chat knows its Pi by the token it handed it (its lockfile), not by which client came
+/// last: another agent that connects after it keeps its review when the chat aborts.
+#[test]
+fn abort_rejects_the_review_of_the_chats_pi_and_no_other_agents() {
+    let rig = Rig::new();
+    rig.model.on_user(
+        "please-write",
+        Reply::tool("write", json!({"path": "mine.txt", "content": "from the chat\n"})),
+    );
+    rig.model.after_tool("write", Reply::text("Mock model: done."));
+    rig.open_chat();
+    rig.wait_connected();
+    // Another agent connects after the chat's Pi, and asks for a review of its own.
+    let mut other = rig.nvim.peer();
+    let theirs = rig.dirs.work.join("theirs.txt").to_string_lossy().into_owned();
+    other.send_json(&open_diff_call("o1", &theirs, "from another agent\n", "other-tab")).unwrap();
+    rig.wait("the other agent's review", || {
+        rig.nvim.lua("return #require('pi-ide.features.review').list()") == json!(1)
+    });
+    rig.send("please-write mine.txt");
+    rig.wait("the chat's Pi's review too", || {
+        rig.nvim.lua("return #require('pi-ide.features.review').list()") == json!(2)
+    });
+    rig.nvim.command("PiIde abort").unwrap();
+    rig.wait("the chat's review to go", || {
+        rig.nvim.lua("return #require('pi-ide.features.review').list()") == json!(1)
+    });
+    assert_eq!(rig.nvim.lua("return require('pi-ide.features.review').list()[1].tab_name"), json!("other-tab"));
+    rig.wait_text("⏹ aborted");
+    assert!(!rig.dirs.work.join("mine.txt").exists(), "written though rejected");
+    // The other agent's review still waits for the user: nothing answered it (a ping's answer
+    // comes after anything queued before it).
+    assert_eq!(other.request("ping", json!({})).unwrap()["result"], json!({}));
+    assert!(answer_in(other.inbox.make_contiguous(), "o1").is_none(), "{:?}", other.inbox);
+}
+
 #[test]
 fn a_prompt_sent_while_pi_works_steers_it() {
     let rig = Rig::new();

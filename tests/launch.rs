@@ -432,7 +432,7 @@ fn pi_sees_only_this_neovims_lockfile_even_after_a_crash_left_one() {
     let r = rig();
     let nvim = &r.nvim;
     // A Neovim that crashed with our pid left its lockfile in the private folder.
-    let dir = PathBuf::from(nvim.lua("return require('pi-ide.features.terminal.connect').pi_lock_dir()").as_str().unwrap());
+    let dir = PathBuf::from(nvim.lua("return require('pi-ide.agents.pi').lock_dir()").as_str().unwrap());
     std::fs::create_dir_all(&dir).unwrap();
     let stale = nvim.lockfile().raw.to_string();
     std::fs::write(dir.join("1.lock"), stale).unwrap();
@@ -441,4 +441,47 @@ fn pi_sees_only_this_neovims_lockfile_even_after_a_crash_left_one() {
     let there = lock::read_all(Path::new(&got["PI_IDE_LOCK_DIR"]));
     assert_eq!(there.len(), 1, "{there:?}");
     assert_eq!(there[0].raw, nvim.lockfile().raw);
+}
+
+/// setup() for `provider` with every agent being the fake one and no environment of the user's,
+/// as a new user has them (only the program is named).
+fn setup_without_env(dir: &Path, provider: &str) -> String {
+    let script = fake_agent(dir);
+    let agents: Vec<String> = ["pi", "claude", "copilot"]
+        .iter()
+        .map(|name| {
+            let out = dir.join(format!("{name}.out"));
+            format!("{name} = {{ cmd = {{ {:?}, {:?} }} }}", script.display().to_string(), out.display().to_string())
+        })
+        .collect();
+    format!(
+        "require('pi-ide').setup({{ terminal = {{ provider = '{provider}', external = 'sh -c %s', agents = {{ {} }} }} }})",
+        agents.join(", ")
+    )
+}
+
+/// Every provider starts every agent in a bare Neovim with nothing in `terminal.agents.*.env`:
+/// an agent given no variable (the Copilot CLI: nothing selects an editor for it) once reached
+/// jobstart with an empty table, which it refuses (E475: Invalid argument: env).
+#[test]
+fn every_provider_starts_every_agent_with_no_environment_of_the_users() {
+    let snacks = std::path::PathBuf::from(std::env::var("PI_IDE_LAZYVIM").expect("scripts/test sets PI_IDE_LAZYVIM"))
+        .join("nvim-lazy/snacks.nvim");
+    assert!(snacks.is_dir(), "no snacks.nvim at {}", snacks.display());
+    for provider in ["split", "float", "external", "snacks"] {
+        let dir = temp_dir("agents-bare");
+        let before = (provider == "snacks").then(|| format!("vim.opt.rtp:prepend({:?})", snacks.display().to_string()));
+        let nvim = Nvim::start_with(Options { before, after: Some(setup_without_env(&dir, provider)), ..Default::default() });
+        nvim.record_notify();
+        let r = Rig { nvim, dir };
+        for agent in ["pi", "claude", "copilot"] {
+            r.nvim.command(&format!("PiIde open {agent}")).unwrap();
+            let got = r.report(agent);
+            assert_eq!(got["cwd"], r.nvim.cwd.display().to_string(), "{provider} {agent}");
+            assert_eq!(r.nvim.notes(), Vec::<String>::new(), "{provider} {agent}: nothing to say");
+            if provider != "external" {
+                assert_eq!(r.term(agent)["running"], true, "{provider} {agent}");
+            }
+        }
+    }
 }

@@ -142,54 +142,10 @@ local function check_suggestions()
   end
 end
 
-local function check_claude()
-  local on = require("pi-ide.core.config").values.claude_code
-  local info = require("pi-ide").info()
-  if on then
-    h.ok("Claude Code compatibility on" .. (info.claude_lockfile and (": " .. info.claude_lockfile) or ""))
-  else
-    h.info("Claude Code compatibility off (option claude_code)")
-  end
-end
-
-local function check_copilot()
-  local on = require("pi-ide.core.config").copilot()
-  local info = require("pi-ide").info()
-  if not on then
-    h.info("Copilot CLI off (option copilot)")
-    return
-  end
-  if not info.running then
-    h.info("Copilot CLI on; the server is not running")
-    return
-  end
-  if not info.copilot_socket then
-    h.warn("Copilot CLI on, but the running server was started without it: :PiIde stop, then :PiIde start")
-    return
-  end
-  h.ok(("Copilot CLI on: socket %s, lockfile %s%s"):format(
-    info.copilot_socket,
-    info.copilot_lockfile,
-    on.trust_workspace and " (workspace trusted)" or ""
-  ))
-  local stat = vim.uv.fs_stat(info.copilot_socket)
-  if not (stat and stat.type == "socket") then
-    h.error("the Copilot socket is gone: " .. info.copilot_socket .. " (restart the server)")
-  end
-  local sessions = vim.tbl_filter(function(c)
-    return c.agent == "copilot"
-  end, info.clients)
-  h.info(("%d Copilot session%s connected; the CLI connects on its own when started in one of: %s"):format(
-    #sessions,
-    #sessions == 1 and "" or "s",
-    table.concat(info.workspace_folders, ", ")
-  ))
-end
-
 -- :PiIde open: which agents can be started, and where it would run them.
 local function check_terminal()
   local cfg = require("pi-ide.core.config").values.terminal
-  local agents = require("pi-ide.features.terminal.agents")
+  local agents = require("pi-ide.agents")
   for _, name in ipairs(agents.names) do
     local cmd = agents.command(name, {})
     local missing = agents.missing(name, cmd)
@@ -216,10 +172,14 @@ function M.check()
   check_server()
   h.start("suggestions")
   check_suggestions()
-  h.start("Claude Code")
-  check_claude()
-  h.start("GitHub Copilot CLI")
-  check_copilot()
+  -- Each agent's own section (lua/pi-ide/agents/).
+  local info = require("pi-ide").info()
+  for _, agent in ipairs(require("pi-ide.agents").all()) do
+    if agent.health then
+      h.start(agent.health_title)
+      agent.health(info)
+    end
+  end
   h.start("agents launched from Neovim")
   check_terminal()
 end

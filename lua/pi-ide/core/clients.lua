@@ -1,6 +1,6 @@
--- The agents connected, as the user reads them: "pi-ide", "copilot-cli “Fix the login”". The
--- core holds them (native.agents(): one short lock); the Copilot CLI names its session with
--- update_session_name, and that title is what tells two of its sessions apart.
+-- The agents connected, as the user reads them: the name each gave, and its session's title when
+-- it gave one (`pi-ide`, `<cli> “Fix the login”`: the title is what tells two sessions of one
+-- agent apart). The core holds them (native.agents(): one short lock).
 local M = {}
 
 local MAX_TITLE = 24
@@ -15,9 +15,10 @@ local function title(s)
   return "“" .. s .. "”"
 end
 
---- One agent as a label: its name (or kind), and its session's title when it gave one.
+--- One agent as a label: its name (or its kind's), and its session's title when it gave one.
 function M.label(a)
-  local name = a.name or a.agent or "agent"
+  local kind = a.agent and require("pi-ide.agents").get(a.agent)
+  local name = a.name or kind and kind.short or "agent"
   local t = title(a.session_name)
   return t and (name .. " " .. t) or name
 end
@@ -41,7 +42,16 @@ function M.label_of(id)
   end
 end
 
---- All of them, for the statusline: "pi-ide, copilot-cli “Fix…”", or nil when none.
+--- The agent (its module, lua/pi-ide/agents/) client `id` came as, if it is connected.
+function M.kind_of(id)
+  for _, a in ipairs(M.list()) do
+    if a.id == id then
+      return require("pi-ide.agents").get(a.agent)
+    end
+  end
+end
+
+--- All of them, for the statusline: "pi-ide, <cli> “Fix…”", or nil when none.
 function M.summary()
   local labels = vim.tbl_map(M.label, M.list())
   return #labels > 0 and table.concat(labels, ", ") or nil

@@ -20,12 +20,16 @@ function M.status_lines()
   local lines = {
     ("pi-ide.nvim: running on 127.0.0.1:%d as %q"):format(st.port, st.ide_name),
     "  lockfile: " .. st.lockfile,
-    st.claude_lockfile and ("  claude code: lockfile %s"):format(st.claude_lockfile) or "  claude code: off (setup({ claude_code = true }), or :PiIde open claude)",
-    st.copilot_socket and ("  copilot: socket %s, lockfile %s"):format(st.copilot_socket, st.copilot_lockfile)
-      or "  copilot: off (setup({ copilot = true }))",
+  }
+  for _, agent in ipairs(require("pi-ide.agents").all()) do
+    if agent.status_line then
+      table.insert(lines, agent.status_line(st))
+    end
+  end
+  vim.list_extend(lines, {
     "  workspace folders: " .. table.concat(st.workspace_folders, ", "),
     ("  clients: %d"):format(#st.clients),
-  }
+  })
   for _, c in ipairs(st.clients) do
     table.insert(
       lines,
@@ -227,7 +231,7 @@ function M.complete(arglead, cmdline)
   elseif (sub == "open" or sub == "close") and not second then
     return vim.tbl_filter(function(w)
       return w:sub(1, #arglead) == arglead
-    end, require("pi-ide.features.terminal.agents").names)
+    end, require("pi-ide.agents").names)
   elseif sub == "open" then
     return vim.fn.getcompletion(arglead, "file")
   elseif sub == "chat" and not second then

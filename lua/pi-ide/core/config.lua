@@ -67,80 +67,22 @@ local M = {}
 
 local log_levels = { "off", "error", "warn", "info", "debug", "trace" }
 
-local function whole_number(min, unit)
-  return function(v)
-    if v < min or v ~= math.floor(v) then
-      return ("must be a whole number of %s, at least %d"):format(unit, min)
-    end
-  end
-end
-
-local function one_of(...)
-  local allowed = { ... }
-  return function(v)
-    if not vim.tbl_contains(allowed, v) then
-      return "must be one of " .. table.concat(allowed, ", ")
-    end
-  end
-end
-
-local function key_or_false(v)
-  if v == true or v == "" then
-    return "must be a key (like \"<leader>pa\") or false"
-  end
-end
-
--- One option: its default, the Lua types it may have, and an extra check returning an error
--- text. The tree below is the one source: the defaults and the checks are both read from it.
-local function opt(default, types, check)
-  return { is_option = true, default = default, types = types, check = check }
-end
-
-local function ms(default, min)
-  return opt(default, { "number" }, whole_number(min, "milliseconds"))
-end
-
-local function key(default)
-  return opt(default, { "string", "boolean" }, key_or_false)
-end
-
-local function fraction_or_columns(v)
-  if v <= 0 then
-    return "must be a fraction of the screen (0 to 1) or a number of columns"
-  end
-end
+local o = require("pi-ide.core.options")
+local opt, ms, key, one_of, whole_number = o.opt, o.ms, o.key, o.one_of, o.whole_number
+local fraction_or_columns = o.fraction_or_columns
+local agents = require("pi-ide.agents")
 
 -- terminal.agents: per agent, cmd (the argv; :PiIde open's arguments are added) and env.
-local AGENTS = { pi = true, claude = true, copilot = true }
-
-local function strings_only(list)
-  return type(list) == "table" and #list > 0 and vim.iter(list):all(function(x)
-    return type(x) == "string"
-  end)
-end
-
-local function string_map(map)
-  if type(map) ~= "table" then
-    return false
-  end
-  for k, v in pairs(map) do
-    if type(k) ~= "string" or type(v) ~= "string" then
-      return false
-    end
-  end
-  return true
-end
-
 local function check_agent(name, a)
-  if not AGENTS[name] then
-    return ("has no agent %s (only pi, claude, copilot)"):format(tostring(name))
+  if not agents.get(name) then
+    return ("has no agent %s (only %s)"):format(tostring(name), table.concat(agents.names, ", "))
   elseif type(a) ~= "table" then
     return ("%s must be a table { cmd = {...}, env = {...} }"):format(name)
   end
   for k, v in pairs(a) do
-    if k == "cmd" and not strings_only(v) then
+    if k == "cmd" and not o.strings_only(v) then
       return ("%s.cmd must be a list of strings, the program first"):format(name)
-    elseif k == "env" and not string_map(v) then
+    elseif k == "env" and not o.string_map(v) then
       return ("%s.env must map variable names to strings"):format(name)
     elseif k ~= "cmd" and k ~= "env" then
       return ("%s has no option %s (only cmd, env)"):format(name, tostring(k))
@@ -155,6 +97,15 @@ local function agents_table(v)
       return problem
     end
   end
+end
+
+-- How each agent runs by default: its program, nothing added to the environment.
+local function agent_defaults()
+  local out = {}
+  for _, a in ipairs(agents.all()) do
+    out[a.name] = { cmd = vim.deepcopy(a.cmd), env = {} }
+  end
+  return out
 end
 
 local spec = {
@@ -180,24 +131,6 @@ local spec = {
   selection_debounce_ms = ms(100, 0),
   -- The selected text sent to the agent is cut after this many lines.
   selection_max_lines = opt(1000, { "number" }, whole_number(1, "lines")),
-  -- Also serve Claude Code (same wire format): a second lockfile in $CLAUDE_CONFIG_DIR/ide
-  -- (or ~/.claude/ide) and its x-claude-code-ide-authorization header.
-  claude_code = opt(false, { "boolean" }),
-  -- Also serve the GitHub Copilot CLI: MCP over HTTP on a Unix socket in stdpath("run"), and
-  -- its lockfile in $COPILOT_HOME/ide (or ~/.copilot/ide). A table turns it on with options:
-  -- trust_workspace = true tells the CLI the folder is trusted (it skips its trust prompt).
-  copilot = opt(false, { "boolean", "table" }, function(v)
-    if type(v) ~= "table" then
-      return
-    end
-    for k, val in pairs(v) do
-      if k ~= "trust_workspace" then
-        return ("has no option %s (only trust_workspace)"):format(tostring(k))
-      elseif type(val) ~= "boolean" then
-        return "trust_workspace must be true or false"
-      end
-    end
-  end),
   -- Reviews of the files the agent wants to write (openDiff).
   diff = {
     -- false: accept every proposal at once, without showing it.
@@ -257,7 +190,7 @@ local spec = {
   -- Agents launched from Neovim (:PiIde open), already connected to this Neovim.
   terminal = {
     -- The agent :PiIde open starts when given none.
-    agent = opt("pi", { "string" }, one_of("pi", "claude", "copilot")),
+    agent = opt(agents.names[1], { "string" }, one_of(unpack(agents.names))),
     -- "split": a :terminal in a vertical split; "float"; "snacks": snacks.nvim's terminal;
     -- "external": a command of yours (below); "auto": snacks when installed, else split.
     provider = opt("auto", { "string" }, one_of("auto", "split", "float", "snacks", "external")),
@@ -281,11 +214,7 @@ local spec = {
     focus_after_send = opt(true, { "boolean" }),
     -- How each agent runs: cmd is the program and its first arguments, env is added to
     -- Neovim's. Merged agent by agent with the defaults.
-    agents = opt({
-      pi = { cmd = { "pi" }, env = {} },
-      claude = { cmd = { "claude" }, env = {} },
-      copilot = { cmd = { "copilot" }, env = {} },
-    }, { "table" }, agents_table),
+    agents = opt(agent_defaults(), { "table" }, agents_table),
   },
   -- The chat window (:PiIde chat): Pi in RPC mode, run as terminal.agents.pi says.
   chat = {
@@ -318,12 +247,22 @@ local spec = {
     treesitter = opt(false, { "boolean" }),
     -- Arguments added to Pi's command line after "--mode rpc" (e.g. { "--model", "x" }).
     args = opt({}, { "table" }, function(v)
-      if #v > 0 and not strings_only(v) then
+      if #v > 0 and not o.strings_only(v) then
         return "must be a list of strings"
       end
     end),
   },
 }
+
+-- Options of the agents' own (serving one from the start, and how), at the top level.
+for _, a in ipairs(agents.all()) do
+  for name, rule in pairs(a.options or {}) do
+    spec[name] = rule
+  end
+end
+
+--- The tree of every option, for what reads it whole (the help's and annotations' coverage).
+M.spec = spec
 
 -- The defaults, read from the tree.
 local function defaults_of(node)
@@ -448,16 +387,6 @@ function M.ide_name()
     or vim.env.WEZTERM_PANE and ("wezterm " .. vim.env.WEZTERM_PANE)
     or vim.env.KITTY_WINDOW_ID and ("kitty " .. vim.env.KITTY_WINDOW_ID)
   return pane and ("Neovim (%s)"):format(pane) or "Neovim"
-end
-
---- The Copilot CLI's options when it is served, else nil.
----@return { trust_workspace: boolean }?
-function M.copilot()
-  local c = M.values.copilot
-  if not c then
-    return nil
-  end
-  return { trust_workspace = type(c) == "table" and c.trust_workspace == true }
 end
 
 return M

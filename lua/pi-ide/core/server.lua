@@ -123,16 +123,18 @@ function M.agent_name()
   return agent and agent.name or nil
 end
 
--- Options the server reads only when it starts (what it listens on, its lockfiles, its bounds).
-local START_OPTIONS = { "claude_code", "copilot", "max_message_size", "ide_name", "diagnostics_timeout_ms", "selection_debounce_ms" }
+-- Options the server reads only when it starts (what it listens on, its lockfiles, its bounds;
+-- and the agents' own, which say whom it serves).
+local START_OPTIONS = { "max_message_size", "ide_name", "diagnostics_timeout_ms", "selection_debounce_ms" }
 
 --- setup() changed options while running: the ones read at start take effect by a restart,
 --- done now when no agent is connected and no review is open (nothing is lost), else on the
 --- user's word.
 function M.apply_start_options(before)
+  local read_at_start = vim.list_extend(vim.deepcopy(START_OPTIONS), require("pi-ide.agents").start_options())
   local changed = vim.tbl_filter(function(k)
     return not vim.deep_equal(before[k], config.values[k])
-  end, START_OPTIONS)
+  end, read_at_start)
   if #changed == 0 then
     return
   end
@@ -170,17 +172,13 @@ function M.start()
 
   local async = vim.uv.new_async(on_wake)
   local name = config.ide_name()
-  local copilot = config.copilot()
-  if copilot then
-    copilot.socket_dir = vim.fn.stdpath("run")
-  end
   local ok, info = pcall(native.start, {
     ide_name = name,
     workspace_folders = require("pi-ide.core.workspace").folders(),
     max_message_size = config.values.max_message_size,
     diagnostics_timeout_ms = config.values.diagnostics_timeout_ms,
     selection_debounce_ms = config.values.selection_debounce_ms,
-    serve = { claude = config.values.claude_code and vim.empty_dict() or nil, copilot = copilot },
+    serve = require("pi-ide.agents").served_at_start(config.values),
     diff_review = config.values.diff.review,
     run_dir = vim.fn.stdpath("run"),
     own_names = { "Neovim", name },

@@ -10,7 +10,12 @@ local window = require("pi-ide.features.chat.window")
 
 local M = {}
 
-local INSTALL = "pi install npm:@ldelossa/pi-ide"
+-- The agent the chat hosts (lua/pi-ide/agents/: the one with `chat`), and the tag of its launch:
+-- its lockfile holds a token of its own, so the client that comes with it is the chat's.
+local function agent()
+  return require("pi-ide.agents").chat()
+end
+local TAG = "chat"
 
 vim.api.nvim_set_hl(0, "PiIdeChatWarning", { link = "WarningMsg", default = true })
 
@@ -22,14 +27,14 @@ local function cfg()
   return require("pi-ide.core.config").values.chat
 end
 
--- Ids of the clients connected now: the one that appears after Pi starts is its extension.
-local function client_ids()
-  local ids = {}
-  local server = require("pi-ide.core.server")
-  for _, c in ipairs(server.running() and server.status().clients or {}) do
-    ids[c.id] = true
+-- The client that is the chat's Pi (its extension connected with the chat's token), if any.
+local function own_client()
+  local native = require("pi-ide.core.native").get()
+  local best
+  for _, c in ipairs(require("pi-ide.core.server").status().clients or {}) do
+    best = (not best or c.id > best) and c.id or best
   end
-  return ids
+  return best
 end
 
 local function prompt_buf()
@@ -140,7 +145,7 @@ local function banner()
   if chat.extension == false then
     view.banner({
       "> ⚠ **Writes are not reviewed**: the pi-ide extension is not installed in Pi, so Pi writes files without asking Neovim. Install it: `"
-        .. INSTALL
+        .. agent().chat.extension.install
         .. "`, then `:PiIde chat restart`.",
     })
   elseif chat.connected then
@@ -148,12 +153,13 @@ local function banner()
   end
 end
 
--- Whether the pi-ide extension is in this Pi: it registers the /ide command.
+-- Whether the pi-ide extension is in this Pi: it registers its command (/ide).
 local function check_extension()
+  local command = agent().chat.extension.command
   process.send(chat.proc, { type = "get_commands" }, function(r)
     local found = false
     for _, c in ipairs(r.success and type(r.data) == "table" and r.data.commands or {}) do
-      if type(c) == "table" and c.name == "ide" and c.source == "extension" then
+      if type(c) == "table" and c.name == command and c.source == "extension" then
         found = true
       end
     end
@@ -170,10 +176,10 @@ function M.ensure()
   if process.running(chat.proc) then
     return true
   end
-  local agents = require("pi-ide.features.terminal.agents")
-  local cmd, agent_env = agents.command("pi", { "--mode", "rpc" })
+  local agents, name = require("pi-ide.agents"), agent().name
+  local cmd, agent_env = agents.command(name, agent().chat.args)
   vim.list_extend(cmd, vim.deepcopy(cfg().args))
-  local missing = agents.missing("pi", cmd)
+  local missing = agents.missing(name, cmd)
   if missing then
     log.notify(missing, vim.log.levels.ERROR)
     return false
@@ -184,12 +190,12 @@ function M.ensure()
     vim.list_extend(cmd, { "--session", session })
   end
   local cwd = vim.fn.getcwd()
-  local env, err = require("pi-ide.features.terminal.connect").env_for("pi", agent_env, cwd)
+  local launch = { env = agent_env, cwd = cwd, tag = TAG }
+  local env, err = require("pi-ide.features.terminal.connect").env_for(name, launch)
   if not env then
     log.notify(err, vim.log.levels.ERROR)
     return false
   end
-  chat.clients_before = client_ids()
   chat.cwd = cwd
   local proc, start_err = process.start({
     cmd = cmd,
@@ -209,7 +215,7 @@ function M.ensure()
     return false
   end
   chat.proc = proc
-  chat.extension, chat.client, chat.connected = nil, nil, nil
+  chat.extension, chat.connected = nil, nil
   -- Pi takes a second or two to start; until it answers, the header and statusline say so.
   chat.starting = true
   check_extension()
@@ -315,12 +321,6 @@ end
 
 --- The pi-ide extension in the chat's Pi connected to this Neovim (its "Auto-connected" note).
 function M.connected(message)
-  local before = chat.clients_before or {}
-  for id in pairs(client_ids()) do
-    if not before[id] and (not chat.client or id > chat.client) then
-      chat.client = id
-    end
-  end
   chat.connected = message
   banner()
 end
@@ -330,8 +330,9 @@ function M.abort()
   if not process.running(chat.proc) then
     return log.notify("Pi is not running in the chat", vim.log.levels.INFO)
   end
-  if chat.client then
-    require("pi-ide.features.review").reject_of_client(chat.client)
+  local client = own_client()
+  if client then
+    require("pi-ide.features.review").reject_of_client(client)
   end
   process.send(chat.proc, { type = "abort" })
 end

@@ -127,6 +127,8 @@ function M.open(ev)
     path = path,
     old_path = buffers.to_path(ev.old_path),
     read_only = ev.read_only,
+    -- Who writes a read-only proposal (the agent that asks).
+    writer = ev.read_only and (require("pi-ide.core.clients").kind_of(ev.client) or {}).short or nil,
     proposal_file = ev.proposal_file,
     old = ev.old,
     new = ev.new,

@@ -69,8 +69,8 @@ local function right_bar(r, i, n)
   end
   local read_only_at
   if r.read_only then
-    -- Copilot writes its own proposal after an accept: edits here would not be applied.
-    table.insert(parts, "read-only: Copilot writes its own proposal")
+    -- Its agent writes its own proposal after an accept: edits here would not be applied.
+    table.insert(parts, ("read-only: %s writes its own proposal"):format(r.writer or "the agent"))
     read_only_at = #parts
   end
   if r.user_edits then

@@ -1,6 +1,6 @@
 -- Agents launched from Neovim: :PiIde open [agent] [args], :PiIde close [agent], the
 -- <Plug>(PiIdeTerminal) toggle. One terminal per agent; its process outlives its window.
-local agents = require("pi-ide.features.terminal.agents")
+local agents = require("pi-ide.agents")
 local log = require("pi-ide.core.log")
 
 local M = {}
@@ -50,7 +50,7 @@ local function on_exit(agent, provider, handle, status)
     return -- the user wiped the buffer (and so ended the process): nothing to say
   end
   if status ~= 0 then
-    log.notify(("%s exited with status %d"):format(agents.label(agent), status), vim.log.levels.WARN)
+    log.notify(("%s exited with status %d"):format(agents.get(agent).label, status), vim.log.levels.WARN)
   elseif require("pi-ide.core.config").values.terminal.close_on_exit then
     provider.close(handle)
   end
@@ -76,7 +76,7 @@ local function launch(agent, args)
     return log.notify(missing, vim.log.levels.ERROR)
   end
   local cwd = vim.fn.getcwd()
-  local env, err = require("pi-ide.features.terminal.connect").env_for(agent, agent_env, cwd)
+  local env, err = require("pi-ide.features.terminal.connect").env_for(agent, { env = agent_env, cwd = cwd })
   if not env then
     return log.notify(err, vim.log.levels.ERROR)
   end
@@ -87,7 +87,9 @@ local function launch(agent, args)
     old.provider.close(old.handle)
   end
   local provider, kind = provider_for(require("pi-ide.core.config").values.terminal.provider)
-  local spec = { cmd = cmd, cwd = cwd, env = vim.tbl_extend("force", agent_env, env) }
+  env = vim.tbl_extend("force", agent_env, env)
+  -- jobstart() refuses an empty table as `env` (E475: it is a list to it): nothing to add is nil.
+  local spec = { cmd = cmd, cwd = cwd, env = next(env) and env or nil }
   local handle, open_err = provider.open(spec, kind)
   if not handle then
     return log.notify(open_err, vim.log.levels.ERROR)
@@ -104,12 +106,12 @@ end
 --- :PiIde open [agent] [args...]: starts the agent, or shows and focuses the one running.
 function M.open(agent, args)
   agent = agent or require("pi-ide.core.config").values.terminal.agent
-  if not agents.known(agent) then
-    return log.notify(("no agent %q (pi, claude or copilot)"):format(agent), vim.log.levels.ERROR)
+  if not agents.get(agent) then
+    return log.notify(("no agent %q (%s)"):format(agent, table.concat(agents.names, ", ")), vim.log.levels.ERROR)
   end
   if M.is_running(agent) then
     if args and #args > 0 then
-      log.notify(("%s runs already; exit it to start it with new arguments"):format(agents.label(agent)), vim.log.levels.WARN)
+      log.notify(("%s runs already; exit it to start it with new arguments"):format(agents.get(agent).label), vim.log.levels.WARN)
     end
     return focus(agent)
   end
@@ -132,7 +134,7 @@ end
 function M.close(agent)
   agent = agent or current()
   if not agent or not M.is_running(agent) then
-    return log.notify(agent and ("%s is not running in Neovim"):format(agents.label(agent)) or "no agent runs in Neovim", vim.log.levels.INFO)
+    return log.notify(agent and ("%s is not running in Neovim"):format(agents.get(agent).label) or "no agent runs in Neovim", vim.log.levels.INFO)
   end
   local t = running[agent]
   t.provider.hide(t.handle)
@@ -162,7 +164,7 @@ function M.after_send()
   end
 end
 
---- For :PiIde status: "pi (shown)", "claude (hidden)".
+--- For :PiIde status: each agent running here, and whether it is shown: "<name> (shown)".
 function M.summary()
   local out = {}
   for _, name in ipairs(agents.names) do
@@ -178,7 +180,10 @@ vim.api.nvim_create_autocmd("User", {
   group = vim.api.nvim_create_augroup("PiIdeTerminal", { clear = true }),
   pattern = "PiIdeStarted",
   callback = function()
-    require("pi-ide.features.terminal.connect").restore(M.is_running)
+    require("pi-ide.features.terminal.connect").restore(function(agent, tag)
+      -- The chat's own launch (tagged) runs as long as the chat's process does.
+      return tag == nil and M.is_running(agent) or tag ~= nil and require("pi-ide.features.chat").running()
+    end)
   end,
 })
 

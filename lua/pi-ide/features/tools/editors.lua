@@ -1,5 +1,5 @@
 -- getOpenEditorTabs, getOpenEditors, getWorkspaceFolders: what is open, in the shapes the
--- pi-ide reference plugin and Claude Code's editor integrations use.
+-- pi-ide reference plugin and the other editor integrations of the protocol use.
 local buffers = require("pi-ide.core.buffers")
 
 local M = {}
@@ -34,7 +34,7 @@ function M.getOpenEditorTabs()
   return vim.json.encode(out)
 end
 
---- Claude Code's tool: `{tabs = [...]}`.
+--- The editor integrations' shape: `{tabs = [...]}`.
 function M.getOpenEditors()
   local current = vim.api.nvim_get_current_buf()
   local tab = vim.api.nvim_tabpage_get_number(0)

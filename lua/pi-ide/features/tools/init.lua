@@ -1,9 +1,10 @@
--- Tool calls parked in Rust reach Lua here. Each tool is one entry in src/tools.rs (schema,
--- checks, result shape, what is answered if the editor stops) that names the Lua module with
--- its handler: `require(module)[handler](args, reply, call)` (a Copilot tool shares the handler of
--- the pi-ide tool of the same meaning; the core maps its arguments and answer). A handler either returns its answer
--- (answered at once) or returns nil and calls reply(result) later, as the blocking openDiff
--- does. Every call is answered exactly once, even when a handler fails.
+-- Tool calls parked in Rust reach Lua here. Each tool is one entry in the core (src/protocol/
+-- tools/, or an agent's module in src/agents/: schema, checks, result shape, what is answered if
+-- the editor stops) that names the Lua module with its handler: `require(module)[handler](args,
+-- reply, call)` (another agent's tool shares the handler of the pi-ide tool of the same meaning;
+-- the core maps its arguments and answer). A handler either returns its answer (answered at
+-- once) or returns nil and calls reply(result) later. Every call is answered exactly once, even
+-- when a handler fails. (Reviews are not tool calls to Lua: see features/review/.)
 local log = require("pi-ide.core.log")
 
 local M = {}

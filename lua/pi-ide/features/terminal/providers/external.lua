@@ -11,10 +11,11 @@ end
 --- The agent's command line for sh: into its folder, with its environment.
 function M.command_line(spec)
   local words = { "cd", quote(spec.cwd), "&&", "exec", "env" }
-  local names = vim.tbl_keys(spec.env)
+  local env = spec.env or {}
+  local names = vim.tbl_keys(env)
   table.sort(names)
   for _, k in ipairs(names) do
-    table.insert(words, quote(k .. "=" .. spec.env[k]))
+    table.insert(words, quote(k .. "=" .. env[k]))
   end
   for _, a in ipairs(spec.cmd) do
     table.insert(words, quote(a))

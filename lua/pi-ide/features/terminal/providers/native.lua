@@ -71,7 +71,8 @@ function M.open(spec, kind)
       pcall(vim.api.nvim_win_close, win, true)
     end
     pcall(vim.api.nvim_buf_delete, buf, { force = true })
-    return nil, started and ("cannot run %s"):format(spec.cmd[1]) or tostring(job)
+    -- jobstart's error, not the traceback that comes with it.
+    return nil, started and ("cannot run %s"):format(spec.cmd[1]) or tostring(job):match("[^\n]*")
   end
   vim.bo[buf].bufhidden = "hide"
   return { buf = buf, kind = kind }

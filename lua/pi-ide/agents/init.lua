@@ -1,0 +1,107 @@
+-- The agents, one module each (agents/<name>.lua), listed once here: the only list of them on
+-- the Lua side. An agent's module says everything Lua knows of it: what it is called and how it
+-- is installed, its default command (terminal.agents), its options, whether the server serves
+-- it from the start and with what, what connects one launched from Neovim to this Neovim, and
+-- its lines in :PiIde status and :checkhealth. The core's side of each agent is src/agents/.
+-- Everything else asks this registry; adding an agent is a module and a line in `names`.
+--
+---@class PiIde.Agent
+---@field name string Its name here, in the core, in :PiIde open and in terminal.agents.
+---@field label string How messages name it ("Claude Code").
+---@field short string How a tight place names it ("Claude").
+---@field install string What to run to install it.
+---@field cmd string[] The program and its first arguments (terminal.agents.<name>.cmd's default).
+---@field options? table<string, table> Top-level options of its own (core/options.lua's words).
+---@field serve? fun(values: table): table? The core's options to serve it from the start, or nil.
+---@field connect fun(launch: PiIde.Launch): table<string, string>?, string? The environment that connects a launch to this Neovim, or nil and why.
+---@field after_restart? string What to tell when the server restarted while a launch of it runs.
+---@field status_line? fun(st: table): string Its line in :PiIde status.
+---@field health_title? string Its section of :checkhealth pi-ide.
+---@field health? fun(info: table) That section's checks (vim.health).
+---@field chat? table How the chat window runs it (for the one agent it hosts).
+--
+---@class PiIde.Launch
+---@field env table<string, string> The environment the user's config adds (terminal.agents).
+---@field cwd string Where it runs.
+---@field tag? string A launch that must be told apart (the chat's): its own lockfile and token.
+local M = {}
+
+--- Every agent, in the order they are listed to the user.
+M.names = { "pi", "claude", "copilot" }
+
+--- The module of agent `name`; nil when there is none.
+---@return PiIde.Agent?
+function M.get(name)
+  if not vim.tbl_contains(M.names, name) then
+    return nil
+  end
+  return require("pi-ide.agents." .. name)
+end
+
+--- Every agent's module, in order.
+---@return PiIde.Agent[]
+function M.all()
+  return vim.tbl_map(M.get, M.names)
+end
+
+--- The agent the chat window hosts.
+---@return PiIde.Agent
+function M.chat()
+  for _, a in ipairs(M.all()) do
+    if a.chat then
+      return a
+    end
+  end
+end
+
+--- The argv to run `name` with `args` added, and its extra environment (terminal.agents).
+---@return string[] cmd, table<string, string> env
+function M.command(name, args)
+  local config = require("pi-ide.core.config")
+  local cfg = config.values.terminal.agents[name] or {}
+  local cmd = vim.list_extend(vim.deepcopy(cfg.cmd or M.get(name).cmd), args or {})
+  return cmd, vim.deepcopy(cfg.env or {})
+end
+
+--- Nil when the program can be run, else the message saying what to install.
+function M.missing(name, cmd)
+  if vim.fn.executable(cmd[1]) == 1 then
+    return nil
+  end
+  return ("%s not found on PATH; install it: %s"):format(cmd[1], M.get(name).install)
+end
+
+--- The core's options for the agents served from the start (by their options in `values`).
+function M.served_at_start(values)
+  local out = {}
+  for _, a in ipairs(M.all()) do
+    out[a.name] = a.serve and a.serve(values) or nil
+  end
+  return out
+end
+
+--- The names of the options that decide what the server serves (read when it starts).
+function M.start_options()
+  local out = {}
+  for _, a in ipairs(M.all()) do
+    vim.list_extend(out, vim.tbl_keys(a.options or {}))
+  end
+  return out
+end
+
+--- The core's side of agent `name` when it is served: { lockfile, socket? }.
+function M.served(name)
+  local server = require("pi-ide.core.server")
+  return (server.status().served or {})[name]
+end
+
+--- Asks the core to serve `name` from now on; returns its side, or nil and why.
+function M.serve(name, options)
+  local ok, side = pcall(require("pi-ide.core.native").get().serve, name, options or vim.empty_dict())
+  if not ok then
+    return nil, ("cannot serve %s: %s"):format(M.get(name).label, tostring(side))
+  end
+  return side
+end
+
+return M
