@@ -1,4 +1,4 @@
-//! The chat functions of the core (src/chat/, src/lua_chat.rs) as Lua calls them in a real
+//! The chat functions of the core (src/chat/, src/ffi/chat.rs) as Lua calls them in a real
 //! Neovim, with `sh -c` scripts playing Pi: ops drained on the uv async wake, commands sent,
 //! stop, and a write to a dead Pi that must not take Neovim with it. And once with the real Pi
 //! in RPC mode, offline against the mock model of tests/agents/openai_mock.rs.

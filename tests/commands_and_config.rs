@@ -15,7 +15,7 @@ fn status_shows_port_lockfile_clients_and_parked() {
         "(require('pi-ide').info().clients[1] or {}).name ~= nil",
         PATIENCE,
     );
-    let lines = nvim.lua("return require('pi-ide.core.commands').status_lines()");
+    let lines = nvim.lua("return require('pi-ide.core.status').lines()");
     let text = lines
         .as_array()
         .unwrap()
@@ -35,7 +35,7 @@ fn status_shows_port_lockfile_clients_and_parked() {
     nvim.command("PiIde").unwrap();
     nvim.command("PiIde status").unwrap();
     nvim.command("PiIde stop").unwrap();
-    let lines = nvim.lua("return require('pi-ide.core.commands').status_lines()");
+    let lines = nvim.lua("return require('pi-ide.core.status').lines()");
     assert!(lines[0].as_str().unwrap().contains("not running"));
 }
 
@@ -415,8 +415,8 @@ fn every_tool_served_has_its_handler_where_its_entry_says() {
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(names.len(), 12, "{names:?}");
-    // One entry per tool in src/tools.rs names its Lua module; the handler is the function
-    // of that module named after the tool.
+    // Each tool entry (src/protocol/tools/, src/agents/) that Lua answers names its Lua module;
+    // the handler is the function of that module named after the tool.
     let missing = nvim.lua(
         "local out = {} for name, e in pairs(require('pi-ide.core.native').get().tools()) do \
            if e.module then local ok, m = pcall(require, e.module) \
@@ -525,4 +525,105 @@ fn the_help_file_has_valid_unique_tags() {
         );
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every option of the config spec (`require("pi-ide.core.config").spec`, nested ones
+/// included) by its dotted path, groups too.
+fn option_paths(nvim: &Nvim) -> Vec<String> {
+    let paths = nvim.lua(
+        r#"local out = {}
+        local function walk(node, prefix)
+          for name, rule in pairs(node) do
+            table.insert(out, prefix .. name)
+            if not rule.is_option then walk(rule, prefix .. name .. ".") end
+          end
+        end
+        walk(require("pi-ide.core.config").spec, "")
+        table.sort(out)
+        return out"#,
+    );
+    paths.as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_owned()).collect()
+}
+
+/// The LuaCATS classes of config.lua: class -> field -> the field's type (and description).
+fn annotations() -> std::collections::HashMap<String, std::collections::HashMap<String, String>> {
+    let text = std::fs::read_to_string(plugin_root().join("lua/pi-ide/core/config.lua")).unwrap();
+    let mut classes: std::collections::HashMap<String, std::collections::HashMap<String, String>> = Default::default();
+    let mut current = String::new();
+    for line in text.lines() {
+        if let Some(class) = line.strip_prefix("---@class ") {
+            current = class.trim().to_owned();
+        } else if let Some(field) = line.strip_prefix("---@field ") {
+            let (name, ty) = field.split_once(' ').unwrap_or((field, ""));
+            let name = name.trim_end_matches('?').to_owned();
+            classes.entry(current.clone()).or_default().insert(name, ty.to_owned());
+        }
+    }
+    classes
+}
+
+/// Whether `word` stands alone in `text` (not part of a longer name).
+fn has_word(text: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(i, _)| {
+        let before = text[..i].chars().next_back().is_none_or(|c| !ident(c));
+        let after = text[i + word.len()..].chars().next().is_none_or(|c| !ident(c));
+        before && after
+    })
+}
+
+/// The help's text about top-level option `top`: its section, and the sections it refers to.
+fn help_about(help: &str, top: &str) -> String {
+    let section = |tag: &str| -> String {
+        let Some(start) = help.find(&format!("*{tag}*")) else { return String::new() };
+        let rest = &help[start + tag.len() + 2..];
+        let end = ["*pi-ide-option-", "\n=====", "*<Plug>"].iter().filter_map(|m| rest.find(m)).min().unwrap_or(rest.len());
+        rest[..end].to_owned()
+    };
+    let own = section(&format!("pi-ide-option-{top}"));
+    let referred: Vec<String> = own
+        .split('|')
+        .filter(|w| w.starts_with("pi-ide-") && !w.contains(' '))
+        .map(|w| section(w))
+        .collect();
+    own + &referred.concat()
+}
+
+#[test]
+fn every_option_is_in_the_annotations_and_the_help() {
+    let nvim = Nvim::start();
+    let paths = option_paths(&nvim);
+    assert!(paths.len() > 40 && paths.contains(&"suggestion.context.scope_max_bytes".to_owned()), "{paths:?}");
+    let classes = annotations();
+    let help = std::fs::read_to_string(plugin_root().join("doc/pi-ide.txt")).unwrap();
+    let mut missing = Vec::new();
+    for path in &paths {
+        let parts: Vec<&str> = path.split('.').collect();
+        // Annotated: each part a field of the class its parent's type names, or a member of
+        // the parent's inline table type.
+        let (mut class, mut inline) = ("PiIde.Config".to_owned(), None::<String>);
+        for part in &parts {
+            let ty = match &inline {
+                Some(t) if has_word(t, part) => Some(t.clone()),
+                Some(_) => None,
+                None => classes.get(&class).and_then(|c| c.get(*part)).cloned(),
+            };
+            let Some(ty) = ty else {
+                missing.push(format!("{path}: no annotation for '{part}'"));
+                break;
+            };
+            match ty.split_whitespace().next().filter(|t| t.starts_with("PiIde.")) {
+                Some(named) => (class, inline) = (named.to_owned(), None),
+                None => inline = Some(ty),
+            }
+        }
+        // In the help: the top option's section (or one it refers to) names every part.
+        let about = help_about(&help, parts[0]);
+        if about.is_empty() {
+            missing.push(format!("{path}: no *pi-ide-option-{}* in the help", parts[0]));
+        } else if let Some(part) = parts[1..].iter().find(|p| !has_word(&about, p)) {
+            missing.push(format!("{path}: the help of '{}' does not name '{part}'", parts[0]));
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
 }

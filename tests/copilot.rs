@@ -286,7 +286,7 @@ fn sessions_keep_their_reviews_and_names_apart() {
     nvim.wait_for("vim.wo[vim.fn.win_getid(vim.fn.winnr('h'))].winbar:find('Fix the login', 1, true) ~= nil", PATIENCE);
     let status = nvim.lua("return require('pi-ide').status()").as_str().unwrap().to_owned();
     assert!(status.contains("“Fix the login”") && status.contains("“Write docs”"), "{status}");
-    let lines = nvim.lua("return table.concat(require('pi-ide.core.commands').status_lines(), '\\n')");
+    let lines = nvim.lua("return table.concat(require('pi-ide.core.status').lines(), '\\n')");
     assert!(lines.as_str().unwrap().contains("session \"Fix the login\""), "{lines}");
     type_keys(&nvim, ":w<CR>");
     assert_eq!(answer(ra)["result"], "SAVED");
@@ -343,7 +343,7 @@ fn off_by_default_nothing_of_it_runs() {
     nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
     assert!(locks(&nvim.home).is_empty());
     assert_eq!(nvim.lua("return require('pi-ide').info().copilot_socket"), Value::Null);
-    assert!(nvim.lua("return table.concat(require('pi-ide.core.commands').status_lines(), '\\n')")
+    assert!(nvim.lua("return table.concat(require('pi-ide.core.status').lines(), '\\n')")
         .as_str().unwrap().contains("copilot: off"));
     // A bad option is named and the rest applies.
     nvim.t("record_notify", json!([]));

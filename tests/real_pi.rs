@@ -235,7 +235,7 @@ fn pi_connects_by_itself_to_the_one_neovim_whose_lockfile_it_sees() {
     assert_eq!(client_names(&rig.nvim), vec!["pi-ide".to_string()]);
     let status = rig
         .nvim
-        .lua("return require('pi-ide.core.commands').status_lines()");
+        .lua("return require('pi-ide.core.status').lines()");
     let status: Vec<String> = serde_json::from_value(status).unwrap();
     assert!(
         status.iter().any(|l| l.contains("clients: 1")),

@@ -195,6 +195,7 @@ impl Chat {
         self.input.lock().as_ref().is_some_and(|tx| tx.send(line).is_ok())
     }
 
+    #[cfg(test)]
     /// [`Chat::send`] of a command, as one line of JSON.
     pub fn send_json(&self, command: &serde_json::Value) -> bool {
         // Compact JSON has no raw LF (serde_json escapes it inside strings).
@@ -210,6 +211,7 @@ impl Chat {
         ops
     }
 
+    #[cfg(test)]
     /// How many ops wait for a drain.
     pub fn queued(&self) -> usize {
         self.shared.queue.len()

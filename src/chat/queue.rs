@@ -97,6 +97,7 @@ impl Queue {
         self.ready.notify_all();
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.state.lock().ops.len()
     }

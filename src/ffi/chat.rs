@@ -1,4 +1,4 @@
-//! The chat functions Lua calls (exported by lua_api.rs): chats by number, each with a waker of
+//! The chat functions Lua calls (exported by ffi/mod.rs): chats by number, each with a waker of
 //! its own, and their ops as Lua tables. The work is in chat/; this only converts.
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 //! The MCP core every transport hands its messages to: one JSON-RPC message in, the frames to
-//! send back now out. It parses the envelope, dispatches MCP methods (mcp.rs), and carries a
+//! send back now out. It parses the envelope, dispatches MCP methods (methods.rs), and carries a
 //! tool call out as its entry's hook says (protocol/tools/: parked for Lua, answered from the
 //! diagnostics snapshot, or a review). Transports only move bytes; none looks at a tool's
 //! name.

@@ -236,10 +236,12 @@ mod tests {
 
     #[test]
     fn notifications() {
-        let (pi, claude) = (&crate::agents::pi::AGENT, &crate::agents::claude::AGENT);
+        let pi = crate::agents::HOME;
         assert!(handle_notification(pi, "notifications/initialized"));
         assert!(!handle_notification(pi, "something/else"));
-        assert!(!wants_selection_again(pi, "ide_connected"));
-        assert!(handle_notification(claude, "ide_connected") && wants_selection_again(claude, "ide_connected"));
+        // An agent that listens anew after a hello of its own.
+        let hello = crate::agents::ALL.iter().find_map(|a| Some((*a, a.listening_after?))).unwrap();
+        assert!(handle_notification(hello.0, hello.1) && wants_selection_again(hello.0, hello.1));
+        assert!(!wants_selection_again(pi, hello.1));
     }
 }

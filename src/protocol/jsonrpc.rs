@@ -55,10 +55,6 @@ impl Id {
             _ => None,
         }
     }
-    /// The id as a JSON value (for logs and for handing to Lua).
-    pub fn to_value(&self) -> Value {
-        serde_json::from_str(&self.0).unwrap_or(Value::Null)
-    }
 }
 
 /// What one incoming frame turned out to be.

@@ -1,6 +1,6 @@
 //! pi-ide's lockfile, which lets an agent find this editor: `<lock dir>/<port>.lock`, mode
 //! 0600, written whole (temp file + rename) so a reader never sees half of it. An agent with a
-//! lockfile of its own format writes it with the helpers here (agents/copilot/lockfile.rs).
+//! lockfile of its own format writes it with the helpers here (in its module, src/agents/).
 
 use std::fs::{self, DirBuilder, OpenOptions};
 use std::io::Write;
@@ -50,7 +50,7 @@ pub fn path_for(dir: &Path, port: u16) -> PathBuf {
 }
 
 /// Why `dir` is no place for our token: owned by another user, or writable by group or others
-/// (a shared PI_IDE_LOCK_DIR or CLAUDE_CONFIG_DIR: anyone who can write there can plant a
+/// (a shared folder named by an agent's variable: anyone who can write there can plant a
 /// lockfile that sends the agent elsewhere, or swap ours). None when it is private enough.
 pub fn check_dir(dir: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
@@ -74,7 +74,7 @@ fn not_ours(dir: &Path, meta: &fs::Metadata) -> Option<String> {
     let me = unsafe { libc::geteuid() };
     (meta.uid() != me).then(|| {
         format!(
-            "the lock folder {} belongs to another user (uid {}): the token must stay private; set PI_IDE_LOCK_DIR (or CLAUDE_CONFIG_DIR) to a folder of your own",
+            "the lock folder {} belongs to another user (uid {}): the token must stay private; point the variable that names it to a folder of your own",
             dir.display(),
             meta.uid()
         )

@@ -114,10 +114,6 @@ impl Server {
         home.map(|(_, p)| p).unwrap_or_default()
     }
 
-    pub fn token(&self) -> String {
-        self.lock.lock().auth_token.clone()
-    }
-
     pub fn lock_info(&self) -> LockInfo {
         self.lock.lock().clone()
     }

@@ -24,7 +24,7 @@ struct Client {
     initialized_seq: u64,
     name: Option<String>,
     version: Option<String>,
-    /// The session's title, when the agent gives one (the Copilot CLI's update_session_name).
+    /// The session's title, when the agent gives one (a tool of the SessionName hook).
     session_name: Option<String>,
     connected_at: SystemTime,
 }
@@ -213,11 +213,6 @@ impl Clients {
         newest_initialized(&self.map.lock()).map(|(id, c)| status_of(id, c))
     }
 
-    /// A client's status, if it is connected.
-    pub fn status(&self, client: u64) -> Option<ClientStatus> {
-        self.map.lock().get(&client).map(|c| status_of(client, c))
-    }
-
     /// The initialized clients (the agents connected), by id.
     pub fn agents(&self) -> Vec<ClientStatus> {
         let mut list: Vec<ClientStatus> = (self.map.lock().iter())
@@ -309,15 +304,17 @@ mod tests {
         let c = Clients::new(1 << 20);
         assert!(c.reserve(2) && c.reserve(2) && !c.reserve(2));
         let a = c.add(1, &crate::agents::pi::AGENT, None);
-        let _b = c.add(2, &crate::agents::claude::AGENT, Some("chat".into()));
+        // Another agent that takes requests.
+        let other = *crate::agents::ALL.iter().find(|a| !std::ptr::eq(**a, crate::agents::HOME) && a.takes_requests).unwrap();
+        let _b = c.add(2, other, Some("chat".into()));
         assert_eq!(c.request_target(), None, "nobody initialized yet");
         c.mark_initialized(1, Some("pi-ide".into()), None);
-        c.mark_initialized(2, Some("claude".into()), None);
+        c.mark_initialized(2, Some("other".into()), None);
         assert_eq!(c.request_target(), Some(2));
         c.mark_initialized(1, Some("pi-ide".into()), None);
         assert_eq!(c.request_target(), Some(1), "initializing again makes it the latest");
         assert_eq!(c.initialized_count(), 2);
-        assert_eq!(c.agent_of(2).name, "claude");
+        assert_eq!(c.agent_of(2), other);
         assert_eq!(c.tagged("chat"), Some(2));
         assert_eq!(c.tagged("other"), None);
         assert_eq!(c.broadcast("x", &serde_json::json!({})), 2);
@@ -328,7 +325,7 @@ mod tests {
         assert_eq!(c.agent().and_then(|a| a.name).as_deref(), Some("pi-ide"));
         assert_eq!(c.remove(1).and_then(|c| c.name).as_deref(), Some("pi-ide"));
         assert!(c.remove(1).is_none(), "removed once");
-        assert_eq!(c.agent().and_then(|a| a.name).as_deref(), Some("claude"));
+        assert_eq!(c.agent().and_then(|a| a.name).as_deref(), Some("other"));
         assert_eq!(c.initialized_count(), 1);
         assert_eq!(c.request_target(), Some(2));
         assert!(c.reserve(2), "its slot came back");

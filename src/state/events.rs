@@ -29,7 +29,7 @@ pub enum Event {
         name: Option<String>,
         version: Option<String>,
     },
-    /// The agent gave its session a title (Copilot's update_session_name).
+    /// The agent gave its session a title (a tool of the SessionName hook).
     SessionNamed {
         client: u64,
         name: String,
@@ -107,8 +107,48 @@ pub struct ReviewOpened {
     /// The agent writes its own proposal after an accept: shown read-only.
     pub read_only: bool,
     #[serde(flatten)]
-    pub staged: crate::state::reviews::StagedView,
+    pub staged: StagedView,
 }
+
+/// The file on disk, as Lua shows it in the left pane.
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+pub struct OldFile {
+    pub exists: bool,
+    /// It starts with a UTF-8 byte order mark (the staged copy does not).
+    pub bom: bool,
+    /// It is UTF-8 (else Lua decodes it as Neovim would the file).
+    pub utf8: bool,
+    /// Why it could not be read (shown; diffed as empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Where it was staged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+/// How the proposal ends and breaks its lines, as Lua sets 'eol', 'fileformat' and 'bomb'.
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+pub struct NewFile {
+    pub eol: bool,
+    pub crlf: bool,
+    pub bom: bool,
+    pub bytes: usize,
+}
+
+/// What Lua needs to show a review: where the proposal and the file on disk were staged, their
+/// forms, what the panes cannot show, or why the review cannot be shown at all.
+#[derive(Debug, Default, Serialize)]
+pub struct StagedView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposal_file: Option<String>,
+    pub old: OldFile,
+    pub new: NewFile,
+    pub format_changes: Vec<&'static str>,
+    /// Set when the review cannot be shown: Lua says so, and it is rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage_error: Option<String>,
+}
+
 
 /// A response's outcome: `result`, or `error` with `code` and `message`.
 #[derive(Debug)]

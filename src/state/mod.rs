@@ -46,7 +46,7 @@ pub struct Shared {
     stopping: AtomicBool,
     /// Wakes what waits on [`Shared::until_stopping`].
     stop_signal: tokio::sync::Notify,
-    /// One openDiff is staged at a time (see review.rs): a read stuck on a hung mount holds it,
+    /// One openDiff is staged at a time (see reviews/open.rs): a read stuck on a hung mount holds it,
     /// and later reviews are refused quickly instead of piling up proposals in memory.
     pub staging: Arc<tokio::sync::Semaphore>,
     /// Every review, from its staging to its answer (reviews/).

@@ -246,6 +246,7 @@ impl Outbox {
         true
     }
 
+    #[cfg(test)]
     /// Whether the client was given up for not reading.
     pub fn overflowed(&self) -> bool {
         self.queue.lock().overflowed

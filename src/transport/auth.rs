@@ -1,5 +1,5 @@
 //! The upgrade check: a client must present a lockfile's token in the header of an agent we
-//! serve (Pi's `x-pi-ide-authorization`, Claude Code's ...), exactly once, before the WebSocket
+//! serve (each agent's module names its header), exactly once, before the WebSocket
 //! upgrade; anything else is answered with HTTP 401. Which header and token it presented says
 //! which agent it is, and which launch of ours it came from.
 
@@ -101,7 +101,7 @@ pub fn refusal_response(refusal: &Refusal) -> ErrorResponse {
 }
 
 /// A tungstenite handshake callback that applies [`check`] and records the outcome. A client
-/// that asks for the `mcp` subprotocol (Claude Code does) gets it echoed.
+/// that asks for the `mcp` subprotocol gets it echoed.
 pub struct UpgradeCheck<'a> {
     pub accepted: &'a [Credential],
     pub refused: &'a mut Option<Refusal>,
@@ -173,15 +173,20 @@ mod tests {
         assert_eq!(u.get_version_num(), 4);
     }
 
+    /// The home agent's header, and another WebSocket agent with its own.
     const HEADER: &str = "x-pi-ide-authorization";
-    const CLAUDE_HEADER: &str = "x-claude-code-ide-authorization";
+
+    fn other() -> (&'static Agent, &'static str) {
+        let a = crate::agents::ALL.iter().find(|a| a.header().is_some_and(|h| h != HEADER)).unwrap();
+        (a, a.header().unwrap())
+    }
 
     fn cred(agent: &'static Agent, token: &str, tag: Option<&str>) -> Credential {
         Credential { agent, token: token.into(), tag: tag.map(Into::into) }
     }
 
     fn pi(token: &str) -> Credential {
-        cred(&crate::agents::pi::AGENT, token, None)
+        cred(crate::agents::HOME, token, None)
     }
 
     /// Which agent and tag the request passed as.
@@ -196,20 +201,20 @@ mod tests {
     #[test]
     fn a_header_counts_only_while_its_agent_is_served_and_tells_the_agent() {
         let t = "tok";
-        let claude = cred(&crate::agents::claude::AGENT, t, None);
-        let both = [pi(t), claude];
-        assert_eq!(check_as(&req("/", &[(CLAUDE_HEADER, t)]), &both[..1]), Err(Refusal::MissingToken));
-        assert_eq!(check_as(&req("/", &[(CLAUDE_HEADER, t)]), &both), Ok(("claude", None)));
+        let (agent, header) = other();
+        let both = [pi(t), cred(agent, t, None)];
+        assert_eq!(check_as(&req("/", &[(header, t)]), &both[..1]), Err(Refusal::MissingToken));
+        assert_eq!(check_as(&req("/", &[(header, t)]), &both), Ok((agent.name, None)));
         assert_eq!(check_as(&req("/", &[(HEADER, t)]), &both), Ok(("pi", None)));
         assert_eq!(
-            check_as(&req("/", &[(HEADER, t), (CLAUDE_HEADER, t)]), &both),
+            check_as(&req("/", &[(HEADER, t), (header, t)]), &both),
             Err(Refusal::RepeatedToken)
         );
         // A launch's own token tells the launch; another agent's header does not take it.
-        let launched = [pi(t), cred(&crate::agents::pi::AGENT, "chat-token", Some("chat"))];
+        let launched = [pi(t), cred(crate::agents::HOME, "chat-token", Some("chat"))];
         assert_eq!(check_as(&req("/", &[(HEADER, "chat-token")]), &launched), Ok(("pi", Some("chat".into()))));
         assert_eq!(check_as(&req("/", &[(HEADER, t)]), &launched), Ok(("pi", None)));
-        assert_eq!(check_as(&req("/", &[(CLAUDE_HEADER, "chat-token")]), &launched), Err(Refusal::MissingToken));
+        assert_eq!(check_as(&req("/", &[(header, "chat-token")]), &launched), Err(Refusal::MissingToken));
         assert!(asks_for_mcp(&req(
             "/",
             &[("Sec-WebSocket-Protocol", "foo, mcp")]

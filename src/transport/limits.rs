@@ -244,6 +244,7 @@ impl Handshakes {
         Some(rx)
     }
 
+    #[cfg(test)]
     /// Connections silent, holding a slot, and waiting for one (for tests and status).
     pub fn counts(&self) -> (usize, usize, usize) {
         let s = self.stages.lock();

@@ -3,9 +3,8 @@
 //! client came as.
 //!
 //! - websocket.rs (+ gate.rs, auth.rs): on a loopback port, for the agents whose transport it
-//!   is (Pi, Claude Code), told apart by their auth headers.
-//! - http/: MCP Streamable HTTP on a Unix socket, one per agent whose transport it is (the
-//!   Copilot CLI).
+//!   is, told apart by their auth headers.
+//! - http/: MCP Streamable HTTP on a Unix socket, one per agent whose transport it is.
 //! - limits.rs: the caps on connections both share.
 
 pub mod auth;

@@ -1,4 +1,4 @@
-//! The WebSocket transport (of the agents whose transport it is: Pi, Claude Code): the
+//! The WebSocket transport (of the agents whose transport it is): the
 //! authenticated upgrade, whose header tells the agent, then a loop that moves messages between
 //! the socket and the MCP core (mcp/dispatch.rs) and writes what waits in the client's outbox.
 //! It knows framing only; every message goes to the core.

@@ -38,7 +38,7 @@ function M.find(path)
   end
 end
 
---- Whether a buffer is one of a review's panes (diff/init.lua marks them; their names, like
+--- Whether a buffer is one of a review's panes (features/review/ marks them; their names, like
 --- "a.txt (proposal)", are for people and are never parsed).
 function M.is_review(buf)
   return vim.b[buf].pi_ide_review ~= nil

@@ -1,4 +1,4 @@
--- Whether the user is typing. A review (diff/init.lua) or Pi's question (chat/dialogs.lua)
+-- Whether the user is typing. A review (review/show.lua) or Pi's question (chat/dialogs.lua)
 -- opening under their fingers would take keystrokes meant for something else: they wait for
 -- Normal mode, and, in a terminal (an agent started by :PiIde open or the user's own
 -- :terminal), for a quiet keyboard. When a key was typed last is watched while the server runs.

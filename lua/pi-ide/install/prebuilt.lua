@@ -122,116 +122,131 @@ local function read(path)
   return data
 end
 
+-- What to download for this checkout: { target, tag, url }, or nil and why not.
+local function plan(root)
+  local target, ext, why = M.target()
+  if not target then
+    return nil, why
+  end
+  local tag = M.tag(root)
+  if not tag then
+    return nil, "the plugin is not at a release tag (lazy.nvim: version = \"*\")"
+  end
+  if changed_sources(root) then
+    return nil, ("the checkout has local changes to its Rust sources, which the release's library (%s) was not built from"):format(tag)
+  end
+  local base = M.base_url(root)
+  if not base then
+    return nil, "cannot tell where its releases are (no GitHub origin; set PI_IDE_RELEASES_URL for a mirror)"
+  end
+  local not_safe = insecure(base)
+  if not_safe then
+    return nil, not_safe
+  end
+  local asset = M.asset(target, ext)
+  return { target = target, tag = tag, asset = asset, url = ("%s/%s/%s"):format(base, tag, asset) }
+end
+
+-- Verified: into place by rename (a loaded library keeps its old, unlinked file), with a record
+-- of where it came from beside it.
+local function put_in_place(job, got)
+  local ok, err = os.rename(job.tmp, job.dest)
+  if not ok then
+    return job.finish(false, ("cannot install it at %s: %s"):format(job.dest, tostring(err)))
+  end
+  local record = vim.json.encode({
+    tag = job.tag,
+    url = job.url,
+    checksum_url = job.url .. ".sha256",
+    sha256 = got,
+    installed = os.date("!%Y-%m-%dT%H:%M:%SZ"),
+  })
+  local f = io.open(job.dest .. ".source.json", "w")
+  if f then
+    f:write(record)
+    f:close()
+  end
+  job.finish(true, ("installed the prebuilt library for %s (%s), SHA-256 verified"):format(job.tag, job.target))
+end
+
+-- The library itself, checked against `expected` (its SHA-256); progress told each second.
+local function fetch_library(job, expected)
+  local timer = vim.uv.new_timer()
+  timer:start(1000, 1000, function()
+    local st = vim.uv.fs_stat(job.tmp)
+    if st then
+      job.say(("downloading %s… %.1f MB"):format(job.asset, st.size / 1e6))
+    end
+  end)
+  vim.system(fetch_command(job.url, job.tmp), { text = true }, function(d)
+    timer:stop()
+    timer:close()
+    if d.code ~= 0 then
+      return job.finish(false, ("the download of %s failed (%s)"):format(job.url, vim.trim(d.stderr or "exit " .. d.code)))
+    end
+    local got, read_err = sha256.file(job.tmp)
+    if not got then
+      return job.finish(false, ("cannot read the download of %s: %s"):format(job.url, tostring(read_err)))
+    elseif got ~= expected then
+      local msg = "the download of %s does not match its checksum (SHA-256 %s, expected %s): it was not installed"
+      return job.finish(false, msg:format(job.url, tostring(got), expected), "checksum")
+    end
+    put_in_place(job, got)
+  end)
+end
+
+-- The checksum first (never over plain http), then the library.
+local function fetch_checksum(job)
+  vim.system(fetch_command(job.url .. ".sha256", job.sum_file), { text = true }, function(r)
+    if r.code ~= 0 then
+      return job.finish(false, ("the download of %s.sha256 failed (%s)"):format(job.url, vim.trim(r.stderr or "exit " .. r.code)))
+    end
+    local downgraded = redirected_to_http(r.stderr)
+    if downgraded then
+      return job.finish(false, ("%s.sha256 was redirected to plain http (%s): refused"):format(job.url, downgraded))
+    end
+    local expected = (read(job.sum_file) or ""):match("^%s*(%x+)")
+    if not expected or #expected ~= 64 then
+      return job.finish(false, ("%s.sha256 holds no SHA-256"):format(job.url))
+    end
+    fetch_library(job, expected:lower())
+  end)
+end
+
 --- Downloads, verifies and installs the prebuilt library for this checkout. `done(ok, msg,
 --- why)` runs on the main loop: msg says what was installed, or why nothing was; `why` is
 --- "checksum" when the download did not match (worth the user's eye). `progress(msg)`
 --- (optional) is told how the download goes.
 function M.install(root, dest, done, progress)
+  local job, why = plan(root)
+  if not job then
+    return done(false, why)
+  end
+  if not fetch_command(job.url, dest) then
+    return done(false, "neither curl nor wget was found to download it")
+  end
+  local dir = vim.fs.dirname(dest)
+  vim.fn.mkdir(dir, "p")
+  job.dest = dest
+  job.tmp = ("%s/.%s.download-%d"):format(dir, vim.fs.basename(dest), vim.uv.os_getpid())
+  job.sum_file = job.tmp .. ".sha256"
   -- Told from libuv callbacks: onto the main loop first.
-  local function say(msg)
+  job.say = function(msg)
     if progress then
       vim.schedule(function()
         progress(msg)
       end)
     end
   end
-  local target, ext, why = M.target()
-  if not target then
-    return done(false, why)
-  end
-  local tag = M.tag(root)
-  if not tag then
-    return done(false, "the plugin is not at a release tag (lazy.nvim: version = \"*\")")
-  end
-  if changed_sources(root) then
-    return done(false, ("the checkout has local changes to its Rust sources, which the release's library (%s) was not built from"):format(tag))
-  end
-  local base = M.base_url(root)
-  if not base then
-    return done(false, "cannot tell where its releases are (no GitHub origin; set PI_IDE_RELEASES_URL for a mirror)")
-  end
-  local not_safe = insecure(base)
-  if not_safe then
-    return done(false, not_safe)
-  end
-  local url = ("%s/%s/%s"):format(base, tag, M.asset(target, ext))
-  local dir = vim.fs.dirname(dest)
-  vim.fn.mkdir(dir, "p")
-  local tmp = ("%s/.%s.download-%d"):format(dir, vim.fs.basename(dest), vim.uv.os_getpid())
-  local sum_file = tmp .. ".sha256"
-  local function finish(ok, msg, why)
-    os.remove(tmp)
-    os.remove(sum_file)
+  job.finish = function(ok, msg, reason)
+    os.remove(job.tmp)
+    os.remove(job.sum_file)
     vim.schedule(function()
-      done(ok, msg, why)
+      done(ok, msg, reason)
     end)
   end
-  local sum_cmd, lib_cmd = fetch_command(url .. ".sha256", sum_file), fetch_command(url, tmp)
-  if not sum_cmd then
-    return done(false, "neither curl nor wget was found to download it")
-  end
-  say(("downloading %s (%s)…"):format(M.asset(target, ext), tag))
-  vim.system(sum_cmd, { text = true }, function(r)
-    if r.code ~= 0 then
-      return finish(false, ("the download of %s.sha256 failed (%s)"):format(url, vim.trim(r.stderr or "exit " .. r.code)))
-    end
-    local downgraded = redirected_to_http(r.stderr)
-    if downgraded then
-      return finish(false, ("%s.sha256 was redirected to plain http (%s): refused"):format(url, downgraded))
-    end
-    local expected = (read(sum_file) or ""):match("^%s*(%x+)")
-    if not expected or #expected ~= 64 then
-      return finish(false, ("%s.sha256 holds no SHA-256"):format(url))
-    end
-    expected = expected:lower()
-    local timer = vim.uv.new_timer()
-    timer:start(1000, 1000, function()
-      local st = vim.uv.fs_stat(tmp)
-      if st then
-        say(("downloading %s… %.1f MB"):format(M.asset(target, ext), st.size / 1e6))
-      end
-    end)
-    vim.system(lib_cmd, { text = true }, function(d)
-      timer:stop()
-      timer:close()
-      if d.code ~= 0 then
-        return finish(false, ("the download of %s failed (%s)"):format(url, vim.trim(d.stderr or "exit " .. d.code)))
-      end
-      local got, read_err = sha256.file(tmp)
-      if not got then
-        return finish(false, ("cannot read the download of %s: %s"):format(url, tostring(read_err)))
-      end
-      if got ~= expected then
-        return finish(
-          false,
-          ("the download of %s does not match its checksum (SHA-256 %s, expected %s): it was not installed"):format(
-            url,
-            tostring(got),
-            expected
-          ),
-          "checksum"
-        )
-      end
-      -- Verified: into place by rename (a loaded library keeps its old, unlinked file).
-      local ok, err = os.rename(tmp, dest)
-      if not ok then
-        return finish(false, ("cannot install it at %s: %s"):format(dest, tostring(err)))
-      end
-      local record = vim.json.encode({
-        tag = tag,
-        url = url,
-        checksum_url = url .. ".sha256",
-        sha256 = got,
-        installed = os.date("!%Y-%m-%dT%H:%M:%SZ"),
-      })
-      local f = io.open(dest .. ".source.json", "w")
-      if f then
-        f:write(record)
-        f:close()
-      end
-      finish(true, ("installed the prebuilt library for %s (%s), SHA-256 verified"):format(tag, target))
-    end)
-  end)
+  job.say(("downloading %s (%s)…"):format(job.asset, job.tag))
+  fetch_checksum(job)
 end
 
 --- Where the library at `path` came from, when it is still the one a download installed:

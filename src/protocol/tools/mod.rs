@@ -1,5 +1,5 @@
-//! What a tool entry is, and the pi-ide tools (pi_ide.rs: what Pi and Claude Code call). An
-//! agent with tools of its own keeps their entries in its module (agents/copilot/tools.rs).
+//! What a tool entry is, and the pi-ide tools (pi_ide.rs: what the agents of pi-ide's wire
+//! format call). An agent with tools of its own keeps their entries in its module (src/agents/).
 //! An entry says everything about its tool: name, JSON Schema, argument checks, how Lua's
 //! answer is shaped into an MCP tool result, what is answered if a call is abandoned or Neovim
 //! is held up, and the Lua module and function that answer it. A tool of another agent shares
@@ -141,7 +141,7 @@ pub struct Tool {
     /// The Lua module that answers it: `require(lua)[name](args, reply, event)` (see
     /// lua/pi-ide/features/tools/init.lua). Everything else about the tool is this entry.
     pub lua: &'static str,
-    /// The Lua function, when it is another tool's (the Copilot tools share pi-ide's).
+    /// The Lua function, when it is another tool's (an agent's own tools share pi-ide's).
     pub handler: Option<&'static str>,
     /// Turns the (validated) arguments into the handler's.
     pub adapt: Option<fn(Value) -> Value>,

@@ -1,4 +1,4 @@
-//! The pi-ide tools (Pi and Claude Code call them), one entry each: see mod.rs for what an
+//! The pi-ide tools (the agents of pi-ide's wire format call them), one entry each: see mod.rs for what an
 //! entry says.
 
 use std::time::Duration;

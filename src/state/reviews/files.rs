@@ -120,6 +120,7 @@ impl StagedFiles {
         drop(std::mem::take(self));
     }
 
+    #[cfg(test)]
     pub fn paths(&self) -> &[PathBuf] {
         &self.0
     }

@@ -103,12 +103,12 @@ mod tests {
     #[test]
     fn a_close_while_staging_is_answered_at_once_and_the_review_never_reaches_lua() {
         let shared = Shared::default();
-        let outbox = shared.clients.add(1, &crate::agents::copilot::AGENT, None);
-        review(&shared, &crate::agents::copilot::AGENT, 7, "[Copilot CLI] - a", false);
-        let (closed, event) = shared.close_review(1, "[Copilot CLI] - a");
+        let outbox = shared.clients.add(1, crate::agents::HOME, None);
+        review(&shared, crate::agents::HOME, 7, "pi-write:a", false);
+        let (closed, event) = shared.close_review(1, "pi-write:a");
         assert!(closed && event.is_none(), "Lua never had it");
-        let a: Value = serde_json::from_str(answer(&outbox)["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
-        assert_eq!((a["result"].as_str(), a["trigger"].as_str()), (Some("REJECTED"), Some("closed_via_tool")));
+        let a = answer(&outbox);
+        assert_eq!(a["result"]["content"][0]["text"], "DIFF_REJECTED");
         assert!(!shared.reviews.staged(7, StagedFiles::default(), 1), "its staging ends to nothing");
     }
 

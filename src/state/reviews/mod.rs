@@ -31,7 +31,6 @@ use crate::protocol::tools::Tool;
 
 pub use self::files::StagedFiles;
 pub(in crate::state) use self::flows::ended;
-pub use self::stage::StagedView;
 
 /// Reviews one client may have at once; beyond it DIFF_REJECTED at once.
 pub const MAX_PENDING: usize = 8;

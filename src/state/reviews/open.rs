@@ -1,4 +1,4 @@
-//! The way in: a call of an agent's review tool (openDiff, Copilot's open_diff; the tool's
+//! The way in: a call of an agent's review tool (openDiff, or an agent's own; the tool's
 //! [`Hook::Review`](crate::protocol::tools::Hook) names its arguments). The review is begun
 //! within the client's bounds (taking the place of one of the same name), its proposal and the
 //! file it replaces are staged on a worker, it is handed to Lua, and its numbers are counted

@@ -2,54 +2,15 @@
 //! loads with `:read`, at C speed (turning a 5 MiB text into Lua strings cost ~100 ms of
 //! main-thread time in the first version), and the file it will replace beside it
 //! (`<file>.old`), so that Lua reads exactly what was diffed and never opens the user's path
-//! itself (which may have become a FIFO meanwhile). What Lua needs to show it is
-//! [`StagedView`]; the numbers for the winbar are counted afterwards (stats.rs).
+//! itself (which may have become a FIFO meanwhile). What Lua needs to show it is a
+//! [`StagedView`] (state/events.rs); the numbers for the winbar are counted afterwards
+//! (stats.rs).
 
 use std::path::PathBuf;
 
-use serde::Serialize;
-
 use super::files::{read_old, write_private, Old, StagedFiles};
+use crate::state::events::{NewFile, OldFile, StagedView};
 use super::stats::endings;
-
-/// The file on disk, as Lua shows it in the left pane.
-#[derive(Debug, Default, Serialize, PartialEq, Eq)]
-pub struct OldFile {
-    pub exists: bool,
-    /// It starts with a UTF-8 byte order mark (the staged copy does not).
-    pub bom: bool,
-    /// It is UTF-8 (else Lua decodes it as Neovim would the file).
-    pub utf8: bool,
-    /// Why it could not be read (shown; diffed as empty).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// Where it was staged.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-}
-
-/// How the proposal ends and breaks its lines, as Lua sets 'eol', 'fileformat' and 'bomb'.
-#[derive(Debug, Default, Serialize, PartialEq, Eq)]
-pub struct NewFile {
-    pub eol: bool,
-    pub crlf: bool,
-    pub bom: bool,
-    pub bytes: usize,
-}
-
-/// What Lua needs to show a review: where the proposal and the file on disk were staged, their
-/// forms, what the panes cannot show, or why the review cannot be shown at all.
-#[derive(Debug, Default, Serialize)]
-pub struct StagedView {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub proposal_file: Option<String>,
-    pub old: OldFile,
-    pub new: NewFile,
-    pub format_changes: Vec<&'static str>,
-    /// Set when the review cannot be shown: Lua says so, and it is rejected.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stage_error: Option<String>,
-}
 
 /// What staging produced: the view, what the stats are counted from, and the files written.
 pub struct Staged {

@@ -1,7 +1,7 @@
 //! MCP Streamable HTTP, HTTP/1.1 on a Unix socket in a private folder, for an agent whose
-//! transport it is (the Copilot CLI: COPILOT.md); one server of it per such agent. It only moves bytes: each `POST /mcp` body is one message for the core
-//! (dispatch.rs), answered on the same request; `GET /mcp` is the session's event stream;
-//! `DELETE /mcp` ends the session. The bounds are the WebSocket side's: the body is at most
+//! transport it is; one server of it per such agent. It only moves bytes: each `POST /mcp` body
+//! is one message for the core (mcp/dispatch.rs), answered on the same request; `GET /mcp` is
+//! the session's event stream; `DELETE /mcp` ends the session. The bounds are the WebSocket side's: the body is at most
 //! `max_message_size` (an open_diff over it is still answered, REJECTED), at most
 //! `max_clients` sessions, each with a bounded outbox, and a cap on connections in which the
 //! oldest idle one makes room for a newcomer.

@@ -1,4 +1,4 @@
-//! One MCP session of an agent over HTTP (keyed by its `X-Copilot-Session-Id`): a client of the
+//! One MCP session of an agent over HTTP (keyed by the agent's session header): a client of the
 //! core like a WebSocket connection, whose frames leave by two ways. Answers go back on the HTTP
 //! request that asked (each POST waits for its own); everything else (the selection, `:PiIde
 //! send`) goes on the session's event stream (`GET /mcp`), when one is open.
@@ -277,9 +277,9 @@ mod tests {
     #[tokio::test]
     async fn answers_go_to_their_request_and_the_rest_to_the_stream() {
         let shared = Arc::new(Shared::default());
-        let outbox = shared.clients.add(5, &crate::agents::copilot::AGENT, None);
-        let copilot = &crate::agents::copilot::AGENT;
-        let s = Session::new("k".into(), 5, copilot, outbox.clone(), Arc::new(Notify::new()));
+        let agent = *crate::agents::ALL.iter().find(|a| a.header().is_none()).unwrap();
+        let outbox = shared.clients.add(5, agent, None);
+        let s = Session::new("k".into(), 5, agent, outbox.clone(), Arc::new(Notify::new()));
         let mut w = s.wait_for(&shared, Id::from_u64(9));
         outbox.push_answer(r#"{"jsonrpc":"2.0","id":9,"result":{}}"#.into());
         outbox.push_notification(r#"{"jsonrpc":"2.0","method":"n"}"#.into());

@@ -1,0 +1,284 @@
+//! The house as a newcomer walks it, checked on the sources themselves: an agent's name only in
+//! its own modules, functions short enough to read at once, layers of the core that never use
+//! each other in a circle, and no comment that points at a file that is not there.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every file under `dir` (relative to the root) whose name ends with `ext`, sorted.
+fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, ext, out);
+            } else if p.to_string_lossy().ends_with(ext) {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root().join(dir), ext, &mut out);
+    out.sort();
+    out
+}
+
+fn rel(p: &Path) -> String {
+    p.strip_prefix(root()).unwrap().to_string_lossy().into_owned()
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap()
+}
+
+/// What is not a test: a Rust file without its `#[cfg(test)] mod tests`.
+fn without_tests(text: &str) -> &str {
+    text.find("#[cfg(test)]\nmod tests").map_or(text, |i| &text[..i])
+}
+
+const AGENTS_ELSEWHERE: [&str; 2] = ["claude", "copilot"];
+
+#[test]
+fn an_agents_name_appears_only_in_its_modules_and_the_registries() {
+    let mut found = Vec::new();
+    let sources = files("src", ".rs").into_iter().chain(files("lua", ".lua")).chain(files("plugin", ".lua"));
+    for f in sources {
+        let path = rel(&f);
+        if path.starts_with("src/agents/") || path.starts_with("lua/pi-ide/agents/") {
+            continue;
+        }
+        for (n, line) in read(&f).lines().enumerate() {
+            // The annotations of the options name them: their names are the user's words.
+            if path == "lua/pi-ide/core/config.lua" && line.starts_with("---@field") {
+                continue;
+            }
+            let lower = line.to_lowercase();
+            if AGENTS_ELSEWHERE.iter().any(|a| lower.contains(a)) {
+                found.push(format!("{path}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "an agent named outside its modules:\n{}", found.join("\n"));
+}
+
+/// Each function's length in lines: from its first line to the line that closes it at the same
+/// indentation (the code is formatted: rustfmt's and stylua's layouts).
+fn function_lengths(text: &str, lua: bool) -> Vec<(usize, usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let starts = |l: &str| {
+        let t = l.trim_start();
+        if lua {
+            t.contains("function") && t.contains('(') && !l.trim_end().ends_with("end") && !l.trim_end().ends_with("end,") && !l.trim_end().ends_with("end)")
+                && (t.starts_with("function") || t.starts_with("local function") || t.contains("= function") || t.contains("(function"))
+        } else {
+            let t = t.trim_start_matches("pub ").trim_start_matches("pub(crate) ").trim_start_matches("pub(super) ");
+            let t = t.trim_start_matches("async ").trim_start_matches("unsafe ");
+            t.starts_with("fn ") && !l.trim_end().ends_with(';')
+        }
+    };
+    let closes = |l: &str| if lua { l.trim_start().starts_with("end") } else { l.trim_start().starts_with('}') };
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if !starts(l) || (!lua && l.trim_end().ends_with('}')) {
+            continue;
+        }
+        let end = lines[i + 1..].iter().position(|m| !m.trim().is_empty() && indent(m) == indent(l) && closes(m));
+        if let Some(j) = end {
+            out.push((j + 2, i + 1, l.trim().to_owned()));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_is_longer_than_80_lines() {
+    let mut long = Vec::new();
+    let sources = files("src", ".rs").into_iter().chain(files("lua", ".lua")).chain(files("plugin", ".lua"));
+    for f in sources {
+        let lua = f.extension().is_some_and(|e| e == "lua");
+        for (len, line, head) in function_lengths(&read(&f), lua) {
+            if len > 80 {
+                long.push(format!("{}:{line}: {len} lines: {head}", rel(&f)));
+            }
+        }
+    }
+    assert!(long.is_empty(), "functions over 80 lines:\n{}", long.join("\n"));
+    // The measure measures: a long one is found.
+    let body = "fn f() {\n".to_owned() + &"    x();\n".repeat(90) + "}\n";
+    assert_eq!(function_lengths(&body, false)[0].0, 92);
+    let body = "local function f()\n".to_owned() + &"  x()\n".repeat(90) + "end\n";
+    assert_eq!(function_lengths(&body, true)[0].0, 92);
+}
+
+/// The core's modules (src/...) as paths of names, and which others each uses (`crate::` and
+/// `super::` paths, tests left out).
+fn module_graph() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let src = root().join("src");
+    let module_of = |p: &Path| -> Vec<String> {
+        let rel = p.strip_prefix(&src).unwrap().with_extension("");
+        let mut parts: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+        if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+            parts.pop();
+        }
+        parts
+    };
+    let files = files("src", ".rs");
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(f)).collect();
+    let resolve = |path: Vec<String>| -> Option<Vec<String>> {
+        (1..=path.len()).rev().map(|n| path[..n].to_vec()).find(|p| modules.contains(p))
+    };
+    let mut graph = BTreeMap::new();
+    for f in &files {
+        let m = module_of(f);
+        let text = read(f);
+        let code: String = without_tests(&text).lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+        let mut uses = BTreeSet::new();
+        for (prefix, base) in [("crate::", Vec::new()), ("super::", m[..m.len().saturating_sub(1)].to_vec())] {
+            for (i, _) in code.match_indices(prefix) {
+                let rest = &code[i + prefix.len()..];
+                let path: Vec<String> = rest
+                    .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                    .next()
+                    .unwrap_or("")
+                    .split("::")
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                let mut full = base.clone();
+                full.extend(path);
+                if let Some(target) = resolve(full) {
+                    if target != m {
+                        uses.insert(target);
+                    }
+                }
+            }
+        }
+        graph.insert(m, uses);
+    }
+    graph
+}
+
+/// The cycles among the modules directly under `parent` (each module counted as the child of
+/// `parent` it is in).
+fn cycles_under(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>, parent: &[String]) -> Vec<Vec<String>> {
+    let child = |m: &Vec<String>| (m.len() > parent.len() && m[..parent.len()] == *parent).then(|| m[parent.len()].clone());
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (m, uses) in graph {
+        let Some(a) = child(m) else { continue };
+        for b in uses.iter().filter_map(child).filter(|b| *b != a) {
+            edges.entry(a.clone()).or_default().insert(b);
+        }
+    }
+    // A module is in a cycle when it reaches itself.
+    let reaches = |from: &String| {
+        let (mut seen, mut todo) = (BTreeSet::new(), vec![from.clone()]);
+        while let Some(n) = todo.pop() {
+            for next in edges.get(&n).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    todo.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut cycles: Vec<Vec<String>> = Vec::new();
+    for a in edges.keys() {
+        if reaches(a).contains(a) {
+            let mut cycle: Vec<String> = edges.keys().filter(|b| reaches(a).contains(*b) && reaches(b).contains(a)).cloned().collect();
+            cycle.sort();
+            if !cycles.contains(&cycle) {
+                cycles.push(cycle);
+            }
+        }
+    }
+    cycles
+}
+
+#[test]
+fn the_cores_modules_never_use_each_other_in_a_circle() {
+    let graph = module_graph();
+    let parents: BTreeSet<Vec<String>> = graph.keys().filter(|m| !m.is_empty()).map(|m| m[..m.len() - 1].to_vec()).collect();
+    let mut found = Vec::new();
+    for parent in &parents {
+        for cycle in cycles_under(&graph, parent) {
+            found.push(format!("under src/{}: {}", parent.join("/"), cycle.join(" <-> ")));
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    // The layers, top to bottom: each uses only those below it.
+    let layers = ["ffi", "server", "transport", "mcp", "state", "agents", "protocol", "support"];
+    let top = |m: &Vec<String>| m.first().cloned().unwrap_or_default();
+    for (m, uses) in &graph {
+        let Some(at) = layers.iter().position(|l| *l == top(m)) else { continue };
+        for u in uses {
+            if let Some(to) = layers.iter().position(|l| *l == top(u)) {
+                assert!(to >= at, "src/{} uses src/{}, a layer above it", m.join("/"), u.join("/"));
+            }
+        }
+    }
+}
+
+/// The names of files (with a folder, ending in .rs or .lua) and of our folders (src/, lua/,
+/// tests/ and below) in a comment or a document.
+fn referenced_paths(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let bytes = text.as_bytes();
+    let word = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-' || c == b'/' || c == b'.';
+    let mut i = 0;
+    while i < bytes.len() {
+        if !word(bytes[i]) || (i > 0 && word(bytes[i - 1])) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && word(bytes[i]) {
+            i += 1;
+        }
+        let w = text[start..i].trim_end_matches('.');
+        // An absolute path or a URL (file:///x.rs, https://rustup.rs) is not one of ours.
+        if w.starts_with('/') || text[..start].ends_with(':') {
+            continue;
+        }
+        let is_file = (w.ends_with(".rs") || w.ends_with(".lua")) && w.contains('/');
+        let is_folder = w.ends_with('/') && ["src/", "lua/", "tests/", "peer/"].iter().any(|r| w.starts_with(r));
+        if is_file || is_folder {
+            out.push(w.to_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn no_comment_or_document_names_a_file_that_is_not_there() {
+    let all: Vec<String> = ["src", "lua", "tests", "peer", "plugin", "scripts", "doc"]
+        .iter()
+        .flat_map(|d| files(d, ""))
+        .map(|f| rel(&f))
+        .collect();
+    let exists = |r: &str| all.iter().any(|f| f == r || f.ends_with(&format!("/{r}")) || f.starts_with(r) || f.contains(&format!("/{r}")));
+    let mut stale = Vec::new();
+    let texts = files("src", ".rs").into_iter().chain(files("lua", ".lua")).chain(files("tests", ".rs"))
+        .chain([root().join("README.md"), root().join("doc/pi-ide.txt")]);
+    for f in texts {
+        let lua = f.extension().is_some_and(|e| e == "lua");
+        let doc = f.extension().is_some_and(|e| e == "md" || e == "txt");
+        for (n, line) in read(&f).lines().enumerate() {
+            let marker = if lua { "--" } else { "//" };
+            let comment = if doc { Some(line) } else { line.find(marker).map(|i| &line[i..]) };
+            for r in comment.map(referenced_paths).unwrap_or_default() {
+                // Examples of the user's own files are not ours.
+                if r.starts_with("lua/plugins/") || r.starts_with("lua/config/") || exists(&r) {
+                    continue;
+                }
+                stale.push(format!("{}:{}: {r}", rel(&f), n + 1));
+            }
+        }
+    }
+    assert!(stale.is_empty(), "references to files that are not there:\n{}", stale.join("\n"));
+    assert_eq!(referenced_paths("see src/x/y.rs, and lua/pi-ide/core/ too."), ["src/x/y.rs", "lua/pi-ide/core/"]);
+}
