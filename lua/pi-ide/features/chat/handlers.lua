@@ -11,13 +11,14 @@ local function notify_if_hidden(chat_mod, message)
   end
 end
 
--- An assistant message that ended badly says so in one line.
-local function message_end(ev)
+-- An assistant message that ended badly says so in one line. After the user's abort, the error
+-- of a request Pi began as the abort arrived ("This operation was aborted") is that abort too.
+local function message_end(chat, ev)
   local m = type(ev.message) == "table" and ev.message or {}
   if m.role ~= "assistant" then
     return
   end
-  if m.stopReason == "aborted" then
+  if m.stopReason == "aborted" or (m.stopReason == "error" and chat.aborting) then
     view.lines({ "⏹ aborted" })
   elseif m.stopReason == "error" then
     view.lines({ "✗ " .. tostring(m.errorMessage or "the model failed") })
@@ -30,17 +31,19 @@ end
 
 -- Session events other than the drawn ones: one line each where the user should see them.
 local events = {
-  agent_start = function(chat_mod)
+  agent_start = function(chat_mod, _, chat)
+    chat.aborting = nil
     chat_mod._set_state("working")
   end,
-  agent_settled = function(chat_mod)
+  agent_settled = function(chat_mod, _, chat)
+    chat.aborting = nil
     view.finish()
     chat_mod._set_state("idle")
     chat_mod._refresh_info()
     notify_if_hidden(chat_mod, "Pi finished")
   end,
-  message_end = function(_, ev)
-    message_end(ev)
+  message_end = function(_, ev, chat)
+    message_end(chat, ev)
   end,
   auto_retry_start = function(_, ev)
     view.lines({
@@ -117,7 +120,7 @@ function M.handle(chat_mod, chat, op)
   elseif kind == "event" then
     local handler = events[op.type]
     if handler then
-      handler(chat_mod, op.event)
+      handler(chat_mod, op.event, chat)
     end
   elseif kind == "response" then
     -- A response nobody waits for: a failure is worth a line in the log.

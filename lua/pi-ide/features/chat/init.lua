@@ -30,11 +30,7 @@ end
 -- The client that is the chat's Pi (its extension connected with the chat's token), if any.
 local function own_client()
   local native = require("pi-ide.core.native").get()
-  local best
-  for _, c in ipairs(require("pi-ide.core.server").status().clients or {}) do
-    best = (not best or c.id > best) and c.id or best
-  end
-  return best
+  return native and require("pi-ide.core.server").running() and native.client_tagged(TAG) or nil
 end
 
 local function prompt_buf()
@@ -326,15 +322,17 @@ function M.connected(message)
 end
 
 --- Stops what Pi does. A review Pi waits on is rejected: Pi cannot stop before it is answered.
+--- The abort goes first, so that Pi sees it before the rejection lets its turn go on.
 function M.abort()
   if not process.running(chat.proc) then
     return log.notify("Pi is not running in the chat", vim.log.levels.INFO)
   end
+  chat.aborting = true
+  process.send(chat.proc, { type = "abort" })
   local client = own_client()
   if client then
     require("pi-ide.features.review").reject_of_client(client)
   end
-  process.send(chat.proc, { type = "abort" })
 end
 
 --- Runs `command` when Pi runs (starting it), calling `done(data)` on success and saying
