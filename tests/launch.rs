@@ -484,5 +484,12 @@ fn every_provider_starts_every_agent_with_no_environment_of_the_users() {
                 assert_eq!(r.term(agent)["running"], true, "{provider} {agent}");
             }
         }
+        if provider == "split" {
+            // With their options off, :checkhealth says the launches are served, not "off".
+            let text = common::health(&r.nvim);
+            for want in ["Claude Code served for :PiIde open claude: ", "Copilot CLI served for :PiIde open copilot: socket "] {
+                assert!(text.contains(want), "{want}\n{text}");
+            }
+        }
     }
 }

@@ -49,8 +49,10 @@ function M.health(info)
   local side = (info.served or {}).claude
   if require("pi-ide.core.config").values.claude_code then
     h.ok("Claude Code compatibility on" .. (side and (": " .. side.lockfile) or ""))
+  elseif side then
+    h.ok("Claude Code served for :PiIde open claude: " .. side.lockfile)
   else
-    h.info("Claude Code compatibility off (option claude_code)")
+    h.info("Claude Code compatibility off (option claude_code; :PiIde open claude serves it for its launch)")
   end
 end
 

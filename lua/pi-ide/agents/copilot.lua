@@ -87,17 +87,18 @@ end
 function M.health(info)
   local h = vim.health
   local values = require("pi-ide.core.config").values
-  if not values.copilot then
-    return h.info("Copilot CLI off (option copilot)")
+  -- A launch from Neovim serves it with the option off.
+  local side = info.running and (info.served or {}).copilot
+  if not values.copilot and not side then
+    return h.info("Copilot CLI off (option copilot; :PiIde open copilot serves it for its launch)")
   elseif not info.running then
     return h.info("Copilot CLI on; the server is not running")
-  end
-  local side = (info.served or {}).copilot
-  if not side then
+  elseif not side then
     return h.warn("Copilot CLI on, but the running server was started without it: :PiIde stop, then :PiIde start")
   end
+  local why = values.copilot and "on" or "served for :PiIde open copilot"
   local trusted = options(values).trust_workspace and " (workspace trusted)" or ""
-  h.ok(("Copilot CLI on: socket %s, lockfile %s%s"):format(side.socket, side.lockfile, trusted))
+  h.ok(("Copilot CLI %s: socket %s, lockfile %s%s"):format(why, side.socket, side.lockfile, trusted))
   local stat = vim.uv.fs_stat(side.socket)
   if not (stat and stat.type == "socket") then
     h.error("the Copilot socket is gone: " .. side.socket .. " (restart the server)")
