@@ -40,8 +40,10 @@ pub async fn handle(
             crate::support::failpoint::panic_on(&method);
             request(id, method, params, client, shared, session).await
         }
-        Incoming::Notification { method, .. } => {
-            if !mcp::handle_notification(session.agent, &method) {
+        Incoming::Notification { method, params } => {
+            if method == "notifications/cancelled" {
+                cancelled(params.as_ref(), client, shared).await;
+            } else if !mcp::handle_notification(session.agent, &method) {
                 debug!("client {client}: ignored notification {method}");
             }
             if mcp::wants_selection_again(session.agent, &method) {
@@ -58,6 +60,18 @@ pub async fn handle(
             vec![]
         }
         Incoming::Invalid { id, error } => invalid(id, error, text, client, session.agent),
+    }
+}
+
+/// `notifications/cancelled`: the client gave up waiting for a call; a review it opened is
+/// taken away in Neovim (rejected), a call parked for Lua is abandoned.
+async fn cancelled(params: Option<&serde_json::Value>, client: u64, shared: &Arc<Shared>) {
+    let raw = params.and_then(|p| p.get("requestId")).map(|id| id.to_string());
+    let Some(id) = raw.as_deref().and_then(Id::from_raw) else {
+        return debug!("client {client}: notifications/cancelled without a requestId");
+    };
+    for event in shared.abandon_call(client, &id) {
+        shared.events.push(event).await;
     }
 }
 

@@ -20,11 +20,13 @@ impl Shared {
             self.abandon(req);
         }
         let reviews = self.reviews.take_client(client);
+        // The user is told why a review went away: here, its connection closed.
+        let why = reason.as_ref().map(|r| format!("the connection was closed ({r})"));
         let mut events: Vec<Event> = reviews
             .iter()
             .filter_map(|r| {
                 self.answer_review(r, &Verdict::Rejected);
-                super::reviews::ended(r, "abandoned", reason.clone())
+                super::reviews::ended(r, "abandoned", why.clone())
             })
             .collect();
         reqs.extend(reviews.iter().map(|r| r.req));
@@ -38,7 +40,7 @@ impl Shared {
     /// One call of a client will never be read (its HTTP request was dropped): it is answered
     /// as abandoned, to no one. Returns the events for Lua (a review: it is taken away).
     pub fn abandon_call(&self, client: u64, id: &Id) -> Vec<Event> {
-        let reason = Some("the agent stopped waiting for the answer".to_owned());
+        let reason = Some("the agent stopped waiting for your decision".to_owned());
         if let Some(req) = self.parked.req_of(client, id) {
             self.abandon(req);
             return vec![Event::Abandoned { client, reqs: vec![req], reason }];

@@ -156,8 +156,8 @@ function M.set_stats(req, stats)
   end
 end
 
---- `review_ended`: the core ended a review (its agent closed it, its client left). `reason`:
---- why the editor closed the connection, when it did.
+--- `review_ended`: the core ended a review (its agent closed it, its client left or gave up
+--- waiting). `reason`: why, when the agent did not simply go.
 function M.ended_by_core(ev)
   local r = views[ev.req]
   if not r then
@@ -165,7 +165,7 @@ function M.ended_by_core(ev)
   end
   if ev.result == "abandoned" then
     local msg = ev.reason
-        and ("the review of %s was rejected: the connection was closed (%s)"):format(display_name(r.path), ev.reason)
+        and ("the review of %s was rejected: %s"):format(display_name(r.path), ev.reason)
       or ("the agent disconnected; the review of %s was closed"):format(display_name(r.path))
     log.notify(msg, vim.log.levels.WARN)
   end
