@@ -13,7 +13,8 @@
 agents_dir="$root/.deps/agents"
 pi_extension_version=0.2.4
 agents_pins=("@github/copilot@1.0.102" "@anthropic-ai/claude-code@2.1.330"
-  "node@22.23.3" "@earendil-works/pi-coding-agent@0.87.1" "@earendil-works/pi-ai@0.87.1" "ws@8.23.0")
+  "node@22.23.3" "@earendil-works/pi-coding-agent@0.87.1" "@earendil-works/pi-ai@0.87.1" "ws@8.23.0"
+  "mcporter@0.9.0")
 agents_stamp="$agents_dir/.pins"
 agents_want="${agents_pins[*]} pi-ide-extension@$pi_extension_version"
 pi_extension_dir="$agents_dir/pi-ide-extension/$pi_extension_version"

@@ -146,7 +146,7 @@ end
 local function check_terminal()
   local cfg = require("pi-ide.core.config").values.terminal
   local agents = require("pi-ide.agents")
-  for _, name in ipairs(agents.names) do
+  for _, name in ipairs(agents.launched()) do
     local cmd = agents.command(name, {})
     local missing = agents.missing(name, cmd)
     if missing then

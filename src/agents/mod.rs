@@ -9,6 +9,7 @@
 
 pub mod claude;
 pub mod copilot;
+pub mod mcp;
 pub mod pi;
 
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ use crate::protocol::lockfile::LockInfo;
 use crate::protocol::tools::Tool;
 
 /// Every agent the core can serve, by the name Lua gives it.
-pub static ALL: &[&Agent] = &[&pi::AGENT, &claude::AGENT, &copilot::AGENT];
+pub static ALL: &[&Agent] = &[&pi::AGENT, &claude::AGENT, &copilot::AGENT, &mcp::AGENT];
 
 /// The agent served always, whose lockfile is the server's own.
 pub static HOME: &Agent = &pi::AGENT;
@@ -58,6 +59,9 @@ pub enum Transport {
     /// MCP over HTTP/1.1 on a Unix socket of its own, in a private folder; sessions are keyed
     /// by this header, else by MCP's `Mcp-Session-Id`.
     Http { session_header: &'static str },
+    /// Newline-delimited JSON-RPC (MCP's stdio transport, relayed) on a Unix socket of its
+    /// own, in a private folder; only this user's processes may connect.
+    Lines,
 }
 
 /// How an agent finds us.
@@ -82,6 +86,10 @@ pub trait KeptLockfile: Send {
     fn dir(&self) -> &Path;
     /// Rewrites it for new workspace folders.
     fn set_folders(&mut self, folders: &[String]) -> Result<(), String>;
+    /// The editor got the focus (for an agent that picks the editor used last).
+    fn focused(&mut self) -> Result<(), String> {
+        Ok(())
+    }
     /// Whether it is there, private and still ours (for :checkhealth).
     fn check(&self) -> Result<(), String>;
     /// Removes it, if it still holds our token.
@@ -107,7 +115,7 @@ impl Agent {
     pub fn header(&self) -> Option<&'static str> {
         match self.transport {
             Transport::WebSocket { header } => Some(header),
-            Transport::Http { .. } => None,
+            Transport::Http { .. } | Transport::Lines => None,
         }
     }
 }

@@ -414,6 +414,11 @@ fn set_workspace_folders(_: &Lua, folders: Vec<String>) -> LuaResult<bool> {
     }
 }
 
+/// Neovim got the focus (an agent's record says when it last had it).
+fn focused(_: &Lua, (): ()) -> LuaResult<()> {
+    with_server(|s| s.focused()).transpose().map_err(err).map(|_| ())
+}
+
 /// Serves agent `name` from now on (its options as `start`'s `serve` gives them; idempotent).
 /// Returns what Lua shows of its side: `{ lockfile = path, socket = path? }`.
 fn serve(lua: &Lua, (name, options): (String, Value)) -> LuaResult<Table> {
@@ -498,6 +503,7 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         tools => tools,
         status => status,
         set_workspace_folders => set_workspace_folders,
+        focused => focused,
         serve => serve,
         client_tagged => client_tagged,
         selection_touch => selection_touch,

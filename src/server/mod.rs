@@ -138,7 +138,7 @@ impl Server {
                 let path = self.serve_in(agent, &dir, text("tag"))?;
                 Ok(vec![("lockfile", path)])
             }
-            (Transport::Http { .. }, agents::Lockfile::Own(own)) => {
+            (Transport::Http { .. } | Transport::Lines, agents::Lockfile::Own(own)) => {
                 let dir = text("socket_dir").ok_or("no socket_dir given")?;
                 self.serve_own(agent, *own, Path::new(&dir), options)?;
                 Ok(self.served.lock().paths_of(agent, self.port))
@@ -226,6 +226,14 @@ impl Server {
     /// Each lock folder, and why it is no place for the token if it is not (for :checkhealth).
     pub fn check_lock_dirs(&self) -> Vec<(PathBuf, Option<String>)> {
         self.served.lock().check_dirs()
+    }
+
+    /// Neovim got the focus: the agents' records that say so are rewritten (the first error is
+    /// returned).
+    pub fn focused(&self) -> Result<(), String> {
+        let mut served = self.served.lock();
+        let errors: Vec<String> = served.own.iter_mut().filter_map(|o| o.lockfile.focused().err()).collect();
+        errors.into_iter().next().map_or(Ok(()), Err)
     }
 
     /// Rewrites the lockfiles when the folders changed. Returns whether it wrote. Every file is

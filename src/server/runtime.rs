@@ -1,5 +1,5 @@
 //! The server thread: its own single-threaded tokio runtime, running the WebSocket accept loop
-//! and one HTTP server per agent with a socket of its own (handed over when it is served, at
+//! and one server (HTTP, or lines) per agent with a socket of its own (handed over when it is served, at
 //! the start or later), until the stop signal. And the selection's debounce thread.
 
 use std::net::TcpListener as StdListener;
@@ -16,7 +16,8 @@ use crate::state::events::Event;
 use crate::state::Shared;
 use crate::transport::auth::Credentials;
 use crate::transport::limits::{Handshakes, Limits};
-use crate::transport::{http, websocket, STOP_GRACE};
+use crate::agents::Transport;
+use crate::transport::{http, lines, websocket, STOP_GRACE};
 use crate::{debug, error};
 
 /// An agent's own socket, for the server thread to serve.
@@ -91,6 +92,10 @@ async fn serve_sockets(
             _ = stop.changed() => break,
         };
         match tokio::net::UnixListener::from_std(listener) {
+            Ok(l) if matches!(agent.transport, Transport::Lines) => {
+                let config = lines::Config { agent, limits };
+                servers.spawn(lines::serve(l, shared.clone(), config, shutdown.clone()));
+            }
             Ok(l) => {
                 let config = http::Config { agent, token: token.clone(), limits };
                 servers.spawn(http::serve(l, shared.clone(), config, shutdown.clone()));

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod gate;
 pub mod http;
 pub mod limits;
+pub mod lines;
 pub mod websocket;
 
 use std::time::Duration;

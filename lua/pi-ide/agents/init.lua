@@ -10,10 +10,10 @@
 ---@field label string How messages name it ("Claude Code").
 ---@field short string How a tight place names it ("Claude").
 ---@field install string What to run to install it.
----@field cmd string[] The program and its first arguments (terminal.agents.<name>.cmd's default).
+---@field cmd? string[] The program and its first arguments (terminal.agents.<name>.cmd's default); none: not launched from Neovim.
 ---@field options? table<string, table> Top-level options of its own (core/options.lua's words).
 ---@field serve? fun(values: table): table? The core's options to serve it from the start, or nil.
----@field connect fun(launch: PiIde.Launch): table<string, string>?, string? The environment that connects a launch to this Neovim, or nil and why.
+---@field connect? fun(launch: PiIde.Launch): table<string, string>?, string? The environment that connects a launch to this Neovim, or nil and why.
 ---@field after_restart? string What to tell when the server restarted while a launch of it runs.
 ---@field status_line? fun(st: table): string Its line in :PiIde status.
 ---@field health_title? string Its section of :checkhealth pi-ide.
@@ -27,7 +27,7 @@
 local M = {}
 
 --- Every agent, in the order they are listed to the user.
-M.names = { "pi", "claude", "copilot" }
+M.names = { "pi", "claude", "copilot", "mcp" }
 
 --- The module of agent `name`; nil when there is none.
 ---@return PiIde.Agent?
@@ -36,6 +36,14 @@ function M.get(name)
     return nil
   end
   return require("pi-ide.agents." .. name)
+end
+
+--- The agents :PiIde open starts (those with a program of their own), in order.
+---@return string[]
+function M.launched()
+  return vim.tbl_filter(function(name)
+    return M.get(name).cmd ~= nil
+  end, M.names)
 end
 
 --- Every agent's module, in order.

@@ -23,7 +23,7 @@ local function files(every)
 end
 
 local function agent_names()
-  return require("pi-ide.agents").names
+  return require("pi-ide.agents").launched()
 end
 
 local function chat_actions()
@@ -155,6 +155,13 @@ M.subcommands = {
     end,
   },
   close = { run = call("pi-ide.features.terminal", "close"), complete = first_of(agent_names) },
+  -- :PiIde mcp [client]: the config that gives an MCP client this Neovim (copied when named).
+  mcp = {
+    run = call("pi-ide.features.mcp", "run"),
+    complete = first_of(function()
+      return require("pi-ide.features.mcp").names()
+    end),
+  },
   -- The chat window (lua/pi-ide/features/chat/).
   chat = {
     run = function(opts)

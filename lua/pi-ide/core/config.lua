@@ -12,6 +12,7 @@ local M = {}
 ---@field selection_max_lines? integer The selected text sent is cut after this many lines (default 1000).
 ---@field claude_code? boolean Also serve Claude Code (default false).
 ---@field copilot? boolean|{ trust_workspace?: boolean } Also serve the GitHub Copilot CLI (default false).
+---@field mcp? boolean Let any MCP client reach this Neovim through pi-ide-mcp (default true).
 ---@field diff? PiIde.DiffConfig Reviews of the agent's writes.
 ---@field suggestion? PiIde.SuggestionConfig Ghost-text completions.
 ---@field terminal? PiIde.TerminalConfig Agents launched from Neovim (:PiIde open).
@@ -74,8 +75,8 @@ local agents = require("pi-ide.agents")
 
 -- terminal.agents: per agent, cmd (the argv; :PiIde open's arguments are added) and env.
 local function check_agent(name, a)
-  if not agents.get(name) then
-    return ("has no agent %s (only %s)"):format(tostring(name), table.concat(agents.names, ", "))
+  if not vim.tbl_contains(agents.launched(), name) then
+    return ("has no agent %s (only %s)"):format(tostring(name), table.concat(agents.launched(), ", "))
   elseif type(a) ~= "table" then
     return ("%s must be a table { cmd = {...}, env = {...} }"):format(name)
   end
@@ -102,8 +103,8 @@ end
 -- How each agent runs by default: its program, nothing added to the environment.
 local function agent_defaults()
   local out = {}
-  for _, a in ipairs(agents.all()) do
-    out[a.name] = { cmd = vim.deepcopy(a.cmd), env = {} }
+  for _, name in ipairs(agents.launched()) do
+    out[name] = { cmd = vim.deepcopy(agents.get(name).cmd), env = {} }
   end
   return out
 end
@@ -190,7 +191,7 @@ local spec = {
   -- Agents launched from Neovim (:PiIde open), already connected to this Neovim.
   terminal = {
     -- The agent :PiIde open starts when given none.
-    agent = opt(agents.names[1], { "string" }, one_of(unpack(agents.names))),
+    agent = opt(agents.launched()[1], { "string" }, one_of(unpack(agents.launched()))),
     -- "split": a :terminal in a vertical split; "float"; "snacks": snacks.nvim's terminal;
     -- "external": a command of yours (below); "auto": snacks when installed, else split.
     provider = opt("auto", { "string" }, one_of("auto", "split", "float", "snacks", "external")),

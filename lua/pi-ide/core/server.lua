@@ -202,6 +202,13 @@ function M.start()
     group = state.augroup,
     callback = log.guard("workspace folders", schedule_folders),
   })
+  -- An agent that picks among Neovims takes the one focused last (its record says when).
+  vim.api.nvim_create_autocmd("FocusGained", {
+    group = state.augroup,
+    callback = log.guard("focus", function()
+      pcall(native.focused)
+    end),
+  })
   require("pi-ide.features.selection").attach(native)
   require("pi-ide.features.tools.diagnostics").attach(native)
   require("pi-ide.features.suggest.events").attach()

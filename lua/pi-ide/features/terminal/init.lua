@@ -106,8 +106,8 @@ end
 --- :PiIde open [agent] [args...]: starts the agent, or shows and focuses the one running.
 function M.open(agent, args)
   agent = agent or require("pi-ide.core.config").values.terminal.agent
-  if not agents.get(agent) then
-    return log.notify(("no agent %q (%s)"):format(agent, table.concat(agents.names, ", ")), vim.log.levels.ERROR)
+  if not vim.tbl_contains(agents.launched(), agent) then
+    return log.notify(("no agent %q to start (%s)"):format(agent, table.concat(agents.launched(), ", ")), vim.log.levels.ERROR)
   end
   if M.is_running(agent) then
     if args and #args > 0 then
@@ -123,7 +123,7 @@ local function current()
   if last and M.is_running(last) then
     return last
   end
-  for _, name in ipairs(agents.names) do
+  for _, name in ipairs(agents.launched()) do
     if M.is_running(name) then
       return name
     end
@@ -167,7 +167,7 @@ end
 --- For :PiIde status: each agent running here, and whether it is shown: "<name> (shown)".
 function M.summary()
   local out = {}
-  for _, name in ipairs(agents.names) do
+  for _, name in ipairs(agents.launched()) do
     if M.is_running(name) then
       local t = running[name]
       table.insert(out, ("%s (%s)"):format(name, t.provider.window(t.handle) and "shown" or "hidden"))

@@ -1,0 +1,114 @@
+-- Any MCP client (Codex, Gemini CLI, opencode, Claude Desktop, Cursor, mcporter, Pi's MCP
+-- adapter): it runs the pi-ide-mcp program (built beside the library), which finds this Neovim
+-- by a record of ours and relays over a private Unix socket in stdpath("run"). Served from the
+-- start (option mcp); not launched from Neovim: the client starts the program.
+local M = {
+  name = "mcp",
+  label = "MCP clients",
+  short = "MCP",
+  install = "cargo build --release (it builds target/release/pi-ide-mcp)",
+  health_title = "MCP clients (pi-ide-mcp)",
+}
+
+local opt = require("pi-ide.core.options").opt
+
+M.options = {
+  -- Let any MCP client reach this Neovim through the pi-ide-mcp program (:PiIde mcp shows how).
+  mcp = opt(true, { "boolean" }),
+}
+
+function M.serve(values)
+  if not values.mcp then
+    return nil
+  end
+  return { socket_dir = vim.fn.stdpath("run"), nvim = vim.v.servername }
+end
+
+--- The pi-ide-mcp program beside the library, if it is there.
+function M.program()
+  local path = vim.fs.joinpath(require("pi-ide.core.native").root, "target", "release", "pi-ide-mcp")
+  return vim.fn.executable(path) == 1 and path or nil, path
+end
+
+-- JSON as people write it: two spaces per level, keys sorted.
+local function json(value, indent)
+  indent = indent or ""
+  if type(value) ~= "table" then
+    return vim.json.encode(value)
+  end
+  local inner, items = indent .. "  ", {}
+  if vim.islist(value) then
+    if #value == 0 then
+      return "[]"
+    end
+    for _, v in ipairs(value) do
+      table.insert(items, inner .. json(v, inner))
+    end
+    return "[\n" .. table.concat(items, ",\n") .. "\n" .. indent .. "]"
+  end
+  local keys = vim.tbl_keys(value)
+  table.sort(keys)
+  for _, k in ipairs(keys) do
+    table.insert(items, ("%s%s: %s"):format(inner, vim.json.encode(k), json(value[k], inner)))
+  end
+  return "{\n" .. table.concat(items, ",\n") .. "\n" .. indent .. "}"
+end
+
+--- Each MCP client's config for `program`: { name, where, text }, in the order :PiIde mcp
+--- shows them.
+function M.configs(program)
+  local server = { command = program, args = {} }
+  return {
+    { name = "codex", where = "~/.codex/config.toml (a review may take longer than the 60 s default)", text = table.concat({
+      "[mcp_servers.nvim]",
+      ("command = %s"):format(json(program)),
+      "tool_timeout_sec = 3600",
+    }, "\n") },
+    { name = "gemini", where = "~/.gemini/settings.json", text = json({ mcpServers = { nvim = server } }) },
+    { name = "opencode", where = "opencode.json", text = json({ mcp = { nvim = { type = "local", command = { program } } } }) },
+    { name = "cursor", where = "~/.cursor/mcp.json", text = json({ mcpServers = { nvim = server } }) },
+    { name = "claude-desktop", where = "claude_desktop_config.json", text = json({ mcpServers = { nvim = server } }) },
+    { name = "mcporter", where = "config/mcporter.json (or --config FILE)", text = json({ mcpServers = { nvim = server } }) },
+    { name = "pi", where = "~/.pi/agent/mcp.json, with `pi install npm:pi-mcp-adapter`", text = json({ mcpServers = { nvim = server } }) },
+    { name = "pi-settings", where = "the mcp block of ~/.pi/agent/settings.json (an MCP loader extension)", text = json({ mcp = { nvim = server } }) },
+  }
+end
+
+local function clients(st)
+  return vim.tbl_filter(function(c)
+    return c.agent == M.name
+  end, st.clients or {})
+end
+
+function M.status_line(st)
+  local side = (st.served or {}).mcp
+  if not side then
+    return "  mcp: off (setup({ mcp = true }))"
+  end
+  return ("  mcp: socket %s, %d client%s"):format(side.socket, #clients(st), #clients(st) == 1 and "" or "s")
+end
+
+---@param info table require("pi-ide").info()
+function M.health(info)
+  local h = vim.health
+  local side = info.running and (info.served or {}).mcp
+  if not require("pi-ide.core.config").values.mcp then
+    return h.info("off (option mcp)")
+  elseif not side then
+    return h.warn("on, but the running server was started without it: :PiIde stop, then :PiIde start")
+  end
+  local stat = vim.uv.fs_stat(side.socket)
+  if stat and stat.type == "socket" then
+    h.ok(("socket %s; record %s"):format(side.socket, side.lockfile))
+  else
+    h.error("the socket is gone: " .. side.socket .. " (restart the server)")
+  end
+  local program, path = M.program()
+  if program then
+    h.ok("program " .. program)
+  else
+    h.warn(("no program at %s: build it with %s"):format(path, M.install))
+  end
+end
+
+return M

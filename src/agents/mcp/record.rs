@@ -1,0 +1,120 @@
+//! How an MCP client's `pi-ide-mcp` finds this Neovim: a record per Neovim in a private folder
+//! every Neovim of this user shares (`$XDG_RUNTIME_DIR/pi-ide/mcp`, else
+//! `/tmp/pi-ide-<uid>/mcp`), naming its socket, its process, its server address (`$NVIM` in
+//! its terminals), its workspace folders and when it last had the focus. It holds no token:
+//! the socket lets in this user's processes only.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::agents::{KeptLockfile, OwnLockfile};
+use crate::protocol::lockfile::{self, LockInfo};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    pub socket_path: String,
+    pub pid: u32,
+    /// Neovim's server address (`v:servername`), which its terminals have as `$NVIM`.
+    pub nvim: String,
+    pub workspace_folders: Vec<String>,
+    pub ide_name: String,
+    /// When it last had the focus (or started), in ms since the epoch.
+    pub focused_at: u64,
+}
+
+/// The folder of the records.
+pub fn dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d).join("pi-ide").join("mcp"),
+        // SAFETY: getuid has no preconditions.
+        _ => std::env::temp_dir().join(format!("pi-ide-{}", unsafe { libc::getuid() })).join("mcp"),
+    }
+}
+
+fn now_ms() -> u64 {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    since.map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The record as an agent's own lockfile ([`OwnLockfile`]).
+pub struct Records;
+
+struct Kept {
+    dir: PathBuf,
+    path: PathBuf,
+    record: Record,
+}
+
+impl Kept {
+    fn save(&self) -> Result<(), String> {
+        let body = serde_json::to_vec(&self.record).map_err(|e| e.to_string())?;
+        let name = self.path.file_name().and_then(|n| n.to_str()).ok_or("bad record name")?;
+        lockfile::write_named(&self.dir, name, &body).map(|_| ())
+    }
+}
+
+impl OwnLockfile for Records {
+    /// `options.nvim`: Neovim's server address.
+    fn write(&self, socket: &Path, lock: &LockInfo, options: &Value) -> Result<Box<dyn KeptLockfile>, String> {
+        let record = Record {
+            socket_path: socket.to_string_lossy().into_owned(),
+            pid: lock.pid,
+            nvim: options.get("nvim").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            workspace_folders: lock.workspace_folders.clone(),
+            ide_name: lock.ide_name.clone(),
+            focused_at: now_ms(),
+        };
+        let dir = dir();
+        let path = dir.join(format!("{}.lock", lock.pid));
+        let kept = Kept { dir, path, record };
+        kept.save()?;
+        Ok(Box::new(kept))
+    }
+
+    fn sweep(&self, is_ours: &dyn Fn(&str) -> bool) -> Vec<PathBuf> {
+        let read = |text: &[u8]| {
+            let r = serde_json::from_slice::<Record>(text).ok()?;
+            Some((r.ide_name, r.pid))
+        };
+        lockfile::remove_stale_by(&dir(), read, is_ours)
+    }
+}
+
+impl KeptLockfile for Kept {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn set_folders(&mut self, folders: &[String]) -> Result<(), String> {
+        self.record.workspace_folders = folders.to_vec();
+        self.save()
+    }
+
+    fn focused(&mut self) -> Result<(), String> {
+        self.record.focused_at = now_ms();
+        self.save()
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let text = std::fs::read(&self.path).map_err(|e| format!("missing: {e}"))?;
+        let on_disk: Record = serde_json::from_slice(&text).map_err(|e| format!("not a record: {e}"))?;
+        if on_disk.socket_path != self.record.socket_path || on_disk.pid != self.record.pid {
+            return Err("it does not match this server (socket or process differ)".into());
+        }
+        Ok(())
+    }
+
+    fn remove(&self, _token: &str) {
+        let Ok(text) = std::fs::read(&self.path) else { return };
+        if serde_json::from_slice::<Record>(&text).is_ok_and(|r| r.pid == self.record.pid) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}

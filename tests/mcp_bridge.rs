@@ -1,0 +1,352 @@
+//! Any MCP client through `pi-ide-mcp` (bridge/): the real program on stdio, as a client runs
+//! it, against real headless Neovims: the handshake with and without a Neovim, finding the
+//! right Neovim, the tools, the review answered on every path (accepted with `:w` typed,
+//! rejected, the client giving up by cancelling, closing stdin or being killed), bad input,
+//! and another user's process kept out.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+
+use common::*;
+use pi_ide_peer::nvim::{plugin_root, temp_dir, Options};
+
+fn program() -> PathBuf {
+    let p = plugin_root().join("target/release/pi-ide-mcp");
+    assert!(p.exists(), "no {} (scripts/test builds it: cargo build --release)", p.display());
+    p
+}
+
+/// The program as an MCP client runs it: in `cwd`, finding Neovims through `run`'s records.
+struct Bridge {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    out: Receiver<Value>,
+    next: u64,
+}
+
+impl Bridge {
+    fn start(run: &Path, cwd: &Path, env: &[(&str, &str)]) -> Bridge {
+        let mut cmd = Command::new(program());
+        cmd.current_dir(cwd)
+            .env("XDG_RUNTIME_DIR", run)
+            .env_remove("PI_IDE_NVIM")
+            .env_remove("NVIM")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Bridge::spawn(cmd)
+    }
+
+    fn spawn(mut cmd: Command) -> Bridge {
+        let mut child = cmd.spawn().expect("pi-ide-mcp runs");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, out) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let v = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line}"));
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Bridge { child, stdin, out, next: 0 }
+    }
+
+    fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(line.as_bytes()).and_then(|()| stdin.write_all(b"\n")).and_then(|()| stdin.flush()).unwrap();
+    }
+
+    /// Sends a request; returns its id.
+    fn ask(&mut self, method: &str, params: Value) -> u64 {
+        self.next += 1;
+        let id = self.next;
+        self.send_line(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string());
+        id
+    }
+
+    fn answer(&self, id: u64) -> Value {
+        loop {
+            let v = self.out.recv_timeout(PATIENCE).unwrap_or_else(|_| panic!("no answer to {id}"));
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.ask(method, params);
+        self.answer(id)
+    }
+
+    fn initialize(&mut self, name: &str) -> Value {
+        let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": name, "version": "1.2"}});
+        let r = self.request("initialize", init);
+        self.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        r
+    }
+
+    fn call(&mut self, tool: &str, args: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": args}))
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn text_of(answer: &Value) -> String {
+    texts(answer).join("\n")
+}
+
+fn is_error(answer: &Value) -> bool {
+    answer["result"]["isError"] == json!(true)
+}
+
+fn run_dir(nvim: &Nvim) -> PathBuf {
+    nvim.home.join("run")
+}
+
+fn reviews(nvim: &Nvim) -> Value {
+    nvim.lua("return #require('pi-ide.features.review').list()")
+}
+
+/// Starts openDiff of `path`, and waits until the review is on screen.
+fn open_review(nvim: &Nvim, b: &mut Bridge, path: &str, contents: &str, tab: &str) -> u64 {
+    let id = b.ask("tools/call", json!({"name": "openDiff", "arguments": {
+        "new_file_path": path, "new_file_contents": contents, "tab_name": tab}}));
+    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    id
+}
+
+#[test]
+fn the_handshake_and_tools_work_and_a_call_reaches_neovim() {
+    let nvim = Nvim::start();
+    let mut b = Bridge::start(&run_dir(&nvim), &nvim.cwd, &[]);
+    let init = b.initialize("tester");
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(init["result"]["serverInfo"]["name"], "pi-ide.nvim");
+    let tools = b.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["getDiagnostics", "getCurrentSelection", "getLatestSelection", "getOpenEditors",
+        "getWorkspaceFolders", "checkDocumentDirty", "openFile", "openDiff"]);
+    for t in tools["result"]["tools"].as_array().unwrap() {
+        assert!(t["description"].as_str().unwrap().len() > 40 && t["inputSchema"]["type"] == "object", "{t}");
+    }
+    let folders = b.call("getWorkspaceFolders", json!({}));
+    assert!(!is_error(&folders), "{folders}");
+    assert!(text_of(&folders).contains(&*nvim.cwd.to_string_lossy()), "{folders}");
+    // Neovim shows the client by the name it gave.
+    let status = nvim.lua("return table.concat(require('pi-ide.core.status').lines(), '\\n')");
+    assert!(status.as_str().unwrap().contains("tester 1.2"), "{status}");
+    // A version it does not know gets the newest; unknown methods and garbage get errors, and
+    // the session goes on.
+    let r = b.request("initialize", json!({"protocolVersion": "1999-01-01"}));
+    assert_eq!(r["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(b.request("resources/list", json!({}))["error"]["code"], -32601);
+    b.send_line("this is not json");
+    let garbage = b.out.recv_timeout(PATIENCE).unwrap();
+    assert_eq!((garbage["id"].clone(), garbage["error"]["code"].clone()), (Value::Null, json!(-32700)));
+    assert_eq!(b.request("ping", json!({}))["result"], json!({}));
+    assert!(!is_error(&b.call("getOpenEditors", json!({}))));
+}
+
+#[test]
+fn with_no_neovim_calls_say_what_to_do_and_a_neovim_started_later_is_used() {
+    let run = temp_dir("mcp-run");
+    std::fs::create_dir_all(&run).unwrap();
+    let work = temp_dir("mcp-work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut b = Bridge::start(&run, &work, &[]);
+    assert!(b.initialize("late")["result"]["capabilities"]["tools"].is_object());
+    assert_eq!(b.request("tools/list", json!({}))["result"]["tools"].as_array().unwrap().len(), 8);
+    let r = b.call("getWorkspaceFolders", json!({}));
+    assert!(is_error(&r), "a tool result, never a JSON-RPC error: {r}");
+    assert!(text_of(&r).contains("no Neovim with pi-ide.nvim is running"), "{r}");
+    // Neovim starts after the agent: the next call finds it, no restart.
+    let nvim = Nvim::start_with(Options {
+        cwd: Some(work.clone()),
+        env: vec![("XDG_RUNTIME_DIR".into(), run.to_string_lossy().into_owned())],
+        ..Default::default()
+    });
+    wait_until("its record", PATIENCE, || std::fs::read_dir(run.join("pi-ide/mcp")).is_ok_and(|d| d.count() == 1));
+    let r = b.call("getWorkspaceFolders", json!({}));
+    assert!(!is_error(&r) && text_of(&r).contains(&*work.to_string_lossy()), "{r}");
+    // It quits: a call fails clearly, and the next Neovim is used.
+    drop(nvim);
+    let r = b.call("getWorkspaceFolders", json!({}));
+    assert!(is_error(&r), "{r}");
+    let _again = Nvim::start_with(Options {
+        cwd: Some(work.clone()),
+        env: vec![("XDG_RUNTIME_DIR".into(), run.to_string_lossy().into_owned())],
+        ..Default::default()
+    });
+    wait_until("the new Neovim to be used", PATIENCE, || !is_error(&b.call("getWorkspaceFolders", json!({}))));
+}
+
+#[test]
+fn two_neovims_in_two_folders_each_client_reaches_its_own() {
+    let run = temp_dir("mcp-run2");
+    std::fs::create_dir_all(&run).unwrap();
+    let start = |tag: &str| {
+        let dir = temp_dir(tag);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        Nvim::start_with(Options {
+            cwd: Some(dir),
+            env: vec![("XDG_RUNTIME_DIR".into(), run.to_string_lossy().into_owned())],
+            ..Default::default()
+        })
+    };
+    let (a, z) = (start("mcp-a"), start("mcp-z"));
+    for nvim in [&a, &z] {
+        // From a subfolder of its workspace, each client finds that Neovim.
+        let mut b = Bridge::start(&run, &nvim.cwd.join("src"), &[]);
+        b.initialize("finder");
+        let r = b.call("getWorkspaceFolders", json!({}));
+        assert!(text_of(&r).contains(&*nvim.cwd.to_string_lossy()), "{r}");
+    }
+    // $NVIM (a terminal of Neovim z) wins over the folder; --nvim <pid> over both.
+    let z_server = z.lua("return vim.v.servername").as_str().unwrap().to_owned();
+    let mut b = Bridge::start(&run, &a.cwd, &[("NVIM", &z_server)]);
+    b.initialize("in-z");
+    assert!(text_of(&b.call("getWorkspaceFolders", json!({}))).contains(&*z.cwd.to_string_lossy()));
+    let a_pid = a.lua("return vim.fn.getpid()").to_string();
+    let mut cmd = Command::new(program());
+    cmd.args(["--nvim", &a_pid]).current_dir(&z.cwd).env("XDG_RUNTIME_DIR", &run).env_remove("PI_IDE_NVIM")
+        .env_remove("NVIM").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut b = Bridge::spawn(cmd);
+    b.initialize("named");
+    assert!(text_of(&b.call("getWorkspaceFolders", json!({}))).contains(&*a.cwd.to_string_lossy()));
+}
+
+#[test]
+fn open_diff_is_accepted_by_w_and_rejected_by_q() {
+    let nvim = Nvim::start();
+    nvim.command("set columns=200").unwrap();
+    let path = file_with(&nvim, "hello.txt", "hello\n");
+    let mut b = Bridge::start(&run_dir(&nvim), &nvim.cwd, &[]);
+    b.initialize("reviewer");
+    let id = open_review(&nvim, &mut b, &path, "hello world\n", "hello.txt");
+    type_keys(&nvim, ":w<CR>");
+    let a = b.answer(id);
+    assert_eq!(texts(&a), ["FILE_SAVED", "hello world\n"], "{a}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "hello\n", "the editor never writes it");
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
+    let id = open_review(&nvim, &mut b, &path, "bye\n", "hello.txt");
+    type_keys(&nvim, ":q<CR>");
+    assert_eq!(texts(&b.answer(id))[0], "DIFF_REJECTED");
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
+}
+
+#[test]
+fn a_client_that_gives_up_takes_its_review_away_with_a_message() {
+    let nvim = Nvim::start();
+    nvim.record_notify();
+    let path = file_with(&nvim, "a.txt", "a\n");
+    // notifications/cancelled.
+    let mut b = Bridge::start(&run_dir(&nvim), &nvim.cwd, &[]);
+    b.initialize("canceller");
+    let id = open_review(&nvim, &mut b, &path, "b\n", "a.txt");
+    b.send_line(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "timeout"}}).to_string());
+    wait_until("the review to go", PATIENCE, || reviews(&nvim) == json!(0));
+    assert!(nvim.notes().iter().any(|n| n.contains("a.txt was rejected: the agent stopped waiting")), "{:?}", nvim.notes());
+    // The session goes on after a cancellation.
+    assert!(!is_error(&b.call("getWorkspaceFolders", json!({}))));
+    drop(b);
+    // Its stdin closed (mcporter's timeout), and killed (SIGKILL): the socket closes with it.
+    for how in ["stdin", "kill"] {
+        let mut b = Bridge::start(&run_dir(&nvim), &nvim.cwd, &[]);
+        b.initialize(how);
+        open_review(&nvim, &mut b, &path, "c\n", "a.txt");
+        match how {
+            "stdin" => drop(b.stdin.take()),
+            _ => b.child.kill().unwrap(),
+        }
+        wait_until("the review to go", PATIENCE, || reviews(&nvim) == json!(0));
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\n");
+    nvim.wait_for("#require('pi-ide').info().clients == 0", PATIENCE);
+}
+
+#[test]
+fn an_open_diff_over_max_message_size_is_rejected_and_the_session_goes_on() {
+    let nvim = Nvim::start_with(Options {
+        after: Some("require('pi-ide').setup({ max_message_size = 1024 * 1024 })".into()),
+        ..Default::default()
+    });
+    let path = file_with(&nvim, "big.txt", "x\n");
+    let mut b = Bridge::start(&run_dir(&nvim), &nvim.cwd, &[]);
+    b.initialize("big");
+    let huge = "y".repeat(3 * 1024 * 1024);
+    let r = b.call("openDiff", json!({"new_file_path": path, "new_file_contents": huge, "tab_name": "big"}));
+    assert_eq!(texts(&r)[0], "DIFF_REJECTED", "{}", &r.to_string()[..200.min(r.to_string().len())]);
+    assert!(!is_error(&b.call("getWorkspaceFolders", json!({}))));
+    assert_eq!(reviews(&nvim), json!(0));
+}
+
+#[test]
+fn another_users_process_cannot_reach_this_neovim() {
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        // Only root can run a process as another user here: the socket's mode keeps others
+        // out (0600 in a 0700 folder), and the core checks the peer's uid besides.
+        eprintln!("not root: the other-user case is covered by the socket's mode only");
+    }
+    let nvim = Nvim::start();
+    let record = std::fs::read_dir(run_dir(&nvim).join("pi-ide/mcp")).unwrap().next().unwrap().unwrap().path();
+    let rec: Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    let socket = rec["socketPath"].as_str().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(socket).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::metadata(record.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
+    assert!(!std::fs::read_to_string(&record).unwrap().to_lowercase().contains("token"));
+    if unsafe { libc::getuid() } == 0 {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = Command::new(program());
+        cmd.current_dir("/").env("XDG_RUNTIME_DIR", run_dir(&nvim)).env("PI_IDE_NVIM", socket)
+            .stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).uid(65534).gid(65534);
+        let mut b = Bridge::spawn(cmd);
+        b.initialize("intruder");
+        let r = b.call("getWorkspaceFolders", json!({}));
+        assert!(is_error(&r), "{r}");
+    }
+    assert_eq!(nvim.lua("return #require('pi-ide').info().clients"), json!(0));
+}
+
+#[test]
+fn piide_mcp_shows_each_clients_config_and_copies_one_and_health_checks_it() {
+    let nvim = Nvim::start();
+    let program = program().to_string_lossy().into_owned();
+    nvim.command("PiIde mcp").unwrap();
+    assert_eq!(nvim.lua("return #vim.api.nvim_list_tabpages()"), json!(2), "a tab of its own");
+    let text = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    let text = text.as_str().unwrap();
+    for want in ["## codex", "[mcp_servers.nvim]", "tool_timeout_sec", "## gemini", "## opencode", "## mcporter", "## pi "] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    assert!(text.contains(&format!("command = \"{program}\"")), "{text}");
+    nvim.command("PiIde mcp gemini").unwrap();
+    let copied: Value = serde_json::from_str(nvim.lua("return vim.fn.getreg('\"')").as_str().unwrap()).unwrap();
+    assert_eq!(copied, json!({"mcpServers": {"nvim": {"command": program, "args": []}}}));
+    nvim.command("PiIde mcp opencode").unwrap();
+    let copied: Value = serde_json::from_str(nvim.lua("return vim.fn.getreg('\"')").as_str().unwrap()).unwrap();
+    assert_eq!(copied, json!({"mcp": {"nvim": {"type": "local", "command": [program]}}}));
+    let complete = nvim.lua("return vim.fn.getcompletion('PiIde mcp c', 'cmdline')");
+    assert_eq!(complete, json!(["codex", "cursor", "claude-desktop"]));
+    let health = health(&nvim);
+    assert!(health.contains(&format!("program {program}")) && health.contains("pi-ide-mcp"), "{health}");
+    let status = nvim.lua("return table.concat(require('pi-ide.core.status').lines(), '\\n')");
+    assert!(status.as_str().unwrap().contains("mcp: socket "), "{status}");
+}
