@@ -86,6 +86,11 @@ fn release(lib: Option<Vec<u8>>, sum_of: Option<Vec<u8>>) -> PathBuf {
     let sum = sha256_hex(sum_of.as_ref().unwrap_or(&built));
     std::fs::write(tag_dir.join(&name), lib.unwrap_or(built)).unwrap();
     std::fs::write(tag_dir.join(format!("{name}.sha256")), format!("{sum}  {name}\n")).unwrap();
+    // The MCP clients' program, beside it.
+    let program = std::fs::read(plugin_root().join("target/release/pi-ide-mcp")).unwrap();
+    let name = format!("pi-ide-mcp-{}", this_target());
+    std::fs::write(tag_dir.join(format!("{name}.sha256")), format!("{}  {name}\n", sha256_hex(&program))).unwrap();
+    std::fs::write(tag_dir.join(&name), program).unwrap();
     dir
 }
 
@@ -161,6 +166,11 @@ fn at_a_release_tag_the_prebuilt_library_is_downloaded_verified_and_loads_withou
     assert_eq!(record["tag"], TAG);
     assert_eq!(record["sha256"], sha256_hex(&built));
     assert!(record["url"].as_str().unwrap().starts_with(&url), "{record}");
+    // The MCP clients' program came with it, verified, and runs.
+    let program = dir.join("target/release/pi-ide-mcp");
+    assert_eq!(std::fs::read(&program).unwrap(), std::fs::read(plugin_root().join("target/release/pi-ide-mcp")).unwrap());
+    let version = std::process::Command::new(&program).arg("--version").output().unwrap();
+    assert!(version.status.success() && String::from_utf8_lossy(&version.stdout).starts_with("pi-ide-mcp "), "{version:?}");
     // No temporary files left beside it.
     let left: Vec<_> = std::fs::read_dir(dir.join("target/release"))
         .unwrap()

@@ -286,6 +286,7 @@ fn an_open_diff_over_max_message_size_is_rejected_and_the_session_goes_on() {
         after: Some("require('pi-ide').setup({ max_message_size = 1024 * 1024 })".into()),
         ..Default::default()
     });
+    nvim.record_notify();
     let path = file_with(&nvim, "big.txt", "x\n");
     let mut b = Bridge::start(&run_dir(&nvim), &nvim.cwd, &[]);
     b.initialize("big");
@@ -294,6 +295,8 @@ fn an_open_diff_over_max_message_size_is_rejected_and_the_session_goes_on() {
     assert_eq!(texts(&r)[0], "DIFF_REJECTED", "{}", &r.to_string()[..200.min(r.to_string().len())]);
     assert!(!is_error(&b.call("getWorkspaceFolders", json!({}))));
     assert_eq!(reviews(&nvim), json!(0));
+    let told = nvim.notes().join("\n");
+    assert!(told.contains("over max_message_size") && told.contains("it was rejected; raise"), "{told}");
 }
 
 #[test]

@@ -49,8 +49,9 @@ fn target(args: Vec<String>) -> Result<Option<String>, String> {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--nvim" => target = Some(args.next().ok_or(USAGE)?),
-            "-h" | "--help" => return Err(USAGE.into()),
-            "-V" | "--version" => return Err(format!("pi-ide-mcp {}\n", env!("CARGO_PKG_VERSION"))),
+            // Not an MCP session: these answer on stdout and exit.
+            "-h" | "--help" => exit_with(USAGE),
+            "-V" | "--version" => exit_with(&format!("pi-ide-mcp {}\n", env!("CARGO_PKG_VERSION"))),
             _ => return Err(format!("pi-ide-mcp: unknown argument {a}\n{USAGE}")),
         }
     }
@@ -65,6 +66,11 @@ enum Read {
     Line,
     TooLong,
     End,
+}
+
+fn exit_with(text: &str) -> ! {
+    print!("{text}");
+    std::process::exit(0)
 }
 
 /// Reads one line (without its line break) into `line`, keeping at most MAX_LINE bytes.

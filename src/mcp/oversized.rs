@@ -282,18 +282,19 @@ impl Oversized {
         Some(jsonrpc::outcome_frame(id, &outcome))
     }
 
-    /// One line for the user.
-    pub fn notice(&self, agent: &Agent) -> String {
+    /// One line for the user; `closes`: the transport closes the connection over it.
+    pub fn notice(&self, agent: &Agent, closes: bool) -> String {
         let what = match (self.scan.tool.as_deref(), &self.scan.new_file_path) {
             (Some(t), Some(p)) => format!("{t} of {p}"),
             (Some(t), None) => t.to_owned(),
             (None, _) => self.scan.method.clone().unwrap_or_else(|| "message".into()),
         };
         format!(
-            "the agent sent a {} message ({what}), over max_message_size ({}): it was {}and the connection closed; raise max_message_size in setup() to allow it",
+            "the agent sent a {} message ({what}), over max_message_size ({}): it was {}{}; raise max_message_size in setup() to allow it",
             mib(self.size),
             mib(self.limit as u64),
-            if self.answer(agent).is_some() { "rejected " } else { "dropped " },
+            if self.answer(agent).is_some() { "rejected" } else { "dropped" },
+            if closes { " and the connection closed" } else { "" },
         )
     }
 }
@@ -367,8 +368,10 @@ mod tests {
         assert_eq!(a["id"], "d");
         assert_eq!(a["result"]["content"][0]["text"], "DIFF_REJECTED");
         assert_eq!(a["result"]["content"][1]["text"], "pi-write:1");
-        let n = o.notice(crate::agents::HOME);
+        let n = o.notice(crate::agents::HOME, true);
         assert!(n.contains("70.0 MiB") && n.contains("max_message_size (64.0 MiB)") && n.contains("/a.rs"), "{n}");
+        assert!(n.contains("rejected and the connection closed"), "{n}");
+        assert!(o.notice(crate::agents::HOME, false).contains("rejected; raise"), "a transport that goes on");
         let text = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"getDiagnostics"}}).to_string();
         let o = Oversized { size: 2000, limit: 1024, scan: scan_in_chunks(&text, 2) };
         let a: serde_json::Value = serde_json::from_str(&o.answer(crate::agents::HOME).unwrap()).unwrap();

@@ -142,7 +142,7 @@ impl Conn {
                         outbox.push_answer(jsonrpc::error_frame(None, &e));
                     }
                     Some(Line::TooLong(o)) => {
-                        shared.events.notice("message-too-big", Level::Warn, o.notice(agent)).await;
+                        shared.events.notice("message-too-big", Level::Warn, o.notice(agent, false)).await;
                         if let Some(answer) = o.answer(agent) {
                             outbox.push_answer(answer);
                         }

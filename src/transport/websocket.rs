@@ -497,7 +497,7 @@ impl Conn<'_> {
         if let Ending::TooBig(o) = ending {
             self.shared
                 .events
-                .notice("message-too-big", Level::Warn, o.notice(self.session.agent))
+                .notice("message-too-big", Level::Warn, o.notice(self.session.agent, true))
                 .await;
             if let Some(answer) = o.answer(self.session.agent) {
                 self.outbox.push_answer(answer);

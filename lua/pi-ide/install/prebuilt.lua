@@ -32,6 +32,11 @@ function M.asset(target, ext)
   return ("libpi_ide-%s.%s"):format(target, ext)
 end
 
+--- The release asset of the MCP clients' program (pi-ide-mcp) for a target.
+function M.program_asset(target)
+  return ("pi-ide-mcp-%s"):format(target)
+end
+
 local function git(root, args)
   local cmd = vim.list_extend({ "git", "-C", root }, args)
   local ok, r = pcall(function()
@@ -108,7 +113,7 @@ end
 --- Local changes to the sources the library is built from: the release's library would not
 --- match them (native.lua would refuse it as stale, and another download would not help).
 local function changed_sources(root)
-  local out = git(root, { "status", "--porcelain", "--", "src", "build.rs", "Cargo.toml", "Cargo.lock" })
+  local out = git(root, { "status", "--porcelain", "--", "src", "bridge", "build.rs", "Cargo.toml", "Cargo.lock" })
   return out and out ~= "" and out or nil
 end
 
@@ -144,12 +149,15 @@ local function plan(root)
     return nil, not_safe
   end
   local asset = M.asset(target, ext)
-  return { target = target, tag = tag, asset = asset, url = ("%s/%s/%s"):format(base, tag, asset) }
+  return { target = target, tag = tag, base = base, asset = asset, url = ("%s/%s/%s"):format(base, tag, asset) }
 end
 
 -- Verified: into place by rename (a loaded library keeps its old, unlinked file), with a record
 -- of where it came from beside it.
 local function put_in_place(job, got)
+  if job.mode then
+    vim.uv.fs_chmod(job.tmp, job.mode)
+  end
   local ok, err = os.rename(job.tmp, job.dest)
   if not ok then
     return job.finish(false, ("cannot install it at %s: %s"):format(job.dest, tostring(err)))
@@ -166,7 +174,7 @@ local function put_in_place(job, got)
     f:write(record)
     f:close()
   end
-  job.finish(true, ("installed the prebuilt library for %s (%s), SHA-256 verified"):format(job.tag, job.target))
+  job.finish(true, ("installed the prebuilt %s for %s (%s), SHA-256 verified"):format(job.what, job.tag, job.target))
 end
 
 -- The library itself, checked against `expected` (its SHA-256); progress told each second.
@@ -213,18 +221,9 @@ local function fetch_checksum(job)
   end)
 end
 
---- Downloads, verifies and installs the prebuilt library for this checkout. `done(ok, msg,
---- why)` runs on the main loop: msg says what was installed, or why nothing was; `why` is
---- "checksum" when the download did not match (worth the user's eye). `progress(msg)`
---- (optional) is told how the download goes.
-function M.install(root, dest, done, progress)
-  local job, why = plan(root)
-  if not job then
-    return done(false, why)
-  end
-  if not fetch_command(job.url, dest) then
-    return done(false, "neither curl nor wget was found to download it")
-  end
+-- Downloads, verifies and installs one asset of `job` (its plan, with `asset`, `url`, `what`
+-- and `mode` set) at `dest`.
+local function install_asset(job, dest, done, progress)
   local dir = vim.fs.dirname(dest)
   vim.fn.mkdir(dir, "p")
   job.dest = dest
@@ -247,6 +246,33 @@ function M.install(root, dest, done, progress)
   end
   job.say(("downloading %s (%s)…"):format(job.asset, job.tag))
   fetch_checksum(job)
+end
+
+--- Downloads, verifies and installs the prebuilt library for this checkout, then the MCP
+--- clients' program beside it (target/release/pi-ide-mcp: the library works without it, so
+--- its failure is told, not fatal). `done(ok, msg, why)` runs on the main loop: msg says what
+--- was installed, or why nothing was; `why` is "checksum" when the download did not match
+--- (worth the user's eye). `progress(msg)` (optional) is told how the download goes.
+function M.install(root, dest, done, progress)
+  local job, why = plan(root)
+  if not job then
+    return done(false, why)
+  end
+  if not fetch_command(job.url, dest) then
+    return done(false, "neither curl nor wget was found to download it")
+  end
+  job.what = "library"
+  install_asset(job, dest, function(ok, msg, reason)
+    if not ok then
+      return done(ok, msg, reason)
+    end
+    local program = vim.tbl_extend("force", {}, job, { what = "pi-ide-mcp", mode = 493 })
+    program.asset = M.program_asset(job.target)
+    program.url = ("%s/%s/%s"):format(job.base, job.tag, program.asset)
+    install_asset(program, vim.fs.joinpath(vim.fs.dirname(dest), "pi-ide-mcp"), function(ok2, msg2)
+      done(true, ok2 and (msg .. "; and pi-ide-mcp") or ("%s; pi-ide-mcp was not (%s): MCP clients need `cargo build --release`"):format(msg, msg2))
+    end, progress)
+  end, progress)
 end
 
 --- Where the library at `path` came from, when it is still the one a download installed:

@@ -4,6 +4,7 @@
 
 mod chat_bench;
 mod copilot_bench;
+mod mcp_bench;
 
 use std::path::Path;
 use std::process::Command;
@@ -564,6 +565,12 @@ fn main() {
         println!("resident memory, copilot off {:.2} MiB, on with a session {:.2} MiB: +{:.2} MiB (median of 3)", v[1].0 / 1024.0, v[1].1 / 1024.0, (v[1].1 - v[1].0) / 1024.0);
         return;
     }
+    if only.as_deref() == Some("mcp") {
+        for r in mcp_bench::mcp_numbers(quick, rss_kib) {
+            println!("{r}");
+        }
+        return;
+    }
     if only.as_deref() == Some("chat") {
         for r in chat_numbers(quick) {
             println!("{r}");
@@ -607,14 +614,11 @@ fn main() {
         review(&nvim, &big_path, &big_new, if quick { 1 } else { 5 });
     drop(nvim);
     let nvim = Nvim::start();
-    nvim.lua_with(
-        "vim.cmd.edit(...)",
-        vec![plugin_root()
-            .join("src/bridge.rs")
-            .to_string_lossy()
-            .to_string()
-            .into()],
-    );
+    // A file of its own, long enough for the moves (it once named one of ours, which shrank).
+    let lines: Vec<String> = (0..300).map(|i| format!("fn f{i}() -> u32 {{ {i} }} // a line of code")).collect();
+    let path = nvim.cwd.join("selection.rs");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    nvim.lua_with("vim.cmd.edit(...)", vec![path.to_string_lossy().to_string().into()]);
     let sel_n = if quick { 20 } else { 100 };
     let (sel50, sel99) = selection_latency(&nvim, sel_n);
     drop(nvim);
@@ -674,6 +678,9 @@ fn main() {
         .unwrap_or(0.0);
     println!("| the library, target/release/libpi_ide.so | {lib:.2} MiB | |");
     for r in chat_numbers(quick) {
+        println!("{r}");
+    }
+    for r in mcp_bench::mcp_numbers(quick, rss_kib) {
         println!("{r}");
     }
 }

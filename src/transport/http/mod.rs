@@ -212,7 +212,7 @@ impl Http {
         if let Some(mut o) = reader.over {
             o.scan.finish();
             let agent = self.config.agent;
-            self.shared.events.notice("oversized", Level::Warn, o.notice(agent)).await;
+            self.shared.events.notice("oversized", Level::Warn, o.notice(agent, false)).await;
             return Err(match o.answer(agent) {
                 Some(frame) => json(frame),
                 None => status(StatusCode::PAYLOAD_TOO_LARGE, "over max_message_size"),
