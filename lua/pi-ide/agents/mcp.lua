@@ -59,7 +59,7 @@ end
 function M.configs(program)
   local server = { command = program, args = {} }
   return {
-    { name = "codex", where = "~/.codex/config.toml (a review may take longer than the 60 s default)", text = table.concat({
+    { name = "codex", where = "~/.codex/config.toml (reviews outlast its 60 s default)", text = table.concat({
       "[mcp_servers.nvim]",
       ("command = %s"):format(json(program)),
       "tool_timeout_sec = 3600",

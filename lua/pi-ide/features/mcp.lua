@@ -23,7 +23,7 @@ local function program_or_say()
 end
 
 local function lines_of(configs)
-  local out = { "MCP clients reach this Neovim through pi-ide-mcp. Copy one with :PiIde mcp <name>.", "" }
+  local out = { "Configs for MCP clients (pi-ide-mcp). :PiIde mcp <name> copies one; q closes.", "" }
   for _, c in ipairs(configs) do
     table.insert(out, ("## %s — %s"):format(c.name, c.where))
     vim.list_extend(out, vim.split(c.text, "\n", { plain = true }))
@@ -60,7 +60,8 @@ function M.run(name)
       if vim.fn.has("clipboard") == 1 then
         pcall(vim.fn.setreg, "+", c.text)
       end
-      return log.notify(("copied the %s config (for %s)"):format(c.name, c.where), vim.log.levels.INFO)
+      -- Short: a longer line would stop an 80-column screen at a hit-enter prompt.
+      return log.notify(("copied the %s config"):format(c.name), vim.log.levels.INFO)
     end
   end
   log.notify(("no MCP client %q (%s)"):format(name, table.concat(M.names(), ", ")), vim.log.levels.ERROR)
