@@ -15,11 +15,16 @@ pi_extension_version=0.2.4
 agents_pins=("@github/copilot@1.0.102" "@anthropic-ai/claude-code@2.1.330"
   "node@22.23.3" "@earendil-works/pi-coding-agent@0.87.1" "@earendil-works/pi-ai@0.87.1" "ws@8.23.0"
   "mcporter@0.9.0")
+# Pi's MCP adapter declares Pi's packages up to 0.86 as peers; it runs with the 0.87 pinned
+# above, so it goes in on its own without npm's peer check (and is not saved: the next install
+# of the pins would refuse the mismatch).
+mcp_adapter_pin="pi-mcp-adapter@2.36.0"
 agents_stamp="$agents_dir/.pins"
-agents_want="${agents_pins[*]} pi-ide-extension@$pi_extension_version"
+agents_want="${agents_pins[*]} $mcp_adapter_pin pi-ide-extension@$pi_extension_version"
 pi_extension_dir="$agents_dir/pi-ide-extension/$pi_extension_version"
 if [ "$(cat "$agents_stamp" 2>/dev/null)" != "$agents_want" ] \
-  || [ ! -x "$agents_dir/node_modules/node/bin/node" ] || [ ! -f "$pi_extension_dir/index.ts" ]; then
+  || [ ! -x "$agents_dir/node_modules/node/bin/node" ] || [ ! -f "$pi_extension_dir/index.ts" ] \
+  || [ ! -f "$agents_dir/node_modules/pi-mcp-adapter/index.ts" ]; then
   pi_extension_src="$root/../shared/pi-ide-extension/$pi_extension_version"
   if [ ! -f "$pi_extension_src/index.ts" ]; then
     echo "pi-ide.nvim: the pi-ide extension $pi_extension_version was not found ($pi_extension_src/index.ts is missing); the real Pi tests need it" >&2
@@ -30,6 +35,8 @@ if [ "$(cat "$agents_stamp" 2>/dev/null)" != "$agents_want" ] \
   [ -f "$agents_dir/package.json" ] || echo '{"name":"pi-ide-test-agents","private":true}' >"$agents_dir/package.json"
   (cd "$agents_dir" && npm install --save-exact --no-audit --no-fund --loglevel=error "${agents_pins[@]}" >&2) \
     || { echo "pi-ide.nvim: could not install ${agents_pins[*]} with npm" >&2; exit 1; }
+  (cd "$agents_dir" && npm install --no-save --legacy-peer-deps --no-audit --no-fund --loglevel=error "$mcp_adapter_pin" >&2) \
+    || { echo "pi-ide.nvim: could not install $mcp_adapter_pin with npm" >&2; exit 1; }
   # Replaced only when it differs (a Pi of another checkout sharing .deps may be loading it),
   # and then by a rename of a full copy.
   if ! diff -rq "$pi_extension_src" "$pi_extension_dir" >/dev/null 2>&1; then

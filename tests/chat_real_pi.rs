@@ -36,6 +36,8 @@ enum PiCmd {
     WithExtension,
     /// Pi alone: nothing reviews its writes.
     WithoutExtension,
+    /// Pi with the pi-ide extension and Pi's MCP adapter (npm `pi-mcp-adapter`).
+    WithMcpAdapter,
 }
 
 /// Everything one test needs; dropped in field order: Neovim (and the Pi it runs), the model,
@@ -63,6 +65,13 @@ impl Rig {
                 let mut c = pi_cli::pi_command();
                 c.push("-e".into());
                 c.push(pi_cli::ui_extension().to_string_lossy().into_owned());
+                c
+            }
+            PiCmd::WithMcpAdapter => {
+                let adapter = pi_cli::agents_dir().join("node_modules/pi-mcp-adapter");
+                assert!(adapter.join("index.ts").exists(), "no {} (scripts/ensure-agents.sh installs it)", adapter.display());
+                let mut c = pi_cli::pi_command();
+                c.extend(["-e".into(), adapter.to_string_lossy().into_owned()]);
                 c
             }
             PiCmd::WithoutExtension => [pi_cli::node_binary(), pi_cli::pi_cli_js()]
@@ -632,4 +641,25 @@ fn without_the_extension_the_chat_says_writes_are_not_reviewed() {
     assert!(t.contains("pi install npm:@ldelossa/pi-ide"), "{t}");
     assert!(!t.contains("Auto-connected"), "{t}");
     rig.wait("the header to warn", || rig.header().contains("writes NOT reviewed"));
+}
+
+/// Pi's MCP adapter runs `pi-ide-mcp` as the project's `.mcp.json` (as :PiIde mcp pi gives it)
+/// says; the model calls a tool of this Neovim through the adapter's `mcp` tool, and the
+/// answer reaches the model.
+#[test]
+fn pi_with_its_mcp_adapter_reaches_this_neovim_through_pi_ide_mcp() {
+    let rig = Rig::with(PiCmd::WithMcpAdapter, |_| {});
+    rig.nvim.command("PiIde mcp pi").unwrap();
+    let config = rig.nvim.lua("return vim.fn.getreg('\"')");
+    std::fs::write(rig.dirs.work.join(".mcp.json"), config.as_str().unwrap()).unwrap();
+    rig.model.on_user("ask-nvim", Reply::tool("mcp", json!({"tool": "nvim_getWorkspaceFolders", "args": {}})));
+    rig.model.after_tool("mcp", Reply::text("Mock model: I know the folders."));
+    rig.open_chat();
+    rig.send("ask-nvim for its folders");
+    let work = rig.dirs.work.to_string_lossy().into_owned();
+    rig.wait("the folders to reach the model", || rig.model.tool_results("mcp").iter().any(|r| r.contains(&work)));
+    rig.wait_text("Mock model: I know the folders.");
+    // Neovim shows the adapter's session under the name it gave.
+    let status = rig.nvim.lua("return table.concat(require('pi-ide.core.status').lines(), '\\n')");
+    assert!(status.as_str().unwrap().contains("mcp: socket"), "{status}");
 }
