@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 
+use std::os::unix::fs::PermissionsExt;
+
 use common::*;
 use pi_ide_peer::nvim::{plugin_root, temp_dir, Options};
 
@@ -311,7 +313,6 @@ fn another_users_process_cannot_reach_this_neovim() {
     let record = std::fs::read_dir(run_dir(&nvim).join("pi-ide/mcp")).unwrap().next().unwrap().unwrap().path();
     let rec: Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
     let socket = rec["socketPath"].as_str().unwrap();
-    use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(socket).unwrap().permissions().mode() & 0o777, 0o600);
     assert_eq!(std::fs::metadata(record.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
     assert!(!std::fs::read_to_string(&record).unwrap().to_lowercase().contains("token"));
@@ -326,6 +327,56 @@ fn another_users_process_cannot_reach_this_neovim() {
         assert!(is_error(&r), "{r}");
     }
     assert_eq!(nvim.lua("return #require('pi-ide').info().clients"), json!(0));
+    if unsafe { libc::getuid() } == 0 {
+        // With the socket opened up to everyone, another user's connection still gets nothing:
+        // the core checks the peer's uid and closes it.
+        use std::os::unix::process::CommandExt;
+        let dir = Path::new(socket).parent().unwrap();
+        let (dir_mode, sock_mode) = (std::fs::metadata(dir).unwrap().permissions(), std::fs::metadata(socket).unwrap().permissions());
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).unwrap();
+        std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let script = "import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\ntry:\n  \
+            s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\\n')\n  s.settimeout(20)\n  \
+            print(repr(s.recv(4096)))\nexcept OSError:\n  print(\"b''\")";
+        let out = Command::new("python3").args(["-c", script, socket]).uid(65534).gid(65534).output().unwrap();
+        std::fs::set_permissions(dir, dir_mode).unwrap();
+        std::fs::set_permissions(socket, sock_mode).unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(said.trim(), "b''", "another user's process got: {said} {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(nvim.lua("return #require('pi-ide').info().clients"), json!(0));
+    }
+}
+
+#[test]
+fn a_flood_of_connections_is_bounded_and_a_freed_slot_is_reused() {
+    let nvim = Nvim::start();
+    let record = std::fs::read_dir(run_dir(&nvim).join("pi-ide/mcp")).unwrap().next().unwrap().unwrap().path();
+    let rec: Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    let socket = rec["socketPath"].as_str().unwrap().to_owned();
+    // More connections than there are client slots, each silent: every one is either a client
+    // or told there is no room.
+    let socks: Vec<_> = (0..100).map(|_| std::os::unix::net::UnixStream::connect(&socket).unwrap()).collect();
+    let mut refused = vec![false; socks.len()];
+    wait_until("each connection to be a client or refused", PATIENCE, || {
+        for (i, s) in socks.iter().enumerate() {
+            s.set_nonblocking(true).unwrap();
+            let mut buf = [0u8; 256];
+            if let Ok(n) = std::io::Read::read(&mut &*s, &mut buf) {
+                refused[i] |= n > 0 && String::from_utf8_lossy(&buf[..n]).contains("too many clients") || n == 0;
+            }
+        }
+        let clients = nvim.lua("return #require('pi-ide').info().clients").as_u64().unwrap() as usize;
+        clients + refused.iter().filter(|r| **r).count() == socks.len()
+    });
+    let refused = refused.iter().filter(|r| **r).count();
+    assert!(refused >= 36, "{refused} refused of 100 (at most 64 clients)");
+    // The editor is fine, and once they go a client gets in.
+    assert_eq!(nvim.lua("return 1 + 1"), json!(2));
+    drop(socks);
+    nvim.wait_for("#require('pi-ide').info().clients == 0", PATIENCE);
+    let mut b = Bridge::start(&run_dir(&nvim), &nvim.cwd, &[]);
+    b.initialize("after-the-flood");
+    assert!(!is_error(&b.call("getWorkspaceFolders", json!({}))));
 }
 
 #[test]
