@@ -28,6 +28,8 @@ struct Bridge {
     stdin: Option<ChildStdin>,
     out: Receiver<Value>,
     next: u64,
+    /// Messages read while waiting for another answer.
+    early: std::cell::RefCell<Vec<Value>>,
 }
 
 impl Bridge {
@@ -60,7 +62,7 @@ impl Bridge {
             }
         });
         let stdin = child.stdin.take();
-        Bridge { child, stdin, out, next: 0 }
+        Bridge { child, stdin, out, next: 0, early: Default::default() }
     }
 
     fn send_line(&mut self, line: &str) {
@@ -77,11 +79,16 @@ impl Bridge {
     }
 
     fn answer(&self, id: u64) -> Value {
+        let mut early = self.early.borrow_mut();
+        if let Some(i) = early.iter().position(|v| v["id"] == json!(id)) {
+            return early.remove(i);
+        }
         loop {
             let v = self.out.recv_timeout(PATIENCE).unwrap_or_else(|_| panic!("no answer to {id}"));
             if v["id"] == json!(id) {
                 return v;
             }
+            early.push(v);
         }
     }
 
@@ -403,4 +410,45 @@ fn piide_mcp_shows_each_clients_config_and_copies_one_and_health_checks_it() {
     assert!(health.contains(&format!("program {program}")) && health.contains("pi-ide-mcp"), "{health}");
     let status = nvim.lua("return table.concat(require('pi-ide.core.status').lines(), '\\n')");
     assert!(status.as_str().unwrap().contains("mcp: socket "), "{status}");
+}
+
+#[test]
+fn save_document_and_close_tab_only_when_the_user_turns_them_on() {
+    let nvim = Nvim::start();
+    let mut b = Bridge::start(&run_dir(&nvim), &nvim.cwd, &[]);
+    b.initialize("default");
+    let names = |b: &mut Bridge| -> Vec<String> {
+        let list = b.request("tools/list", json!({}));
+        list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    };
+    assert!(!names(&mut b).iter().any(|n| n == "saveDocument" || n == "close_tab"));
+    let r = b.call("saveDocument", json!({"filePath": "/x"}));
+    assert!(r["error"]["message"].as_str().unwrap().contains("not turned it on"), "{r}");
+    drop(b);
+    drop(nvim);
+
+    let nvim = Nvim::start_with(Options {
+        after: Some("require('pi-ide').setup({ mcp = { save_document = true, close_tab = true } })".into()),
+        ..Default::default()
+    });
+    let mut b = Bridge::start(&run_dir(&nvim), &nvim.cwd, &[]);
+    b.initialize("trusted");
+    let listed = names(&mut b);
+    assert!(listed.iter().any(|n| n == "saveDocument") && listed.iter().any(|n| n == "close_tab"), "{listed:?}");
+    // close_tab takes back its own review.
+    let path = file_with(&nvim, "t.txt", "t\n");
+    let id = open_review(&nvim, &mut b, &path, "u\n", "t.txt");
+    let closed = b.call("close_tab", json!({"tab_name": "t.txt"}));
+    assert_eq!(texts(&closed), ["TAB_CLOSED"], "{closed}");
+    assert_eq!(texts(&b.answer(id))[0], "DIFF_REJECTED");
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
+    // saveDocument writes the buffer the user changed.
+    let path = edit_file(&nvim, "s.txt", &["one"]);
+    nvim.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, {'two'})");
+    let saved = b.call("saveDocument", json!({"filePath": path}));
+    assert!(!is_error(&saved), "{saved}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
+    // A wrong option is refused with the names of the right ones.
+    let e = nvim.lua("local _, errs = require('pi-ide.core.config').resolve({ mcp = { save = true } }) return table.concat(errs, '\\n')");
+    assert!(e.as_str().unwrap().contains("only save_document, close_tab"), "{e}");
 }

@@ -1,6 +1,6 @@
-//! One client's MCP session: what the program answers itself (initialize, ping, tools/list,
-//! from tools.json: the core's list for MCP clients, kept the same by a test of the core), and
-//! what it relays (tool calls, cancellations). A call that cannot reach a Neovim is answered
+//! One client's MCP session: what the program answers itself (initialize, ping), what it
+//! relays (tool calls, cancellations), and tools/list: Neovim's when one is found, else
+//! tools.json (the core's default list for MCP clients, kept the same by a test of the core). A call that cannot reach a Neovim is answered
 //! with an error *result* (`isError: true`) that says why and what to do, never a JSON-RPC
 //! error: on one of those some clients kill the server and send the call again, which would
 //! open a review twice.
@@ -38,6 +38,12 @@ pub fn handle(relay: &Relay, line: &[u8]) {
         (Some("tools/call"), Some(id)) => {
             if let Err(why) = relay.call(&id, line) {
                 relay.send(&error_result(&id, &why));
+            }
+        }
+        // Neovim's own list when one is found (it has the tools the user turned on), else ours.
+        (Some("tools/list"), Some(id)) => {
+            if relay.call(&id, line).is_err() {
+                relay.send(&answer(relay, "tools/list", msg.params, &id));
             }
         }
         (Some("notifications/cancelled"), None) => relay.notify(line),

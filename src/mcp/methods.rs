@@ -21,6 +21,8 @@ pub struct Session {
     pub agent: &'static Agent,
     pub client_name: Option<String>,
     pub client_version: Option<String>,
+    /// The tools off unless asked for ([`Tool::opt_in`]) that the user turned on.
+    pub opted_in: Vec<String>,
 }
 
 impl Session {
@@ -29,7 +31,13 @@ impl Session {
             agent,
             client_name: None,
             client_version: None,
+            opted_in: Vec::new(),
         }
+    }
+
+    /// Whether this session lists and may call `tool`.
+    pub fn offers(&self, tool: &Tool) -> bool {
+        !tool.opt_in || self.opted_in.iter().any(|n| n == tool.name)
     }
 }
 
@@ -53,9 +61,15 @@ pub fn handle_request(session: &mut Session, method: &str, params: Option<Value>
         "initialize" => Dispatch::Reply(Ok(initialize(session, params.as_ref()))),
         "ping" => Dispatch::Reply(Ok(json!({}))),
         "tools/list" => Dispatch::Reply(Ok(json!({
-            "tools": session.agent.tools.iter().map(Tool::describe).collect::<Vec<_>>()
+            "tools": session.agent.tools.iter().filter(|t| session.offers(t)).map(Tool::describe).collect::<Vec<_>>()
         }))),
-        "tools/call" => tools_call(session.agent, params),
+        "tools/call" => match tools_call(session.agent, params) {
+            Dispatch::Park { tool, .. } if !session.offers(tool) => Dispatch::Reply(Err(RpcError::new(
+                METHOD_NOT_FOUND,
+                format!("unknown tool: {} (the user has not turned it on)", tool.name),
+            ))),
+            other => other,
+        },
         other => Dispatch::Reply(Err(RpcError::new(
             METHOD_NOT_FOUND,
             format!("method not found: {other}"),

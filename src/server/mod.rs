@@ -201,7 +201,10 @@ impl Server {
         let kept = own.write(&socket, &lock, options).inspect_err(|_| {
             let _ = std::fs::remove_file(&socket);
         })?;
-        if self.sockets.send(runtime::Socket { agent, listener }).is_err() {
+        // `tools`: the names of tools off unless asked for, that the user turned on.
+        let opted_in = options.get("tools").and_then(Value::as_array).into_iter().flatten();
+        let opted_in = opted_in.filter_map(Value::as_str).map(str::to_owned).collect();
+        if self.sockets.send(runtime::Socket { agent, listener, opted_in }).is_err() {
             kept.remove(&lock.auth_token);
             let _ = std::fs::remove_file(&socket);
             return Err("the server thread has stopped".into());

@@ -24,6 +24,8 @@ use crate::{debug, error};
 pub struct Socket {
     pub agent: &'static Agent,
     pub listener: StdUnixListener,
+    /// The tools off unless asked for that the user turned on for this agent.
+    pub opted_in: Vec<String>,
 }
 
 /// What the thread needs: the WebSocket listener and who may upgrade on it, the server's token
@@ -87,13 +89,13 @@ async fn serve_sockets(
     let mut servers = JoinSet::new();
     let mut stop = shutdown.clone();
     loop {
-        let Socket { agent, listener } = tokio::select! {
+        let Socket { agent, listener, opted_in } = tokio::select! {
             s = sockets.recv() => match s { Some(s) => s, None => break },
             _ = stop.changed() => break,
         };
         match tokio::net::UnixListener::from_std(listener) {
             Ok(l) if matches!(agent.transport, Transport::Lines) => {
-                let config = lines::Config { agent, limits };
+                let config = lines::Config { agent, limits, opted_in };
                 servers.spawn(lines::serve(l, shared.clone(), config, shutdown.clone()));
             }
             Ok(l) => {

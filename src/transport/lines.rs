@@ -30,6 +30,8 @@ use crate::{error, info, warn};
 pub struct Config {
     pub agent: &'static Agent,
     pub limits: Limits,
+    /// The tools off unless asked for that the user turned on.
+    pub opted_in: Vec<String>,
 }
 
 /// How long the answers owed on a close may take to reach a client that reads.
@@ -83,7 +85,8 @@ async fn admit(mut stream: UnixStream, shared: &Arc<Shared>, config: &Config) ->
     let outbox = shared.clients.add(client, config.agent, None);
     info!("client {client} connected ({})", config.agent.name);
     shared.events.push(Event::ClientConnected { client }).await;
-    Some(Conn { client, shared: shared.clone(), outbox, agent: config.agent, stream })
+    let opted_in = config.opted_in.clone();
+    Some(Conn { client, shared: shared.clone(), outbox, agent: config.agent, stream, opted_in })
 }
 
 struct Conn {
@@ -92,6 +95,7 @@ struct Conn {
     outbox: Arc<Outbox>,
     agent: &'static Agent,
     stream: UnixStream,
+    opted_in: Vec<String>,
 }
 
 /// How a connection ended.
@@ -113,10 +117,11 @@ impl Ending {
 
 impl Conn {
     async fn run(self, mut shutdown: watch::Receiver<bool>) {
-        let Conn { client, shared, outbox, agent, stream } = self;
+        let Conn { client, shared, outbox, agent, stream, opted_in } = self;
         let (read, mut write) = stream.into_split();
         let mut lines = Lines::new(read, shared.max_message_size);
         let mut session = Session::new(agent);
+        session.opted_in = opted_in;
         let ending = loop {
             if *shutdown.borrow() {
                 break Ending::Stopping;

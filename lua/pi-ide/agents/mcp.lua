@@ -12,16 +12,38 @@ local M = {
 
 local opt = require("pi-ide.core.options").opt
 
+-- The tools off unless the user turns them on, by the option that does.
+local OPT_IN = { save_document = "saveDocument", close_tab = "close_tab" }
+
 M.options = {
   -- Let any MCP client reach this Neovim through the pi-ide-mcp program (:PiIde mcp shows how).
-  mcp = opt(true, { "boolean" }),
+  -- A table turns it on with tools that are off otherwise: { save_document = true } lets the
+  -- model save your unsaved changes of a file, { close_tab = true } take back its own review.
+  mcp = opt(true, { "boolean", "table" }, function(v)
+    if type(v) ~= "table" then
+      return
+    end
+    for k, val in pairs(v) do
+      if not OPT_IN[k] then
+        return ("has no option %s (only save_document, close_tab)"):format(tostring(k))
+      elseif type(val) ~= "boolean" then
+        return ("%s must be true or false"):format(k)
+      end
+    end
+  end),
 }
 
 function M.serve(values)
   if not values.mcp then
     return nil
   end
-  return { socket_dir = vim.fn.stdpath("run"), nvim = vim.v.servername }
+  local tools = {}
+  for option, tool in pairs(OPT_IN) do
+    if type(values.mcp) == "table" and values.mcp[option] then
+      table.insert(tools, tool)
+    end
+  end
+  return { socket_dir = vim.fn.stdpath("run"), nvim = vim.v.servername, tools = tools }
 end
 
 --- The pi-ide-mcp program beside the library, if it is there.

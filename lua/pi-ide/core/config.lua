@@ -12,7 +12,7 @@ local M = {}
 ---@field selection_max_lines? integer The selected text sent is cut after this many lines (default 1000).
 ---@field claude_code? boolean Also serve Claude Code (default false).
 ---@field copilot? boolean|{ trust_workspace?: boolean } Also serve the GitHub Copilot CLI (default false).
----@field mcp? boolean Let any MCP client reach this Neovim through pi-ide-mcp (default true).
+---@field mcp? boolean|{ save_document?: boolean, close_tab?: boolean } Let any MCP client reach this Neovim through pi-ide-mcp (default true).
 ---@field diff? PiIde.DiffConfig Reviews of the agent's writes.
 ---@field suggestion? PiIde.SuggestionConfig Ghost-text completions.
 ---@field terminal? PiIde.TerminalConfig Agents launched from Neovim (:PiIde open).
@@ -332,8 +332,9 @@ local function check_fields(prefix, opts, node, merged, errors)
       if msg then
         table.insert(errors, ("option '%s' %s"):format(name, msg))
       elseif type(value) == "table" then
-        -- A table-valued option (filetypes) is merged key by key.
-        merged[key] = vim.tbl_extend("force", merged[key] or {}, value)
+        -- A table-valued option (filetypes) is merged key by key; over a boolean default
+        -- (mcp = true) the table is the whole value.
+        merged[key] = vim.tbl_extend("force", type(merged[key]) == "table" and merged[key] or {}, value)
       else
         merged[key] = value
       end

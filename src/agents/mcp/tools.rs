@@ -1,8 +1,9 @@
 //! The tools an MCP client's model sees, one entry each, described for a model that knows
 //! nothing of Neovim. Each shares its Lua handler and hook with the pi-ide tool of the same
-//! name (protocol/tools/pi_ide.rs). No tool runs Lua, Ex commands or a shell. bridge/tools.json
-//! is this list as `tools/list` answers it (the bridge answers it before it reaches Neovim);
-//! a test keeps the two the same.
+//! name (protocol/tools/pi_ide.rs). No tool runs Lua, Ex commands or a shell; saving and taking
+//! back a review are off unless the user turns them on (`opt_in`). bridge/tools.json is this
+//! list as `tools/list` answers it by default (the bridge answers it when it cannot reach a
+//! Neovim); a test keeps the two the same.
 
 use crate::protocol::tools::{Hook, Param, ReviewArgs, Shape, Tool, Ty, PLAIN};
 
@@ -91,7 +92,32 @@ Tool {
     hook: Hook::Review(&OPEN_DIFF),
     ..PLAIN
 },
+Tool {
+    name: "saveDocument",
+    lua: "pi-ide.features.tools.documents",
+    description: "Save the user's unsaved changes of a file in their editor to disk (only when they \
+                  have turned this tool on): {success, filePath, saved, message}.",
+    params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
+    opt_in: true,
+    ..PLAIN
+},
+Tool {
+    name: "close_tab",
+    description: "Take back a review you opened with openDiff that the user has not decided yet (it is \
+                  answered DIFF_REJECTED): TAB_CLOSED. Only when the user has turned this tool on.",
+    params: &[Param { name: "tab_name", ty: Ty::String, required: true, description: "The tab_name of your openDiff." }],
+    shape: Shape::Texts,
+    hook: Hook::CloseReview { tab: "tab_name" },
+    reshape: Some(tab_closed),
+    opt_in: true,
+    ..PLAIN
+},
 ];
+
+/// close_tab answers TAB_CLOSED, whether or not a review was open.
+fn tab_closed(_: serde_json::Value, _: Option<&str>) -> serde_json::Value {
+    serde_json::json!("TAB_CLOSED")
+}
 
 /// openDiff's arguments: the file is both what is shown and where the contents go.
 static OPEN_DIFF: ReviewArgs = ReviewArgs {
@@ -111,7 +137,8 @@ mod tests {
     /// be this list. `PI_IDE_BLESS=1 cargo test` writes it anew after a change here.
     #[test]
     fn the_bridges_tool_list_is_this_one() {
-        let list: Vec<_> = TOOLS.iter().map(Tool::describe).collect();
+        // What a session lists before the user turns anything on.
+        let list: Vec<_> = TOOLS.iter().filter(|t| !t.opt_in).map(Tool::describe).collect();
         let want = serde_json::to_string_pretty(&serde_json::json!({ "tools": list })).unwrap() + "\n";
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/bridge/tools.json");
         if std::env::var_os("PI_IDE_BLESS").is_some() {

@@ -148,6 +148,8 @@ pub struct Tool {
     /// Turns the handler's answer into this tool's, before `shape`; gets the abandon context
     /// (open_diff: the tab_name).
     pub reshape: Option<fn(Value, Option<&str>) -> Value>,
+    /// Listed and callable only when the user turned it on (the session says which).
+    pub opt_in: bool,
 }
 
 /// What a tool is unless its entry says otherwise: no parameters, answered as JSON text, an
@@ -163,6 +165,7 @@ pub(crate) const PLAIN: Tool = Tool {
     handler: None,
     adapt: None,
     reshape: None,
+    opt_in: false,
 };
 
 /// The path of a `file://` URI (percent-decoded), or the argument itself when it is a path.
