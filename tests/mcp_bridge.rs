@@ -116,8 +116,9 @@ impl Drop for Bridge {
     }
 }
 
+/// The answer's texts; slashes as they are (Neovim 0.10's vim.json.encode escapes them).
 fn text_of(answer: &Value) -> String {
-    texts(answer).join("\n")
+    texts(answer).join("\n").replace("\\/", "/")
 }
 
 fn is_error(answer: &Value) -> bool {

@@ -52,11 +52,12 @@ function M.program()
   return vim.fn.executable(path) == 1 and path or nil, path
 end
 
--- JSON as people write it: two spaces per level, keys sorted.
+-- JSON as people write it: two spaces per level, keys sorted, "/" as itself (Neovim 0.10's
+-- encoder escapes it, which TOML would refuse).
 local function json(value, indent)
   indent = indent or ""
   if type(value) ~= "table" then
-    return vim.json.encode(value)
+    return (vim.json.encode(value):gsub("\\/", "/"))
   end
   local inner, items = indent .. "  ", {}
   if vim.islist(value) then
