@@ -453,3 +453,24 @@ fn save_document_and_close_tab_only_when_the_user_turns_them_on() {
     let e = nvim.lua("local _, errs = require('pi-ide.core.config').resolve({ mcp = { save = true } }) return table.concat(errs, '\\n')");
     assert!(e.as_str().unwrap().contains("only save_document, close_tab"), "{e}");
 }
+
+#[test]
+fn a_panic_in_the_connection_rejects_its_review_and_the_next_call_reconnects() {
+    let nvim = Nvim::start_with(Options {
+        env: vec![("PI_IDE_FAILPOINTS".into(), "panic-on=tools/list".into())],
+        ..Default::default()
+    });
+    nvim.record_notify();
+    let path = file_with(&nvim, "p.txt", "p\n");
+    let mut b = Bridge::start(&run_dir(&nvim), &nvim.cwd, &[]);
+    b.initialize("panicky");
+    let id = open_review(&nvim, &mut b, &path, "q\n", "p.txt");
+    // The core panics on this connection's next message: the review is answered, not left open.
+    let list = b.ask("tools/list", json!({}));
+    assert_eq!(texts(&b.answer(id))[0], "DIFF_REJECTED");
+    assert!(is_error(&b.answer(list)), "the program answers what Neovim never will");
+    wait_until("the review to go", PATIENCE, || reviews(&nvim) == json!(0));
+    assert!(nvim.notes().iter().any(|n| n.contains("p.txt was rejected: the connection was closed (an internal error")), "{:?}", nvim.notes());
+    assert!(!is_error(&b.call("getWorkspaceFolders", json!({}))), "a new connection serves");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "p\n");
+}

@@ -7,6 +7,7 @@
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
@@ -30,6 +31,8 @@ struct Conn {
     stream: UnixStream,
     /// The ids of calls sent on it and not answered yet.
     waiting: Arc<Mutex<HashSet<String>>>,
+    /// Cleared by its reader when Neovim closed it.
+    alive: Arc<AtomicBool>,
     pid: u32,
 }
 
@@ -44,21 +47,33 @@ impl Relay {
     }
 
     /// Sends a call (raw line, its id as raw JSON) to Neovim, connecting first if need be; the
-    /// answer reaches the client from the reader thread. Err: why it could not be sent.
+    /// answer reaches the client from the reader thread. Err: why it could not be sent. A line
+    /// that could not be written whole never reached Neovim (it reads whole lines only), so
+    /// after a connection that had gone it is sent once more, on a new one.
     pub fn call(&self, id: &str, line: &[u8]) -> Result<(), String> {
         let mut conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        if conn.is_none() {
-            *conn = Some(self.connect()?);
-        }
-        let c = conn.as_mut().expect("connected above");
-        c.waiting.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_owned());
-        if let Err(e) = write_all_line(&mut c.stream, line) {
-            c.waiting.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
-            let pid = c.pid;
+        if conn.as_ref().is_some_and(|c| !c.alive.load(Ordering::Acquire)) {
             *conn = None;
-            return Err(format!("the connection to Neovim (pid {pid}) failed: {e}; call the tool again"));
         }
-        Ok(())
+        for attempt in 0..2 {
+            if conn.is_none() {
+                *conn = Some(self.connect()?);
+            }
+            let c = conn.as_mut().expect("connected above");
+            c.waiting.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_owned());
+            match write_all_line(&mut c.stream, line) {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    c.waiting.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+                    let pid = c.pid;
+                    *conn = None;
+                    if attempt == 1 {
+                        return Err(format!("the connection to Neovim (pid {pid}) failed: {e}; call the tool again"));
+                    }
+                }
+            }
+        }
+        unreachable!("the second attempt returns")
     }
 
     /// Sends a notification on to Neovim, if connected (a cancellation needs no new connection).
@@ -80,11 +95,12 @@ impl Relay {
             .and_then(|()| write_all_line(&mut stream, initialized))
             .map_err(|e| format!("cannot talk to Neovim (pid {}): {e}", record.pid))?;
         let waiting = Arc::new(Mutex::new(HashSet::new()));
+        let alive = Arc::new(AtomicBool::new(true));
         let reader = stream.try_clone().map_err(|e| e.to_string())?;
-        let (out, w, pid) = (self.out.clone(), waiting.clone(), record.pid);
-        std::thread::spawn(move || read_answers(reader, out, w, pid));
+        let (out, w, a, pid) = (self.out.clone(), waiting.clone(), alive.clone(), record.pid);
+        std::thread::spawn(move || read_answers(reader, out, w, a, pid));
         eprintln!("pi-ide-mcp: connected to Neovim (pid {pid}, {})", record.workspace_folders.join(", "));
-        Ok(Conn { stream, waiting, pid })
+        Ok(Conn { stream, waiting, alive, pid })
     }
 }
 
@@ -94,7 +110,13 @@ fn default_init() -> Value {
 
 /// Relays Neovim's answers to the client until the connection ends; then answers what still
 /// waits with an error result, so that no call hangs.
-fn read_answers(stream: UnixStream, out: Arc<Mutex<std::io::Stdout>>, waiting: Arc<Mutex<HashSet<String>>>, pid: u32) {
+fn read_answers(
+    stream: UnixStream,
+    out: Arc<Mutex<std::io::Stdout>>,
+    waiting: Arc<Mutex<HashSet<String>>>,
+    alive: Arc<AtomicBool>,
+    pid: u32,
+) {
     #[derive(Deserialize)]
     struct Head<'a> {
         #[serde(borrow)]
@@ -120,6 +142,8 @@ fn read_answers(stream: UnixStream, out: Arc<Mutex<std::io::Stdout>>, waiting: A
         waiting.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
         write_line(&out, frame);
     }
+    // Gone first, so that no call is sent on it while the owed answers go out.
+    alive.store(false, Ordering::Release);
     let owed: Vec<String> = waiting.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
     for id in owed {
         let why = format!("Neovim (pid {pid}) went away before answering (it quit, or its pi-ide server stopped); nothing was written. Call the tool again to use a Neovim that runs.");

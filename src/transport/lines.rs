@@ -104,59 +104,44 @@ enum Ending {
     Stopping,
     NotReading,
     WriteFailed,
+    Panicked,
 }
 
 impl Ending {
     fn reason(&self) -> Option<String> {
         match self {
             Ending::NotReading => Some(crate::state::outbox::NOT_READING.into()),
+            Ending::Panicked => Some("an internal error in the editor".into()),
             _ => None,
         }
     }
 }
 
+/// What a connection serves with, borrowed by its loop.
+struct Serving<'a> {
+    client: u64,
+    shared: &'a Arc<Shared>,
+    outbox: &'a Outbox,
+    agent: &'static Agent,
+    write: &'a mut OwnedWriteHalf,
+}
+
 impl Conn {
-    async fn run(self, mut shutdown: watch::Receiver<bool>) {
+    /// Serves the connection to its end; a panic in its loop ends it like any other ending:
+    /// every call and review of its client is answered before it is forgotten.
+    async fn run(self, shutdown: watch::Receiver<bool>) {
+        use futures_util::FutureExt;
         let Conn { client, shared, outbox, agent, stream, opted_in } = self;
         let (read, mut write) = stream.into_split();
         let mut lines = Lines::new(read, shared.max_message_size);
         let mut session = Session::new(agent);
         session.opted_in = opted_in;
-        let ending = loop {
-            if *shutdown.borrow() {
-                break Ending::Stopping;
-            }
-            match flush(&outbox, &mut write).await {
-                Ok(true) => {}
-                Ok(false) => break Ending::NotReading,
-                Err(_) => break Ending::WriteFailed,
-            }
-            let reading = outbox.answers_waiting() < MAX_ANSWERS_WAITING;
-            tokio::select! {
-                biased;
-                _ = shutdown.changed() => break Ending::Stopping,
-                _ = outbox.ready() => {}
-                line = lines.next(), if reading => match line {
-                    Some(Line::Text(text)) => {
-                        for reply in crate::mcp::dispatch::handle_text(&text, client, &shared, &mut session).await {
-                            outbox.push_answer(reply);
-                        }
-                    }
-                    Some(Line::NotUtf8) => {
-                        let e = RpcError::new(jsonrpc::PARSE_ERROR, "parse error: the line is not UTF-8");
-                        outbox.push_answer(jsonrpc::error_frame(None, &e));
-                    }
-                    Some(Line::TooLong(o)) => {
-                        shared.events.notice("message-too-big", Level::Warn, o.notice(agent, false)).await;
-                        if let Some(answer) = o.answer(agent) {
-                            outbox.push_answer(answer);
-                        }
-                    }
-                    None => break Ending::ClientGone,
-                },
-            }
-        };
-        // Every call of the client is answered before it is forgotten (a review: rejected).
+        let mut s = Serving { client, shared: &shared, outbox: &outbox, agent, write: &mut write };
+        let served = std::panic::AssertUnwindSafe(s.serve(&mut lines, &mut session, shutdown)).catch_unwind().await;
+        let ending = served.unwrap_or_else(|_| {
+            error!("client {client}: connection task panicked; closing the connection");
+            Ending::Panicked
+        });
         for event in shared.abandon_client(client, ending.reason()) {
             shared.events.push(event).await;
         }
@@ -170,6 +155,53 @@ impl Conn {
         if !shared.is_stopping() {
             for event in events {
                 shared.events.push(event).await;
+            }
+        }
+    }
+}
+
+impl Serving<'_> {
+    /// Moves lines until the connection must end, and says why.
+    async fn serve(&mut self, lines: &mut Lines, session: &mut Session, mut shutdown: watch::Receiver<bool>) -> Ending {
+        loop {
+            if *shutdown.borrow() {
+                return Ending::Stopping;
+            }
+            match flush(self.outbox, self.write).await {
+                Ok(true) => {}
+                Ok(false) => return Ending::NotReading,
+                Err(_) => return Ending::WriteFailed,
+            }
+            let reading = self.outbox.answers_waiting() < MAX_ANSWERS_WAITING;
+            tokio::select! {
+                biased;
+                _ = shutdown.changed() => return Ending::Stopping,
+                _ = self.outbox.ready() => {}
+                line = lines.next(), if reading => match line {
+                    Some(line) => self.incoming(line, session).await,
+                    None => return Ending::ClientGone,
+                },
+            }
+        }
+    }
+
+    /// One line from the client: what the core answers goes to the outbox.
+    async fn incoming(&mut self, line: Line, session: &mut Session) {
+        match line {
+            Line::Text(text) => {
+                for reply in crate::mcp::dispatch::handle_text(&text, self.client, self.shared, session).await {
+                    self.outbox.push_answer(reply);
+                }
+            }
+            Line::NotUtf8 => {
+                let e = RpcError::new(jsonrpc::PARSE_ERROR, "parse error: the line is not UTF-8");
+                self.outbox.push_answer(jsonrpc::error_frame(None, &e));
+            }
+            Line::TooLong(o) => {
+                self.shared.events.notice("message-too-big", Level::Warn, o.notice(self.agent, false)).await;
+                if let Some(answer) = o.answer(self.agent) {
+                    self.outbox.push_answer(answer);
+                }
             }
         }
     }
