@@ -19,6 +19,7 @@
 ---@field health_title? string Its section of :checkhealth pi-ide.
 ---@field health? fun(info: table) That section's checks (vim.health).
 ---@field chat? table How the chat window runs it (for the one agent it hosts).
+---@field commands? table<string, table> :PiIde subcommands of its own, as core/commands.lua's entries ({ run, complete }).
 --
 ---@class PiIde.Launch
 ---@field env table<string, string> The environment the user's config adds (terminal.agents).
@@ -50,6 +51,17 @@ end
 ---@return PiIde.Agent[]
 function M.all()
   return vim.tbl_map(M.get, M.names)
+end
+
+--- The :PiIde subcommands the agents bring, by name.
+function M.commands()
+  local out = {}
+  for _, a in ipairs(M.all()) do
+    for name, entry in pairs(a.commands or {}) do
+      out[name] = entry
+    end
+  end
+  return out
 end
 
 --- The agent the chat window hosts.

@@ -155,13 +155,6 @@ M.subcommands = {
     end,
   },
   close = { run = call("pi-ide.features.terminal", "close"), complete = first_of(agent_names) },
-  -- :PiIde mcp [client]: the config that gives an MCP client this Neovim (copied when named).
-  mcp = {
-    run = call("pi-ide.features.mcp", "run"),
-    complete = first_of(function()
-      return require("pi-ide.features.mcp").names()
-    end),
-  },
   -- The chat window (lua/pi-ide/features/chat/).
   chat = {
     run = function(opts)
@@ -176,6 +169,10 @@ M.subcommands = {
   compact = { run = call("pi-ide.features.chat", "compact", true) },
   export = { run = call("pi-ide.features.chat", "export"), complete = files() },
 }
+-- And those an agent brings (its module says them: agents/<name>).
+for name, entry in pairs(require("pi-ide.agents").commands()) do
+  M.subcommands[name] = entry
+end
 
 --- The subcommands' names, sorted.
 function M.names()

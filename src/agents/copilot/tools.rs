@@ -22,12 +22,7 @@ Tool {
     handler: Some("getDiagnostics"),
     description: "Diagnostics Neovim has for open files: [{uri, filePath, diagnostics: [{message, \
                   severity, range, source, code}]}]. With `uri`, only that file's.",
-    params: &[Param {
-        name: "uri",
-        ty: Ty::String,
-        required: false,
-        description: "A file URI (file:///...) or absolute path; omit for every open file.",
-    }],
+    params: &[crate::protocol::tools::pi_ide::DIAGNOSTICS_URI],
     fallback: Some(crate::protocol::tools::pi_ide::DIAGNOSTICS_FALLBACK),
     hook: Hook::Snapshot,
     reshape: Some(diagnostics_answer),

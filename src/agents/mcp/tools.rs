@@ -14,12 +14,7 @@ Tool {
     description: "Errors, warnings and hints that the user's editor (Neovim, with its language servers) \
                   shows for the files it has open, as a JSON object keyed by file URI. Call it after \
                   changing code to see what the editor reports. With `uri`, only that file's.",
-    params: &[Param {
-        name: "uri",
-        ty: Ty::String,
-        required: false,
-        description: "A file URI (file:///...) or absolute path; omit for every open file.",
-    }],
+    params: &[crate::protocol::tools::pi_ide::DIAGNOSTICS_URI],
     fallback: Some(crate::protocol::tools::pi_ide::DIAGNOSTICS_FALLBACK),
     hook: Hook::Snapshot,
     ..PLAIN
@@ -108,16 +103,11 @@ Tool {
     params: &[Param { name: "tab_name", ty: Ty::String, required: true, description: "The tab_name of your openDiff." }],
     shape: Shape::Texts,
     hook: Hook::CloseReview { tab: "tab_name" },
-    reshape: Some(tab_closed),
+    reshape: Some(crate::protocol::tools::pi_ide::tab_closed),
     opt_in: true,
     ..PLAIN
 },
 ];
-
-/// close_tab answers TAB_CLOSED, whether or not a review was open.
-fn tab_closed(_: serde_json::Value, _: Option<&str>) -> serde_json::Value {
-    serde_json::json!("TAB_CLOSED")
-}
 
 /// openDiff's arguments: the file is both what is shown and where the contents go.
 static OPEN_DIFF: ReviewArgs = ReviewArgs {

@@ -14,18 +14,21 @@ pub(crate) const DIAGNOSTICS_FALLBACK: Fallback = Fallback {
     answer: diagnostics_fallback,
 };
 
+/// getDiagnostics' one parameter (the tools of other agents that share its handler take it too).
+pub(crate) const DIAGNOSTICS_URI: Param = Param {
+    name: "uri",
+    ty: Ty::String,
+    required: false,
+    description: "A file URI (file:///...) or absolute path; omit for every open file.",
+};
+
 pub static TOOLS: &[Tool] = &[
 Tool {
     name: "getDiagnostics",
     lua: "pi-ide.features.tools.diagnostics",
     description: "Diagnostics (errors, warnings, hints) Neovim has for open files, keyed by file URI. \
                   With `uri`, only that file's.",
-    params: &[Param {
-        name: "uri",
-        ty: Ty::String,
-        required: false,
-        description: "A file URI (file:///...) or absolute path; omit for every open file.",
-    }],
+    params: &[DIAGNOSTICS_URI],
     fallback: Some(DIAGNOSTICS_FALLBACK),
     hook: Hook::Snapshot,
     ..PLAIN
@@ -138,7 +141,7 @@ static OPEN_DIFF: ReviewArgs = ReviewArgs {
 };
 
 /// close_tab answers TAB_CLOSED, whether or not a review was open.
-fn tab_closed(_: Value, _: Option<&str>) -> Value {
+pub(crate) fn tab_closed(_: Value, _: Option<&str>) -> Value {
     json!("TAB_CLOSED")
 }
 

@@ -1,6 +1,5 @@
 -- :PiIde mcp: the config that gives an MCP client this Neovim's tools and reviews, with the
--- absolute path of the pi-ide-mcp program on this machine (each client's is in the agent's
--- module, agents/mcp.lua). No token goes in any of them: the program reaches Neovim over a
+-- absolute path of the pi-ide-mcp program on this machine (each client's is in configs.lua). No token goes in any of them: the program reaches Neovim over a
 -- socket only this user's processes can open.
 local log = require("pi-ide.core.log")
 
@@ -10,11 +9,11 @@ local M = {}
 function M.names()
   return vim.tbl_map(function(c)
     return c.name
-  end, require("pi-ide.agents").get("mcp").configs(""))
+  end, require("pi-ide.agents.mcp.configs").for_program(""))
 end
 
 local function program_or_say()
-  local agent = require("pi-ide.agents").get("mcp")
+  local agent = require("pi-ide.agents.mcp")
   local program, path = agent.program()
   if not program then
     log.notify(("no pi-ide-mcp at %s: build it with %s"):format(path, agent.install), vim.log.levels.ERROR)
@@ -50,7 +49,7 @@ function M.run(name)
   if not program then
     return
   end
-  local configs = require("pi-ide.agents").get("mcp").configs(program)
+  local configs = require("pi-ide.agents.mcp.configs").for_program(program)
   if not name then
     return show_all(configs)
   end

@@ -1,7 +1,8 @@
 -- Any MCP client (Codex, Gemini CLI, opencode, Claude Desktop, Cursor, mcporter, Pi's MCP
 -- adapter): it runs the pi-ide-mcp program (built beside the library), which finds this Neovim
 -- by a record of ours and relays over a private Unix socket in stdpath("run"). Served from the
--- start (option mcp); not launched from Neovim: the client starts the program.
+-- start (option mcp); not launched from Neovim: the client starts the program. Each client's
+-- config is in configs.lua, :PiIde mcp in command.lua.
 local M = {
   name = "mcp",
   label = "MCP clients",
@@ -52,56 +53,25 @@ function M.program()
   return vim.fn.executable(path) == 1 and path or nil, path
 end
 
--- JSON as people write it: two spaces per level, keys sorted, "/" as itself (Neovim 0.10's
--- encoder escapes it, which TOML would refuse).
-local function json(value, indent)
-  indent = indent or ""
-  if type(value) ~= "table" then
-    return (vim.json.encode(value):gsub("\\/", "/"))
-  end
-  local inner, items = indent .. "  ", {}
-  if vim.islist(value) then
-    if #value == 0 then
-      return "[]"
-    end
-    for _, v in ipairs(value) do
-      table.insert(items, inner .. json(v, inner))
-    end
-    return "[\n" .. table.concat(items, ",\n") .. "\n" .. indent .. "]"
-  end
-  local keys = vim.tbl_keys(value)
-  table.sort(keys)
-  for _, k in ipairs(keys) do
-    table.insert(items, ("%s%s: %s"):format(inner, vim.json.encode(k), json(value[k], inner)))
-  end
-  return "{\n" .. table.concat(items, ",\n") .. "\n" .. indent .. "}"
-end
-
---- Each MCP client's config for `program`: { name, where, text }, in the order :PiIde mcp
---- shows them.
-function M.configs(program)
-  local server = { command = program, args = {} }
-  return {
-    { name = "codex", where = "~/.codex/config.toml (reviews outlast its 60 s default)", text = table.concat({
-      "[mcp_servers.nvim]",
-      ("command = %s"):format(json(program)),
-      "tool_timeout_sec = 3600",
-    }, "\n") },
-    { name = "gemini", where = "~/.gemini/settings.json", text = json({ mcpServers = { nvim = server } }) },
-    { name = "opencode", where = "opencode.json", text = json({ mcp = { nvim = { type = "local", command = { program } } } }) },
-    { name = "cursor", where = "~/.cursor/mcp.json", text = json({ mcpServers = { nvim = server } }) },
-    { name = "claude-desktop", where = "claude_desktop_config.json", text = json({ mcpServers = { nvim = server } }) },
-    { name = "mcporter", where = "config/mcporter.json (or --config FILE)", text = json({ mcpServers = { nvim = server } }) },
-    { name = "pi", where = "~/.pi/agent/mcp.json, with `pi install npm:pi-mcp-adapter`", text = json({ mcpServers = { nvim = server } }) },
-    { name = "pi-settings", where = "the mcp block of ~/.pi/agent/settings.json (an MCP loader extension)", text = json({ mcp = { nvim = server } }) },
-  }
-end
-
 local function clients(st)
   return vim.tbl_filter(function(c)
     return c.agent == M.name
   end, st.clients or {})
 end
+
+-- Its own subcommand: :PiIde mcp [client] (command.lua).
+M.commands = {
+  mcp = {
+    run = function(opts)
+      require("pi-ide.agents.mcp.command").run(opts.fargs[2])
+    end,
+    complete = function(arglead, n)
+      return n == 1 and vim.tbl_filter(function(w)
+        return w:sub(1, #arglead) == arglead
+      end, require("pi-ide.agents.mcp.command").names()) or {}
+    end,
+  },
+}
 
 function M.status_line(st)
   local side = (st.served or {}).mcp
