@@ -326,7 +326,14 @@ fn another_users_process_cannot_reach_this_neovim() {
     assert!(!std::fs::read_to_string(&record).unwrap().to_lowercase().contains("token"));
     if unsafe { libc::getuid() } == 0 {
         use std::os::unix::process::CommandExt;
-        let mut cmd = Command::new(program());
+        // A copy the other user can run (the checkout may be private: a clone in a 0700 folder).
+        let shared = temp_dir("mcp-anyone");
+        std::fs::create_dir_all(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let copy = shared.join("pi-ide-mcp");
+        std::fs::copy(program(), &copy).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut cmd = Command::new(&copy);
         cmd.current_dir("/").env("XDG_RUNTIME_DIR", run_dir(&nvim)).env("PI_IDE_NVIM", socket)
             .stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).uid(65534).gid(65534);
         let mut b = Bridge::spawn(cmd);
