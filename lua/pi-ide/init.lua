@@ -37,9 +37,9 @@ end
 --- in the core (which agent) and Lua-side counts: cheap enough for every redraw.
 function M.status()
   local server = package.loaded["pi-ide.core.server"]
-  local chat = package.loaded["pi-ide.features.chat"]
-  -- The chat's Pi: "π starting" / "π working" / "π waiting for you" (nothing when idle).
-  local chat_state = chat and chat.status() or ""
+  local front = package.loaded["pi-ide.features.chat.front"]
+  -- The chat in front: "π working", "<agent> waiting for you", … (nothing when idle).
+  local chat_state = front and front.status() or ""
   if not server or not server.running() then
     return chat_state
   end

@@ -7,6 +7,7 @@
 //! Adding an agent that speaks an existing transport is a module here and a line in [`ALL`]
 //! (with its Lua side: lua/pi-ide/agents/). README.md ("Architecture") has the steps.
 
+pub mod acp;
 pub mod claude;
 pub mod copilot;
 pub mod mcp;
@@ -21,7 +22,7 @@ use crate::protocol::lockfile::LockInfo;
 use crate::protocol::tools::Tool;
 
 /// Every agent the core can serve, by the name Lua gives it.
-pub static ALL: &[&Agent] = &[&pi::AGENT, &claude::AGENT, &copilot::AGENT, &mcp::AGENT];
+pub static ALL: &[&Agent] = &[&pi::AGENT, &claude::AGENT, &copilot::AGENT, &mcp::AGENT, &acp::AGENT];
 
 /// The agent served always, whose lockfile is the server's own.
 pub static HOME: &Agent = &pi::AGENT;
@@ -62,6 +63,8 @@ pub enum Transport {
     /// Newline-delimited JSON-RPC (MCP's stdio transport, relayed) on a Unix socket of its
     /// own, in a private folder; only this user's processes may connect.
     Lines,
+    /// None: it comes with a chat, whose client lives in this process (server/local.rs).
+    InProcess,
 }
 
 /// How an agent finds us.
@@ -70,6 +73,8 @@ pub enum Lockfile {
     PiIde(fn() -> Result<PathBuf, String>),
     /// A lockfile of its own format, kept by its module.
     Own(&'static dyn OwnLockfile),
+    /// None: nothing has to find us.
+    None,
 }
 
 /// An agent's own lockfile, for an agent that has its own socket (HTTP).
@@ -115,7 +120,7 @@ impl Agent {
     pub fn header(&self) -> Option<&'static str> {
         match self.transport {
             Transport::WebSocket { header } => Some(header),
-            Transport::Http { .. } | Transport::Lines => None,
+            Transport::Http { .. } | Transport::Lines | Transport::InProcess => None,
         }
     }
 }

@@ -48,7 +48,11 @@ pub fn read_stdout(shared: &Shared, out: ChildStdout) {
                 continue;
             }
         };
-        let Some(op) = op::from_record(record, shared.cap_lines) else {
+        let op = match &shared.acp {
+            Some(acp) => acp.record(record, shared.cap_lines),
+            None => op::from_record(record, shared.cap_lines),
+        };
+        let Some(op) = op else {
             continue;
         };
         if matches!(op, Op::Text { .. } | Op::Thinking { .. }) {

@@ -22,6 +22,7 @@
 //!   SIGHUP: so SIGTERM comes before SIGKILL, and is what Pi gets when Neovim dies without
 //!   stopping it (Linux, process.rs).
 
+pub mod acp;
 mod io;
 mod lines;
 pub mod op;
@@ -65,6 +66,8 @@ pub struct ChatOptions {
     pub frame: Duration,
     /// How many lines of a tool's output are kept.
     pub cap_lines: usize,
+    /// An ACP agent (else Pi's RPC), and where its changes are reviewed.
+    pub acp: Option<Arc<dyn acp::Reviewer>>,
 }
 
 impl ChatOptions {
@@ -75,6 +78,7 @@ impl ChatOptions {
             env: Vec::new(),
             frame: Duration::from_millis(16),
             cap_lines: 12,
+            acp: None,
         }
     }
 }
@@ -108,6 +112,8 @@ struct Shared {
     frame: Duration,
     cap_lines: usize,
     wake: Box<dyn Fn() + Send + Sync>,
+    /// The ACP backend, for an ACP agent.
+    acp: Option<Arc<acp::Acp>>,
 }
 
 impl Shared {
@@ -123,6 +129,9 @@ impl Shared {
         let deadline = std::time::Instant::now() + STREAMS_LINGER;
         while *open > 0 && !self.streams_changed.wait_until(&mut open, deadline).timed_out() {}
         drop(open);
+        if let Some(acp) = &self.acp {
+            acp.ended(); // its questions die with it; its reviews go
+        }
         let exit = self.reaped.status().unwrap_or_default();
         let stderr = self.stderr.lock().iter().cloned().collect();
         self.queue.push(Op::Exit { code: exit.code, signal: exit.signal, stderr }, 0);
@@ -148,6 +157,7 @@ impl Chat {
         let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, stdout, stderr) else {
             unreachable!("all three streams are piped");
         };
+        let (tx, rx) = mpsc::channel();
         let shared = Arc::new(Shared {
             queue: Queue::default(),
             stats: Stats::default(),
@@ -160,6 +170,7 @@ impl Chat {
             frame: opts.frame,
             cap_lines: opts.cap_lines,
             wake,
+            acp: opts.acp.map(|reviewer| Arc::new(acp::Acp::new(reviewer, tx.clone()))),
         });
         // The waiter first: it owns the child, so Pi is reaped whatever fails next.
         if let Err(e) = spawn_thread("pi-chat-wait", &shared, move |s| s.reap(child)) {
@@ -168,7 +179,6 @@ impl Chat {
             unsafe { libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0) };
             return Err(e);
         }
-        let (tx, rx) = mpsc::channel();
         let chat = Chat {
             shared: shared.clone(),
             pid,
@@ -222,6 +232,11 @@ impl Chat {
         self.shared.reaped.status().is_none().then_some(self.pid)
     }
 
+    /// The ACP backend, for an ACP agent.
+    pub fn acp(&self) -> Option<&acp::Acp> {
+        self.shared.acp.as_deref()
+    }
+
     pub fn stats(&self) -> &Stats {
         &self.shared.stats
     }
@@ -239,6 +254,9 @@ impl Chat {
         s.queue.close();
         s.stopping.store(true, Relaxed);
         self.input.lock().take();
+        if let Some(acp) = &s.acp {
+            acp.ended();
+        }
         // Once Pi has exited, the waiter tells the rest of its group to end (process.rs).
         let exited = s.reaped.wait(grace);
         if !exited {

@@ -27,6 +27,9 @@ pub enum Op {
     },
     /// An `extension_ui_request`, whole (a dialog waits for Lua's `extension_ui_response`).
     UiRequest(Value),
+    /// A question of an ACP agent's for Lua (a permission without a change, a file read):
+    /// answered with `chat_answer`. `id`: the id's JSON text.
+    AgentRequest { id: String, method: String, params: Value },
     /// Any other record, whole.
     Event { kind: Option<String>, event: Value },
     /// Pi is gone: how, and the last lines it wrote to stderr.
@@ -36,7 +39,7 @@ pub enum Op {
 impl Op {
     /// Ops Lua should see without waiting for the next frame.
     pub fn urgent(&self) -> bool {
-        matches!(self, Op::Exit { .. } | Op::UiRequest(_) | Op::Response { .. })
+        matches!(self, Op::Exit { .. } | Op::UiRequest(_) | Op::Response { .. } | Op::AgentRequest { .. })
     }
 }
 

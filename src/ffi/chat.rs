@@ -62,7 +62,56 @@ fn options(opts: &Table) -> LuaResult<ChatOptions> {
     if let Some(n) = opts.get::<Option<usize>>("cap_lines")? {
         o.cap_lines = n;
     }
+    if let Some(acp) = opts.get::<Option<Table>>("acp")? {
+        let reviews = ServerReviews { tag: acp.get("tag")?, label: acp.get("label")? };
+        o.acp = Some(Arc::new(reviews));
+    }
     Ok(o)
+}
+
+/// An ACP chat's reviews go to the running server's review state machine; with no server
+/// running they cannot be shown, and are rejected.
+struct ServerReviews {
+    /// The chat's tag: its client's among the server's.
+    tag: String,
+    /// What reviews show as their agent (the agent's name, " (chat)").
+    label: String,
+}
+
+impl crate::chat::acp::Reviewer for ServerReviews {
+    fn review(&self, proposal: crate::agents::acp::Proposal, done: crate::agents::acp::Done) {
+        let mut done = Some(done);
+        super::with_server(|s| {
+            if let Some(done) = done.take() {
+                s.review_for_chat((&self.tag, &self.label), proposal, done);
+            }
+        });
+        if let Some(done) = done {
+            crate::warn!("chat: a change could not be reviewed (the pi-ide server is not running): rejected");
+            done(crate::protocol::tools::Verdict::Rejected);
+        }
+    }
+
+    fn end(&self) {
+        super::with_server(|s| s.end_chat_reviews(&self.tag));
+    }
+}
+
+/// Lua's answer to an ACP agent's question `key` (an `agent_request` op): `result`, or the
+/// error `message`; neither, for a file read: the core reads it from disk. False when it was
+/// answered already (cancelled) or the chat is gone.
+pub fn chat_answer(_: &Lua, (id, key, result, message): (i64, String, Value, Option<String>)) -> LuaResult<bool> {
+    let result = match result {
+        Value::Nil => None,
+        v => Some(from_lua(v).map_err(|e| err(format!("pi-ide: chat_answer: not JSON: {e}")))?),
+    };
+    Ok(with_chat(id, |e| e.chat.acp().is_some_and(|a| a.answer(&key, result, message))).unwrap_or(false))
+}
+
+/// Cancels an ACP chat's turn on our side: every permission waiting answered `cancelled`, every
+/// write refused, their reviews taken away. Returns how many were answered.
+pub fn chat_cancel(_: &Lua, id: i64) -> LuaResult<usize> {
+    Ok(with_chat(id, |e| e.chat.acp().map_or(0, |a| a.cancel())).unwrap_or(0))
 }
 
 fn with_chat<R>(id: i64, f: impl FnOnce(&Entry) -> R) -> Option<R> {
@@ -160,6 +209,8 @@ fn op_table(lua: &Lua, op: Op) -> LuaResult<Table> {
         Op::Response { id, command, success, data, error } => set!("kind" => "response", "id" => id,
             "command" => command, "success" => success, "data" => json(lua, data)?, "error" => error),
         Op::UiRequest(request) => set!("kind" => "ui_request", "request" => to_lua(lua, &request)?),
+        Op::AgentRequest { id, method, params } => set!("kind" => "agent_request", "id" => id,
+            "method" => method, "params" => to_lua(lua, &params)?),
         Op::Event { kind, event } => set!("kind" => "event", "type" => kind, "event" => to_lua(lua, &event)?),
         Op::Exit { code, signal, stderr } => {
             set!("kind" => "exit", "code" => code, "signal" => signal, "stderr" => stderr)

@@ -529,6 +529,8 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         chat_stop => self::chat::chat_stop,
         chat_pid => self::chat::chat_pid,
         chat_stats => self::chat::chat_stats,
+        chat_answer => self::chat::chat_answer,
+        chat_cancel => self::chat::chat_cancel,
     );
     Ok(t)
 }

@@ -4,6 +4,7 @@
 //! the order the protocol needs (answer parked calls, Close frames, short wait, detach the
 //! waker, remove the lockfiles).
 
+pub mod local;
 mod runtime;
 mod served;
 
@@ -50,6 +51,8 @@ pub struct Server {
     shutdown: watch::Sender<bool>,
     done: std::sync::mpsc::Receiver<()>,
     debounce: Option<std::thread::JoinHandle<()>>,
+    /// The chats' clients in this process (local.rs).
+    locals: local::Locals,
 }
 
 impl Server {
@@ -104,6 +107,7 @@ impl Server {
             shutdown,
             done,
             debounce: Some(debounce),
+            locals: local::Locals::default(),
         })
     }
 
@@ -256,6 +260,16 @@ impl Server {
         }
     }
 
+    /// A change the chat `tag`'s agent proposes, to review (local.rs).
+    pub fn review_for_chat(&self, chat: (&str, &str), proposal: agents::acp::Proposal, done: agents::acp::Done) {
+        self.locals.review(&self.shared, chat, proposal, done);
+    }
+
+    /// The chat `tag` ended its turn or its agent: its reviews go, each answered.
+    pub fn end_chat_reviews(&self, tag: &str) {
+        self.locals.end(&self.shared, tag);
+    }
+
     /// Stops in protocol order. Every parked call is answered before any Close frame: each
     /// connection reads what has begun to arrive, answers it and every call of its client
     /// still parked, then sends its Close (transport/websocket.rs, `close`).
@@ -274,6 +288,7 @@ impl Server {
         shared.events.waker.detach();
         // Proposals Lua did not get to read; and calls whose connection never got to close.
         shared.abandon_all();
+        self.locals.end_all();
         let _ = std::fs::remove_dir_all(&shared.stage_dir);
         let token = self.lock.lock().auth_token.clone();
         let lock_path = self.lock_path();

@@ -139,6 +139,11 @@ impl Shared {
         let _ = self.runtime.set(handle);
     }
 
+    /// The server's runtime, once it runs.
+    pub fn runtime(&self) -> Option<&tokio::runtime::Handle> {
+        self.runtime.get()
+    }
+
     /// From now on, arriving work is not shown to the user (the editor is going away).
     pub fn begin_stopping(&self) {
         self.stopping.store(true, Ordering::SeqCst);

@@ -9,6 +9,12 @@ local M = {
   cmd = { "claude" },
   after_restart = "the server restarted on another port: Claude Code started before cannot find it; restart it (:PiIde open claude after exiting it)",
   health_title = "Claude Code",
+  -- In the chat (:PiIde chat claude): ACP through Zed's adapter, which runs Claude Code.
+  acp = {
+    cmd = { "claude-agent-acp" },
+    install = "npm i -g @agentclientprotocol/claude-agent-acp",
+    mcp = "stdio",
+  },
 }
 
 local opt = require("pi-ide.core.options").opt

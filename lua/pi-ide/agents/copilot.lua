@@ -11,6 +11,8 @@ local M = {
   install = "npm i -g @github/copilot",
   cmd = { "copilot" },
   health_title = "GitHub Copilot CLI",
+  -- In the chat (:PiIde chat copilot): its own ACP mode, which takes HTTP MCP servers only.
+  acp = { cmd = { "copilot", "--acp" }, mcp = false },
 }
 
 local opt = require("pi-ide.core.options").opt

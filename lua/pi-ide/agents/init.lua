@@ -18,7 +18,8 @@
 ---@field status_line? fun(st: table): string Its line in :PiIde status.
 ---@field health_title? string Its section of :checkhealth pi-ide.
 ---@field health? fun(info: table) That section's checks (vim.health).
----@field chat? table How the chat window runs it (for the one agent it hosts).
+---@field chat? table How the chat window runs it over Pi's RPC (for the one agent it hosts so).
+---@field acp? { cmd: string[], install?: string, mcp: "stdio"|false } How :PiIde chat {name} runs it over ACP (features/chat/acp/): its command, what installs that (default `install`), and whether it takes this Neovim's tools as a stdio MCP server.
 ---@field commands? table<string, table> :PiIde subcommands of its own, as core/commands.lua's entries ({ run, complete }).
 --
 ---@class PiIde.Launch
@@ -28,7 +29,7 @@
 local M = {}
 
 --- Every agent, in the order they are listed to the user.
-M.names = { "pi", "claude", "copilot", "mcp" }
+M.names = { "pi", "claude", "copilot", "gemini", "mcp" }
 
 --- The module of agent `name`; nil when there is none.
 ---@return PiIde.Agent?

@@ -27,7 +27,7 @@ local function agent_names()
 end
 
 local function chat_actions()
-  return require("pi-ide.features.chat.command").names
+  return require("pi-ide.features.chat.command").names()
 end
 
 -- :PiIde accept / reject act on the review the user is in.
@@ -163,7 +163,7 @@ M.subcommands = {
     complete = first_of(chat_actions),
   },
   ask = { run = function(opts) require("pi-ide.features.chat.command").ask(opts) end },
-  abort = { run = function() require("pi-ide.features.chat").abort() end },
+  abort = { run = function() require("pi-ide.features.chat.front").call("abort") end },
   new = { run = function() require("pi-ide.features.chat").new() end },
   resume = { run = function() require("pi-ide.features.chat.sessions").pick() end },
   compact = { run = call("pi-ide.features.chat", "compact", true) },

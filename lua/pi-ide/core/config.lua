@@ -39,6 +39,7 @@ local M = {}
 ---@field tool_lines? integer Lines of a tool's output shown (default 12).
 ---@field treesitter? boolean Treesitter's Markdown highlighting instead of Vim's syntax (default false).
 ---@field args? string[] Added to Pi's command line after "--mode rpc".
+---@field agents? table<string, { cmd?: string[], env?: table<string, string>, label?: string, mcp?: "stdio"|false, install?: string }> ACP agents for :PiIde chat {name} (claude, copilot, gemini are known).
 
 ---@class PiIde.DiffConfig
 ---@field review? boolean false: accept every proposal at once, unseen (default true).
@@ -96,6 +97,31 @@ local function agents_table(v)
     local problem = check_agent(name, a)
     if problem then
       return problem
+    end
+  end
+end
+
+-- chat.agents: per ACP agent, how it runs.
+local ACP_FIELDS = { cmd = true, env = true, label = true, mcp = true, install = true }
+local function acp_agents_table(v)
+  for name, a in pairs(v) do
+    if type(name) ~= "string" or not name:match("^[%w_-]+$") or name == "pi" then
+      return ("has a name that cannot be an agent's: %s"):format(tostring(name))
+    elseif type(a) ~= "table" then
+      return ("%s must be a table { cmd = {...}, env = {...} }"):format(name)
+    end
+    for k, x in pairs(a) do
+      if not ACP_FIELDS[k] then
+        return ("%s has no option %s (only cmd, env, label, mcp, install)"):format(name, tostring(k))
+      elseif k == "cmd" and not (o.strings_only(x) and #x > 0) then
+        return ("%s.cmd must be a list of strings, the program first"):format(name)
+      elseif k == "env" and not o.string_map(x) then
+        return ("%s.env must map variable names to strings"):format(name)
+      elseif k == "mcp" and x ~= false and x ~= "stdio" then
+        return ("%s.mcp must be \"stdio\" or false"):format(name)
+      elseif (k == "label" or k == "install") and type(x) ~= "string" then
+        return ("%s.%s must be a string"):format(name, k)
+      end
     end
   end
 end
@@ -252,6 +278,9 @@ local spec = {
         return "must be a list of strings"
       end
     end),
+    -- ACP agents for :PiIde chat {name}, beside those whose module says how (lua/pi-ide/agents/),
+    -- or changes to those: { name = { cmd = {...}, env = {...}, label = "...", mcp = "stdio"|false } }.
+    agents = opt({}, { "table" }, acp_agents_table),
   },
 }
 

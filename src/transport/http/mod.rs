@@ -399,7 +399,7 @@ fn sessionless(agent: &'static crate::agents::Agent, incoming: Incoming) -> Opti
 fn session_key(agent: &crate::agents::Agent, headers: &HeaderMap) -> Option<String> {
     let own = match agent.transport {
         crate::agents::Transport::Http { session_header } => session_header,
-        crate::agents::Transport::WebSocket { .. } | crate::agents::Transport::Lines => "mcp-session-id",
+        crate::agents::Transport::WebSocket { .. } | crate::agents::Transport::Lines | crate::agents::Transport::InProcess => "mcp-session-id",
     };
     [own, "mcp-session-id"]
         .iter()

@@ -1,34 +1,63 @@
--- :PiIde chat [model|thinking|restart|stop] and :[range]PiIde ask {text}.
+-- :PiIde chat [agent|model|thinking|mode|restart|stop] and :[range]PiIde ask {text}. The
+-- actions and :PiIde ask go to the chat in front (front.lua).
+local front = require("pi-ide.features.chat.front")
+
 local M = {}
+
+local function acp_chat()
+  return front.name() ~= "pi" and require("pi-ide.features.chat.acp").get(front.name()) or nil
+end
 
 local actions = {
   model = function()
+    local acp = acp_chat()
+    if acp then
+      return require("pi-ide.features.chat.acp.pickers").model(acp)
+    end
     require("pi-ide.features.chat.pickers").model()
   end,
   thinking = function()
     require("pi-ide.features.chat.pickers").thinking()
   end,
+  mode = function()
+    local acp = acp_chat()
+    if not acp then
+      return vim.notify("pi-ide.nvim: :PiIde chat mode is for an ACP agent's chat (Pi's has none)", vim.log.levels.ERROR)
+    end
+    require("pi-ide.features.chat.acp.pickers").mode(acp)
+  end,
   restart = function()
-    local chat = require("pi-ide.features.chat")
-    chat.stop()
-    chat.ensure()
+    front.call("stop")
+    front.call("ensure")
   end,
   stop = function()
-    require("pi-ide.features.chat").stop()
+    front.call("stop")
   end,
 }
 
-M.names = vim.tbl_keys(actions)
-table.sort(M.names)
+--- What :PiIde chat completes: the agents, then the actions.
+function M.names()
+  local out = vim.list_extend({ "pi" }, require("pi-ide.features.chat.acp.agents").names())
+  local acts = vim.tbl_keys(actions)
+  table.sort(acts)
+  return vim.list_extend(out, acts)
+end
 
 function M.run(action)
   if not action then
+    return front.call("toggle")
+  end
+  if action == "pi" then
     return require("pi-ide.features.chat").toggle()
+  end
+  local acp = not actions[action] and require("pi-ide.features.chat.acp").get(action)
+  if acp then
+    return acp:toggle()
   end
   local fn = actions[action]
   if not fn then
     return vim.notify(
-      ("pi-ide.nvim: :PiIde chat takes %s, or nothing (got '%s')"):format(table.concat(M.names, ", "), action),
+      ("pi-ide.nvim: :PiIde chat takes an agent or an action (%s), or nothing (got '%s')"):format(table.concat(M.names(), ", "), action),
       vim.log.levels.ERROR
     )
   end
@@ -57,20 +86,19 @@ end
 --- :[range]PiIde ask {text}: the text (and the range's lines) to Pi; the chat shows, the
 --- cursor stays. With a range and no text, the quote waits in the prompt for the question.
 function M.ask(opts)
-  local chat = require("pi-ide.features.chat")
   local text = table.concat(vim.list_slice(opts.fargs, 2), " ")
   local quote = opts.range > 0 and quoted_range(opts) or nil
   if text == "" and not quote then
     return vim.notify("pi-ide.nvim: :PiIde ask needs a question (or a range)", vim.log.levels.ERROR)
   end
   if text == "" then
-    if chat.open(true) then
-      chat.set_prompt(quote .. "\n\n")
+    if front.call("open", nil, true) then
+      front.call("set_prompt", nil, quote .. "\n\n")
     end
     return
   end
-  if chat.open(false) then
-    chat.send(quote and (quote .. "\n\n" .. text) or text)
+  if front.call("open", nil, false) then
+    front.call("send", nil, quote and (quote .. "\n\n" .. text) or text)
   end
 end
 

@@ -1,7 +1,7 @@
 -- What each op from Pi does to the chat: the core has already parsed the JSON and coalesced
 -- the deltas, so text and thinking arrive as whole strings to append.
 local log = require("pi-ide.core.log")
-local view = require("pi-ide.features.chat.view")
+local view = require("pi-ide.features.chat.view").of("pi")
 
 local M = {}
 

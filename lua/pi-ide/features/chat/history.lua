@@ -1,6 +1,6 @@
 -- A session's messages (get_messages) drawn as the conversation: what a resumed session
 -- shows. The same shapes as live: prompts, answers, thinking and tool blocks.
-local view = require("pi-ide.features.chat.view")
+local view = require("pi-ide.features.chat.view").of("pi")
 
 local M = {}
 

@@ -5,7 +5,7 @@
 -- places the windows, dialogs.lua answers extensions, sessions.lua finds earlier sessions.
 local log = require("pi-ide.core.log")
 local process = require("pi-ide.features.chat.process")
-local view = require("pi-ide.features.chat.view")
+local view = require("pi-ide.features.chat.view").of("pi")
 local window = require("pi-ide.features.chat.window")
 
 local M = {}
@@ -229,8 +229,10 @@ function M.open(focus)
   if not M.ensure() then
     return false
   end
+  require("pi-ide.features.chat.front").set("pi")
   local here = vim.api.nvim_get_current_win()
   if not whole() then
+    require("pi-ide.features.chat.front").hide_others("pi")
     local conv, err = window.open(conv_buf(), prompt_buf())
     if not conv then
       log.notify("cannot open the chat: " .. tostring(err), vim.log.levels.ERROR)

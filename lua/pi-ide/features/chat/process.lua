@@ -72,7 +72,7 @@ function M.start(spec)
     local _, err = require("pi-ide.core.native").load()
     return nil, err
   end
-  local proc = { pending = {}, on_op = spec.on_op, on_up = spec.on_up }
+  local proc = { pending = {}, on_op = spec.on_op, on_up = spec.on_up, acp = spec.acp ~= nil }
   proc.busy_ns, proc.drains, proc.longest_ns = 0, 0, 0
   proc.async = vim.uv.new_async(require("pi-ide.core.schedule").once(function()
     drain(proc)
@@ -82,6 +82,7 @@ function M.start(spec)
     cwd = spec.cwd,
     env = spec.env,
     cap_lines = spec.tool_lines,
+    acp = spec.acp,
   }, proc.async)
   if not ok then
     proc.async:close()
@@ -89,7 +90,7 @@ function M.start(spec)
   end
   proc.id = id
   current = proc
-  log.info("chat: started Pi (pid %s): %s", tostring(core.chat_pid(id)), table.concat(spec.cmd, " "))
+  log.info("chat: started %s (pid %s): %s", spec.acp and spec.acp.label or "Pi", tostring(core.chat_pid(id)), table.concat(spec.cmd, " "))
   return proc
 end
 
@@ -116,6 +117,46 @@ function M.send(proc, command, cb)
     return false
   end
   return true
+end
+
+--- Sends a JSON-RPC request (ACP) with an id of ours; `cb(response_op)` gets its response.
+--- Encoded here (vim.json: an empty table is an empty list, as ACP's lists want). False when
+--- not running.
+function M.rpc(proc, method, params, cb)
+  if not proc or not proc.id then
+    return false
+  end
+  next_request = next_request + 1
+  local id = "nvim-" .. next_request
+  proc.pending[id] = cb
+  local line = vim.json.encode({ jsonrpc = "2.0", id = id, method = method, params = params })
+  local ok, sent = pcall(native().chat_send, proc.id, line)
+  if not (ok and sent) then
+    proc.pending[id] = nil
+    return false
+  end
+  return true
+end
+
+--- Sends a message that wants no answer (an ACP notification: no id). False when not running.
+function M.notify(proc, message)
+  if not proc or not proc.id then
+    return false
+  end
+  local ok, sent = pcall(native().chat_send, proc.id, type(message) == "table" and vim.json.encode(message) or message)
+  return ok and sent == true
+end
+
+--- Answers an ACP agent's question `key` (an agent_request op): `result`, or the error
+--- `message`; neither, for a file read: the core reads the file from disk.
+function M.answer(proc, key, result, message)
+  return proc ~= nil and proc.id ~= nil and native().chat_answer(proc.id, key, result, message)
+end
+
+--- An ACP turn cancelled on our side: the agent's questions answered `cancelled`, their reviews
+--- taken away. Returns how many.
+function M.cancel(proc)
+  return proc and proc.id and native().chat_cancel(proc.id) or 0
 end
 
 --- Sends `command` and waits (at most `ms`) for its response: for commands the user waits on
@@ -153,7 +194,9 @@ function M.stop(proc, grace_ms)
   if not proc or not proc.id then
     return
   end
-  pcall(native().chat_send, proc.id, { type = "abort" })
+  if not proc.acp then
+    pcall(native().chat_send, proc.id, { type = "abort" }) -- Pi's; an ACP agent's stdin just closes
+  end
   pcall(native().chat_stop, proc.id, grace_ms or 500)
   proc.id = nil
   M.forget(proc)

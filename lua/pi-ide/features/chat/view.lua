@@ -11,11 +11,16 @@ local M = {}
 
 local ns = vim.api.nvim_create_namespace("pi-ide-chat")
 
-local NAME = "pi-ide://chat"
+-- Each chat has a conversation of its own (`M.of(name)`); Pi's is "pi-ide://chat".
+local function name_of(chat)
+  return chat == "pi" and "pi-ide://chat" or ("pi-ide://chat/" .. chat)
+end
 
 -- The buffer's state: buf, tail ("text"|"thinking"|"line"|nil: what the last line holds),
 -- thinking = row of the open thinking block's header, tools = { [toolCallId] = { header = row,
--- first = row, last = exclusive row } } (0-based rows) for tools still running.
+-- first = row, last = exclusive row } } (0-based rows) for tools still running. `view` is the
+-- chat being drawn (`current`), one of `views`.
+local views, current = {}, "pi"
 local view
 
 -- :bd leaves the buffer valid but unloaded and empty: that conversation is gone.
@@ -28,7 +33,7 @@ local function create()
     pcall(vim.api.nvim_buf_delete, view.buf, { force = true })
   end
   local buf = vim.api.nvim_create_buf(false, true)
-  pcall(vim.api.nvim_buf_set_name, buf, NAME)
+  pcall(vim.api.nvim_buf_set_name, buf, name_of(current))
   vim.bo[buf].undolevels = -1
   vim.bo[buf].modifiable = false
   vim.b[buf].pi_ide_chat = true
@@ -42,6 +47,7 @@ local function create()
     vim.bo[buf].syntax = "markdown"
   end
   view = { buf = buf, tools = {} }
+  views[current] = view
 end
 
 function M.buf()
@@ -66,9 +72,15 @@ local function close_block(first, last)
   end
 end
 
---- A new window on the chat: the complete blocks fold there too.
+--- A new window on a chat: the complete blocks fold there too.
 function M.refold(win)
-  if not valid() then
+  local buf = vim.api.nvim_win_get_buf(win)
+  for name, v in pairs(views) do
+    if v.buf == buf then
+      current, view = name, v
+    end
+  end
+  if not (valid() and view.buf == buf) then
     return
   end
   pcall(vim.api.nvim_win_call, win, function()
@@ -216,11 +228,12 @@ function M.banner(lines)
   view.tail = view.tail or "line"
 end
 
---- The user's prompt, as its own section; `how`: "steer" or "followUp" when sent while Pi works.
-function M.user(text, how)
+--- The user's prompt, as its own section; `how`: "steer" or "followUp" when sent while Pi works;
+--- `who`: the heading of the answer (Pi's: "π").
+function M.user(text, how, who)
   local title = how == "steer" and "## ❯ You (steering)" or how == "followUp" and "## ❯ You (follow-up)" or "## ❯ You"
   M.lines(vim.list_extend({ title }, vim.split(text, "\n", { plain = true })))
-  M.lines({ "## π" })
+  M.lines({ "## " .. (who or "π") })
 end
 
 -- A tool's arguments in one short line: the path or command when there is one.
@@ -318,6 +331,19 @@ function M.clear()
     vim.api.nvim_buf_clear_namespace(view.buf, ns, 0, -1)
     view.tools, view.tail, view.thinking, view.banner = {}, nil, nil, nil
   end
+end
+
+--- This module drawing chat `name`'s conversation: every function of it, for that chat.
+function M.of(name)
+  return setmetatable({}, {
+    __index = function(_, key)
+      local fn = M[key]
+      return function(...)
+        current, view = name, views[name]
+        return fn(...)
+      end
+    end,
+  })
 end
 
 --- The whole text (tests, and the header's check).

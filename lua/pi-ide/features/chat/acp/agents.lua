@@ -1,0 +1,46 @@
+-- The ACP agents :PiIde chat knows, and how each runs: cmd (the program and its arguments), env
+-- (added to Neovim's), label (the header's and the reviews' name), install (what the user runs
+-- when it is missing), mcp ("stdio": this Neovim's tools go in session/new through pi-ide-mcp;
+-- false: the agent takes only HTTP servers). The agents' modules give the defaults;
+-- `chat.agents` adds agents and changes these, field by field.
+local M = {}
+
+-- The agents whose module (lua/pi-ide/agents/) says how they run over ACP.
+local function known()
+  local out = {}
+  for _, a in ipairs(require("pi-ide.agents").all()) do
+    if a.acp then
+      out[a.name] = { label = a.short, cmd = vim.deepcopy(a.acp.cmd), install = a.acp.install or a.install, mcp = a.acp.mcp }
+    end
+  end
+  return out
+end
+
+--- Agent `name` as configured (nil when it is neither known nor configured).
+function M.get(name)
+  local user = (require("pi-ide.core.config").values.chat.agents or {})[name]
+  local base = known()[name]
+  if not (base or user) then
+    return nil
+  end
+  local spec = vim.tbl_extend("force", { env = {}, mcp = "stdio" }, base or {}, user or {})
+  spec.name = name
+  spec.label = spec.label or name
+  spec.install = spec.install or ("see chat.agents." .. name .. ".cmd")
+  return spec
+end
+
+--- Every ACP agent's name: the known ones and the user's.
+function M.names()
+  local builtin = known()
+  local out = vim.tbl_keys(builtin)
+  for name in pairs(require("pi-ide.core.config").values.chat.agents or {}) do
+    if not builtin[name] then
+      table.insert(out, name)
+    end
+  end
+  table.sort(out)
+  return out
+end
+
+return M

@@ -1,0 +1,176 @@
+-- What each op of an ACP agent does to its chat. Text, thoughts and tool calls draw as Pi's do;
+-- the agent's questions that carry no change (the core reviews those) are asked here: a
+-- permission in vim.ui.select with the agent's own options (never while the user types), a
+-- file read from the buffer that holds the file, unsaved text included.
+local log = require("pi-ide.core.log")
+local process = require("pi-ide.features.chat.process")
+
+local M = {}
+
+local function notify_if_hidden(chat, message)
+  if not chat:visible() then
+    vim.notify(("pi-ide.nvim: %s %s"):format(chat:label(), message), vim.log.levels.INFO)
+  end
+end
+
+local function answer(chat, key, result, message)
+  if chat.asking[key] then
+    chat.asking[key] = nil
+    process.answer(chat.proc, key, result, message)
+    chat:changed()
+  end
+end
+
+-- Runs `fn` now, or once the user leaves Insert mode: a question never takes their keys.
+local function when_not_typing(fn)
+  if not vim.api.nvim_get_mode().mode:match("^[iR]") then
+    return fn()
+  end
+  vim.api.nvim_create_autocmd("InsertLeave", { once = true, callback = vim.schedule_wrap(fn) })
+end
+
+local KIND = { allow_once = "allow once", allow_always = "always allow", reject_once = "reject", reject_always = "always reject" }
+
+local function permission(chat, key, params)
+  local call = type(params.toolCall) == "table" and params.toolCall or {}
+  local options = type(params.options) == "table" and params.options or {}
+  chat.view.lines({ ("❓ %s asks: %s"):format(chat:label(), tostring(call.title or call.kind or "permission")) })
+  notify_if_hidden(chat, "needs your answer")
+  when_not_typing(function()
+    if not chat.asking[key] then
+      return -- cancelled meanwhile
+    end
+    vim.ui.select(options, {
+      prompt = ("%s: %s"):format(chat:label(), tostring(call.title or "allow?")),
+      format_item = function(o)
+        return ("%s (%s)"):format(tostring(o.name), KIND[o.kind] or tostring(o.kind))
+      end,
+    }, function(choice)
+      local outcome = choice and { outcome = "selected", optionId = choice.optionId } or { outcome = "cancelled" }
+      answer(chat, key, { outcome = outcome })
+    end)
+  end)
+end
+
+-- The text of the buffer that holds `path`, when one is loaded (lines `line`.. `line+limit-1`).
+local function buffer_text(path, line, limit)
+  local buf = require("pi-ide.core.buffers").find(path)
+  if not (buf and vim.api.nvim_buf_is_loaded(buf)) then
+    return nil
+  end
+  local first = math.max((tonumber(line) or 1) - 1, 0)
+  local last = limit and (first + tonumber(limit)) or -1
+  local lines = vim.api.nvim_buf_get_lines(buf, first, last, false)
+  local text = table.concat(lines, "\n")
+  local whole = last == -1 or last >= vim.api.nvim_buf_line_count(buf)
+  if #lines > 0 and (not whole or vim.bo[buf].eol or vim.bo[buf].fixeol) then
+    text = text .. "\n"
+  end
+  return text
+end
+
+local function request(chat, op)
+  chat.asking[op.id] = true
+  if op.method == "session/request_permission" then
+    return permission(chat, op.id, op.params or {})
+  end
+  local p = op.params or {}
+  local text = type(p.path) == "string" and buffer_text(p.path, p.line, p.limit)
+  -- nil: no buffer holds it; the core reads the file from disk.
+  answer(chat, op.id, text and { content = text } or nil)
+end
+
+local function plan(chat, ev)
+  local marks = { completed = "☑", in_progress = "◐" }
+  local lines = { "📋 plan" }
+  for _, e in ipairs(type(ev.entries) == "table" and ev.entries or {}) do
+    table.insert(lines, ("  %s %s"):format(marks[e.status] or "☐", tostring(e.content)))
+  end
+  chat.view.lines(lines)
+end
+
+local events = {
+  plan = plan,
+  available_commands_update = function(chat, ev)
+    chat.commands = type(ev.availableCommands) == "table" and ev.availableCommands or {}
+  end,
+  current_mode_update = function(chat, ev)
+    chat.info.mode = ev.currentModeId
+    chat:changed()
+  end,
+  usage_update = function(chat, ev)
+    chat.info.used, chat.info.size, chat.info.cost = ev.used, ev.size, ev.cost
+    chat:changed()
+  end,
+  review = function(chat, ev)
+    chat.view.lines({ ("⚖ review: %s (:w accepts, :q rejects)"):format(vim.fn.fnamemodify(tostring(ev.path), ":~:.")) })
+    notify_if_hidden(chat, "proposes a change: its review is open")
+  end,
+  change_refused = function(chat, ev)
+    chat.view.lines({ ("✗ the change to %s cannot be shown (%s): rejected"):format(vim.fn.fnamemodify(tostring(ev.path), ":~:."), tostring(ev.why)) })
+  end,
+  written = function(chat, ev)
+    chat.view.lines({ ("✎ wrote %s, as you accepted it"):format(vim.fn.fnamemodify(tostring(ev.path), ":~:.")) })
+    require("pi-ide.features.review.reload").when_written(ev.path)
+  end,
+}
+
+-- The agent's process ended: say how, with its last words on stderr.
+local function exited(chat, op)
+  chat.proc, chat.session, chat.starting, chat.asking = nil, nil, false, {}
+  chat.view.fail_running()
+  chat:set_state("idle")
+  if chat.stopping then
+    return
+  end
+  local how = op.signal and ("was killed by signal %d"):format(op.signal) or ("exited with status %s"):format(tostring(op.code))
+  local lines = { ("✗ %s %s; the next prompt starts it again."):format(chat:label(), how) }
+  if op.stderr and #op.stderr > 0 then
+    vim.list_extend(lines, { "```" })
+    vim.list_extend(lines, op.stderr)
+    vim.list_extend(lines, { "```" })
+  end
+  chat.view.lines(lines)
+  notify_if_hidden(chat, how)
+end
+
+--- The answer to session/prompt: the turn is over.
+function M.turn_ended(chat, r)
+  chat.view.finish()
+  chat:set_state("idle")
+  local reason = r.success and type(r.data) == "table" and r.data.stopReason or nil
+  if not r.success then
+    chat.view.lines({ "✗ " .. tostring(r.error or "the turn failed") })
+  elseif reason == "cancelled" then
+    chat.view.lines({ "⏹ aborted" })
+  elseif reason == "refusal" then
+    chat.view.lines({ "✗ the agent refused" })
+  elseif reason == "max_tokens" or reason == "max_turn_requests" then
+    chat.view.lines({ "⚠ stopped: " .. reason })
+  end
+  notify_if_hidden(chat, "finished")
+end
+
+--- Handles one op of chat `chat`'s agent.
+function M.handle(chat, op)
+  local kind, view = op.kind, chat.view
+  if kind == "text" or kind == "thinking" then
+    view.stream(kind, op.text)
+  elseif kind == "tool_start" then
+    view.tool_start(op.id, op.name, op.args)
+  elseif kind == "tool_output" then
+    view.tool_output(op.id, op.lines, op.more)
+  elseif kind == "tool_end" then
+    view.tool_end(op.id, op.lines, op.more, op.is_error)
+  elseif kind == "agent_request" then
+    request(chat, op)
+  elseif kind == "event" and events[op.type] then
+    events[op.type](chat, op.event or {})
+  elseif kind == "response" and not op.success then
+    log.warn("chat %s: %s", chat.name, tostring(op.error))
+  elseif kind == "exit" then
+    exited(chat, op)
+  end
+end
+
+return M

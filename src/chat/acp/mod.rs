@@ -1,0 +1,379 @@
+//! The chat's ACP backend (agentclientprotocol.com): JSON-RPC on the agent's stdio. Lua sends
+//! our requests (initialize, session/new, session/prompt, …) as it sends Pi's commands; this
+//! reads everything the agent writes, off the main thread: responses and `session/update`s
+//! become the ops Pi's records do (updates.rs), and the agent's requests are answered here or
+//! handed to Lua:
+//!
+//! - a permission that carries a change, and `fs/write_text_file`, become a review of the whole
+//!   file as it will be (change.rs), through the editor's one review state machine (a client of
+//!   this process: server/local.rs, behind [`Reviewer`]). `:w` answers the allow-once option
+//!   (or writes the user's text), `:q` the reject; never an "always" option;
+//! - other permissions and `fs/read_text_file` go to Lua (a dialog; unsaved buffer text), which
+//!   answers through [`Acp::answer`]; a read of a file no buffer holds is read here;
+//! - anything else is answered "method not found".
+//!
+//! Every question asked is answered exactly once: by the user, by a cancel (`cancelled`, and
+//! the reviews taken away), or, when the agent is gone, by no one, since nobody can read it.
+
+pub mod change;
+mod updates;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde_json::{json, Map, Value};
+
+use self::change::Change;
+use super::op::Op;
+use crate::agents::acp::{Done, Proposal};
+use crate::protocol::tools::Verdict;
+
+/// The largest file a review or a read takes from disk.
+pub const MAX_FILE: u64 = 32 << 20;
+const METHOD_NOT_FOUND: i64 = -32601;
+const REFUSED: i64 = -32000;
+
+/// Where the chat's reviews go (the running server's review state machine).
+pub trait Reviewer: Send + Sync {
+    /// Shows `proposal`; `done` gets the user's verdict, once (a rejection when it cannot be
+    /// shown).
+    fn review(&self, proposal: Proposal, done: Done);
+    /// Every review of this chat goes, each answered.
+    fn end(&self);
+}
+
+/// A question of the agent's, not answered yet.
+enum Asked {
+    /// `through_us`: the change it reviews comes back as our write (the user's text is kept for
+    /// it). Unreviewed (no change in it): Lua asks the user.
+    Permission { id: Value, options: Vec<Value>, through_us: Option<String> },
+    Write { id: Value, path: String },
+    Read { id: Value, params: Value },
+}
+
+pub struct Acp {
+    reviewer: Arc<dyn Reviewer>,
+    /// The agent's stdin (taken when the chat stops, so that it closes).
+    out: Mutex<Option<Sender<Vec<u8>>>>,
+    /// By the id's JSON text.
+    asked: Mutex<HashMap<String, Asked>>,
+    /// The change a `tool_call` carried, by its id (a permission may name only the call).
+    fragments: Mutex<HashMap<String, Change>>,
+    /// Files the agent read through us: it writes them through us too, so its
+    /// permission's review is editable and the user's text is what gets written.
+    read_through_us: Mutex<HashSet<String>>,
+    /// What the user accepted in such a review, by path, for the write that follows.
+    accepted: Mutex<HashMap<String, String>>,
+    /// The whole text we last gave the agent of each file it read (a buffer's unsaved text, or
+    /// the disk's): a change whose "before" is that text is the whole file.
+    served: Arc<Mutex<HashMap<String, String>>>,
+    reviews: AtomicU64,
+}
+
+impl Acp {
+    pub fn new(reviewer: Arc<dyn Reviewer>, out: Sender<Vec<u8>>) -> Acp {
+        Acp {
+            reviewer,
+            out: Mutex::new(Some(out)),
+            asked: Mutex::default(),
+            fragments: Mutex::default(),
+            read_through_us: Mutex::default(),
+            accepted: Mutex::default(),
+            served: Arc::default(),
+            reviews: AtomicU64::new(0),
+        }
+    }
+
+    /// One message from the agent: the op for Lua, if any.
+    pub fn record(self: &Arc<Self>, mut msg: Map<String, Value>, cap_lines: usize) -> Option<Op> {
+        let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
+        let params = msg.remove("params").unwrap_or(Value::Null);
+        match (msg.remove("id"), method) {
+            (Some(id), Some(method)) => self.request(id, &method, params),
+            (None, Some(method)) if method == "session/update" => {
+                let update = params.get("update")?;
+                self.remember_fragment(update);
+                updates::op(update, cap_lines)
+            }
+            (None, Some(method)) => Some(Op::Event { kind: Some(method), event: params }),
+            (Some(id), None) => Some(response(id, msg)),
+            (None, None) => None,
+        }
+    }
+
+    fn request(self: &Arc<Self>, id: Value, method: &str, params: Value) -> Option<Op> {
+        let key = id.to_string();
+        match method {
+            "session/request_permission" => self.permission(key, id, params),
+            "fs/write_text_file" => self.write(key, id, params),
+            "fs/read_text_file" => {
+                let path = str_of(&params, "path");
+                self.read_through_us.lock().insert(path.to_owned());
+                self.asked.lock().insert(key.clone(), Asked::Read { id, params: params.clone() });
+                Some(Op::AgentRequest { id: key, method: method.into(), params })
+            }
+            _ => {
+                self.reply(&id, Err((METHOD_NOT_FOUND, format!("{method} is not offered by this client"))));
+                None
+            }
+        }
+    }
+
+    fn permission(self: &Arc<Self>, key: String, id: Value, params: Value) -> Option<Op> {
+        let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
+        let options = params.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
+        let remembered = || self.fragments.lock().get(str_of(&call, "toolCallId")).cloned();
+        let change = change::of_content(&call).or_else(remembered).or_else(|| change::of_raw_input(&call));
+        let path = change.as_ref().map(|c| c.path().to_owned());
+        let through_us = path.filter(|p| self.read_through_us.lock().contains(p));
+        let editable = through_us.is_some();
+        self.asked.lock().insert(key.clone(), Asked::Permission { id, options, through_us });
+        match change {
+            Some(change) => self.propose(key, &change, !editable),
+            None => Some(Op::AgentRequest { id: key, method: "session/request_permission".into(), params }),
+        }
+    }
+
+    fn write(self: &Arc<Self>, key: String, id: Value, params: Value) -> Option<Op> {
+        let path = str_of(&params, "path").to_owned();
+        let content = str_of(&params, "content").to_owned();
+        // The user accepted this change in the permission's review: what they accepted is written.
+        if let Some(text) = self.accepted.lock().remove(&path) {
+            let answer = write_file(&path, &text).map(|_| Value::Null).map_err(|e| (REFUSED, e));
+            self.reply(&id, answer);
+            return Some(written(&path));
+        }
+        self.asked.lock().insert(key.clone(), Asked::Write { id, path: path.clone() });
+        self.propose(key, &Change::Whole { path, text: content }, false)
+    }
+
+    /// Works out the whole file and opens its review; a change that cannot be shown is refused
+    /// at once, and the chat says why.
+    fn propose(self: &Arc<Self>, key: String, change: &Change, read_only: bool) -> Option<Op> {
+        let path = change.path().to_owned();
+        let served = self.served.lock().get(&path).cloned();
+        let whole = match change {
+            Change::Replace { old, new, .. } if served.as_deref() == Some(old.as_str()) => Ok(new.clone()),
+            _ => whole_file(change),
+        };
+        let contents = match whole {
+            Ok(c) => c,
+            Err(why) => {
+                self.decided(&key, Verdict::Rejected);
+                return Some(Op::Event { kind: Some("change_refused".into()), event: json!({ "path": path, "why": why }) });
+            }
+        };
+        let n = self.reviews.fetch_add(1, Relaxed) + 1;
+        let name = Path::new(&path).file_name().map_or(path.clone(), |f| f.to_string_lossy().into_owned());
+        let proposal = Proposal { tab: format!("{name} ({n})"), path: path.clone(), contents, read_only };
+        let me = self.clone();
+        self.reviewer.review(proposal, Box::new(move |verdict| me.decided(&key, verdict)));
+        Some(Op::Event { kind: Some("review".into()), event: json!({ "path": path }) })
+    }
+
+    /// The user's verdict on question `key` (nothing if it was answered already: cancelled).
+    fn decided(&self, key: &str, verdict: Verdict) {
+        let Some(asked) = self.asked.lock().remove(key) else { return };
+        match (asked, verdict) {
+            (Asked::Permission { id, options, through_us }, Verdict::Accepted(text)) => {
+                let Some(allow) = option_of(&options, "allow_once") else {
+                    crate::warn!("acp: the agent offers no allow-once option; answered as a rejection");
+                    return self.reply(&id, Ok(reject(&options)));
+                };
+                if let Some(path) = through_us {
+                    self.accepted.lock().insert(path, text);
+                }
+                self.reply(&id, Ok(selected(allow)));
+            }
+            (Asked::Permission { id, options, .. }, _) => self.reply(&id, Ok(reject(&options))),
+            (Asked::Write { id, path }, Verdict::Accepted(text)) => {
+                // Off the thread that decided (the server's): a slow disk must not hold it.
+                let me_reply = self.out.lock().clone();
+                std::thread::spawn(move || {
+                    let answer = write_file(&path, &text).map(|_| Value::Null).map_err(|e| (REFUSED, e));
+                    send(me_reply.as_ref(), &id, answer);
+                });
+            }
+            (Asked::Write { id, .. }, _) => self.reply(&id, Err((REFUSED, "the user rejected this change in the editor".into()))),
+            (Asked::Read { id, .. }, _) => self.reply(&id, Err((REFUSED, "not answered".into()))),
+        }
+    }
+
+    /// Lua's answer to question `key` (a dialog's choice, a buffer's text): `result`, or the
+    /// error `error`; a read with neither is read from disk here. False when it was answered
+    /// already.
+    pub fn answer(&self, key: &str, result: Option<Value>, error: Option<String>) -> bool {
+        let Some(asked) = self.asked.lock().remove(key) else { return false };
+        let id = match asked {
+            Asked::Read { id, params } if result.is_none() && error.is_none() => {
+                let (out, served) = (self.out.lock().clone(), self.served.clone());
+                std::thread::spawn(move || {
+                    let read = read_file(&params);
+                    remember_read(&served, &params, read.as_ref().ok());
+                    send(out.as_ref(), &id, read.map_err(|e| (REFUSED, e)));
+                });
+                return true;
+            }
+            Asked::Read { id, params } => {
+                remember_read(&self.served, &params, result.as_ref());
+                id
+            }
+            Asked::Permission { id, .. } | Asked::Write { id, .. } => id,
+        };
+        match error {
+            Some(e) => self.reply(&id, Err((REFUSED, e))),
+            None => self.reply(&id, Ok(result.unwrap_or(Value::Null))),
+        }
+        true
+    }
+
+    /// The turn is cancelled: every permission waiting is answered `cancelled` and every write
+    /// refused, and their reviews go. Returns how many were answered.
+    pub fn cancel(&self) -> usize {
+        let asked: Vec<(String, Asked)> = {
+            let mut map = self.asked.lock();
+            let keys: Vec<String> = map.iter().filter(|(_, a)| !matches!(a, Asked::Read { .. })).map(|(k, _)| k.clone()).collect();
+            keys.into_iter().filter_map(|k| map.remove(&k).map(|a| (k, a))).collect()
+        };
+        for (_, a) in &asked {
+            match a {
+                Asked::Permission { id, .. } => self.reply(id, Ok(json!({ "outcome": { "outcome": "cancelled" } }))),
+                Asked::Write { id, .. } => self.reply(id, Err((REFUSED, "cancelled by the user".into()))),
+                Asked::Read { .. } => {}
+            }
+        }
+        self.accepted.lock().clear();
+        self.reviewer.end();
+        asked.len()
+    }
+
+    /// The agent is gone, or the chat stops: nothing more is written to it, its reviews go.
+    pub fn ended(&self) {
+        self.out.lock().take();
+        self.asked.lock().clear();
+        self.reviewer.end();
+    }
+
+    fn remember_fragment(&self, update: &Value) {
+        let Some(change) = change::of_content(update) else { return };
+        let mut fragments = self.fragments.lock();
+        if fragments.len() >= 256 {
+            fragments.clear(); // old calls' changes: their permissions came long ago
+        }
+        fragments.insert(str_of(update, "toolCallId").to_owned(), change);
+    }
+
+    fn reply(&self, id: &Value, answer: Result<Value, (i64, String)>) {
+        send(self.out.lock().as_ref(), id, answer);
+    }
+}
+
+/// Writes one JSON-RPC answer to the agent (nothing once its stdin is closed).
+fn send(out: Option<&Sender<Vec<u8>>>, id: &Value, answer: Result<Value, (i64, String)>) {
+    let frame = match answer {
+        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err((code, message)) => json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } }),
+    };
+    if let (Some(out), Ok(mut line)) = (out, serde_json::to_vec(&frame)) {
+        line.push(b'\n');
+        let _ = out.send(line);
+    }
+}
+
+fn response(id: Value, mut msg: Map<String, Value>) -> Op {
+    let id = match id {
+        Value::String(s) => s,
+        other => other.to_string(),
+    };
+    let error = msg.remove("error").map(|e| e.get("message").and_then(Value::as_str).map_or(e.to_string(), str::to_owned));
+    Op::Response { id: Some(id), command: None, success: error.is_none(), data: msg.remove("result").filter(|r| !r.is_null()), error }
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn option_of<'a>(options: &'a [Value], kind: &str) -> Option<&'a str> {
+    options.iter().find(|o| str_of(o, "kind") == kind).and_then(|o| o.get("optionId")?.as_str())
+}
+
+fn selected(option: &str) -> Value {
+    json!({ "outcome": { "outcome": "selected", "optionId": option } })
+}
+
+/// The reject-once option; else "cancelled" (never a standing "always" answer on the user's
+/// behalf).
+fn reject(options: &[Value]) -> Value {
+    match option_of(options, "reject_once") {
+        Some(o) => selected(o),
+        None => json!({ "outcome": { "outcome": "cancelled" } }),
+    }
+}
+
+/// A whole file we gave the agent (no `line`, no `limit`), kept for [`Acp::propose`].
+fn remember_read(served: &Mutex<HashMap<String, String>>, params: &Value, result: Option<&Value>) {
+    let whole = params.get("line").is_none_or(Value::is_null) && params.get("limit").is_none_or(Value::is_null);
+    let text = result.and_then(|r| r.get("content")).and_then(Value::as_str);
+    if let (true, Some(text)) = (whole, text) {
+        let mut served = served.lock();
+        if served.len() >= 64 {
+            served.clear();
+        }
+        served.insert(str_of(params, "path").to_owned(), text.to_owned());
+    }
+}
+
+fn written(path: &str) -> Op {
+    Op::Event { kind: Some("written".into()), event: json!({ "path": path }) }
+}
+
+/// The whole file a change leaves, from the file on disk.
+fn whole_file(change: &Change) -> Result<String, String> {
+    let path = Path::new(change.path());
+    if !path.is_absolute() {
+        return Err(format!("{} is not an absolute path", change.path()));
+    }
+    let disk = match std::fs::metadata(path) {
+        Ok(m) if m.len() > MAX_FILE => return Err(format!("the file is larger than {} MiB", MAX_FILE >> 20)),
+        Ok(m) if !m.is_file() => return Err("it is not a file".into()),
+        Ok(_) => Some(std::fs::read(path).map_err(|e| e.to_string())?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e.to_string()),
+    };
+    let disk = disk.map(|b| String::from_utf8(b).map_err(|_| "the file is not UTF-8 text".to_owned())).transpose()?;
+    change::apply(change, disk.as_deref())
+}
+
+fn write_file(path: &str, text: &str) -> Result<(), String> {
+    let p = Path::new(path);
+    if !p.is_absolute() {
+        return Err(format!("{path} is not an absolute path"));
+    }
+    if let Some(dir) = p.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::write(p, text).map_err(|e| format!("cannot write {path}: {e}"))
+}
+
+/// `fs/read_text_file` from disk: `line` (1-based) and `limit` honoured; a file that does not
+/// exist reads as "" (so that an agent can create one).
+fn read_file(params: &Value) -> Result<Value, String> {
+    let path = Path::new(str_of(params, "path"));
+    let text = match std::fs::metadata(path) {
+        Ok(m) if m.len() > MAX_FILE => return Err(format!("the file is larger than {} MiB", MAX_FILE >> 20)),
+        Ok(_) => std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let first = params.get("line").and_then(Value::as_u64).unwrap_or(1).max(1) as usize - 1;
+    let limit = params.get("limit").and_then(Value::as_u64).map_or(usize::MAX, |l| l as usize);
+    if first == 0 && limit == usize::MAX {
+        return Ok(json!({ "content": text }));
+    }
+    let lines: Vec<&str> = text.split_inclusive('\n').skip(first).take(limit).collect();
+    Ok(json!({ "content": lines.concat() }))
+}
