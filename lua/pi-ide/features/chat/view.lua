@@ -242,7 +242,8 @@ local function summary(name, args)
     return name
   end
   local main = args.path or args.file_path or args.command or args.pattern or args.url
-  if type(main) == "string" then
+  -- (An ACP agent's title names the file already.)
+  if type(main) == "string" and not name:find(main, 1, true) then
     return ("%s %s"):format(name, (main:gsub("\n.*", " …")))
   end
   return name
