@@ -88,11 +88,12 @@ fn a_prompt_streams_and_an_agent_that_edits_without_asking_is_put_in_its_asking_
     let set = rig.received().into_iter().find(|m| m["method"] == "session/set_mode").expect("set_mode sent");
     assert_eq!(set["params"]["modeId"], "default");
     rig.send("stream 50 2000");
-    rig.wait_text("c50 ");
+    rig.wait_text("c50\n");
     rig.idle();
     let t = rig.text();
     assert!(t.contains("## ❯ You\nstream 50 2000\n\n## Fake"), "{t}");
-    let order: Vec<usize> = (1..=50).map(|k| t.find(&format!("c{k} ")).expect("each chunk")).collect();
+    let chunk = |k: usize| format!("c{k}{}", if k % 10 == 0 { "\n" } else { " " });
+    let order: Vec<usize> = (1..=50).map(|k| t.find(&chunk(k)).expect("each chunk")).collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "chunks in order: {t}");
     let winbar = rig.nvim.lua("return vim.wo[vim.fn.bufwinid(require('pi-ide.features.chat.view').of('fake').buf())].winbar");
     assert!(winbar.as_str().unwrap().contains("Fake · mode Default"), "{winbar}");

@@ -134,6 +134,55 @@ pub fn pure_lua(fake: &Path, deltas: u64, rate: u64) -> Stream {
     }
 }
 
+/// An ACP agent streaming `chunks` agent_message_chunks at `rate` a second into its chat (the
+/// stand-in `fake_acp_agent`), keys typed in another window meanwhile. Also the Neovim's RSS
+/// added by opening the chat (KiB), its agent's memory being its own process's.
+pub fn acp(fake: &Path, chunks: u64, rate: u64) -> (Stream, f64) {
+    let setup = format!(
+        "require('pi-ide').setup({{ chat = {{ agents = {{ fake = {{ cmd = {{ {:?} }}, label = 'Fake' }} }} }} }})",
+        fake.display().to_string()
+    );
+    let nvim = Nvim::start_with(Options { after: Some(setup), ..Default::default() });
+    nvim.command("edit typed.txt").unwrap();
+    nvim.wait_for("require('pi-ide.core.server').running()", Duration::from_secs(30));
+    let before = rss_after_gc(&nvim);
+    nvim.command("PiIde chat fake").unwrap();
+    nvim.command("stopinsert | wincmd t").unwrap();
+    let chat = "require('pi-ide.features.chat.acp').get('fake')";
+    nvim.wait_for(&format!("{chat}.session ~= nil"), Duration::from_secs(30));
+    let added = rss_after_gc(&nvim) - before;
+    nvim.lua(STALL_TIMER);
+    nvim.lua(&format!("{chat}:send('stream {chunks} {rate}')"));
+    let text = "require('pi-ide.features.chat.view').of('fake').text()";
+    type_until(&nvim, &format!("{text}:find('c{chunks}%s') ~= nil and {chat}.state == 'idle'"));
+    let (longest_ms, p99_ms) = stalls(&nvim);
+    let s = nvim.lua(&format!("return require('pi-ide.features.chat.process').stats({chat}.proc)"));
+    let busy = s["busy_ns"].as_f64().unwrap();
+    let seen = s["text_deltas"].as_u64().unwrap();
+    let stream = Stream {
+        longest_ms,
+        p99_ms,
+        per_delta_us: busy / 1e3 / seen as f64,
+        draws: s["lua_drains"].as_u64().unwrap(),
+        deltas: seen,
+        longest_draw_ms: s["longest_ns"].as_f64().unwrap() / 1e6,
+    };
+    (stream, added)
+}
+
+/// Neovim's VmRSS (KiB) after a full garbage collection.
+fn rss_after_gc(nvim: &Nvim) -> f64 {
+    nvim.lua("collectgarbage('collect')");
+    std::thread::sleep(Duration::from_millis(300));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", nvim.pid())).unwrap_or_default();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or_default();
+    line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+}
+
+pub fn fake_acp() -> std::path::PathBuf {
+    plugin_root().join("target/release/fake_acp_agent")
+}
+
 pub fn fake_pi() -> std::path::PathBuf {
     plugin_root().join("target/release/fake_pi_rpc")
 }

@@ -1,7 +1,8 @@
 //! A stand-in ACP agent (agentclientprotocol.com) for tests and benchmarks of the chat: JSON-RPC
 //! lines on stdin/stdout, no model. What a prompt does is in its first word:
 //!
-//! - `stream N [R]`: N agent_message_chunk of "cK " (K = 1..N), R a second (0 or none: at once).
+//! - `stream N [R]`: N agent_message_chunk of "cK " (K = 1..N; every tenth ends with a newline
+//!   instead of a space), R a second (0 or none: at once).
 //! - `edit PATH OLD NEW`: a tool_call, then a permission carrying the fragment (Claude Code's
 //!   shape); allowed once, it writes the file itself (OLD replaced by NEW).
 //! - `create PATH TEXT`: the same for a new file (`oldText: null`).
@@ -138,7 +139,8 @@ fn stream(agent: &Agent, n: u64, rate: u64) {
             let due = start + Duration::from_micros(k * 1_000_000 / rate);
             std::thread::sleep(due.saturating_duration_since(std::time::Instant::now()));
         }
-        agent.say(&format!("c{k} "));
+        // Every tenth ends a line, as a model's text does.
+        agent.say(&format!("c{k}{}", if k % 10 == 0 { "\n" } else { " " }));
     }
 }
 

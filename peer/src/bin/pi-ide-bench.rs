@@ -519,10 +519,14 @@ fn chat_numbers(quick: bool) -> Vec<String> {
     let fake = chat_bench::fake_pi();
     let ours = chat_bench::ours(&fake, deltas, rate);
     let lua = chat_bench::pure_lua(&fake, deltas, rate);
+    let (acp, acp_kib) = chat_bench::acp(&chat_bench::fake_acp(), deltas, rate);
     let rows = vec![
         format!("| chat: longest main-thread stall while Pi streams {rate} deltas/s ({} deltas) and keys are typed in another window | {:.2} ms (p99 {:.2} ms) | ≤ 5 ms |", ours.deltas, ours.longest_ms, ours.p99_ms),
         format!("| chat: main-thread time per streamed delta (parse in the core, {} draws for {} deltas; longest draw {:.2} ms) | {:.2} µs | |", ours.draws, ours.deltas, ours.longest_draw_ms, ours.per_delta_us),
         format!("| same stream read the pure-Lua way (jobstart, vim.json.decode, one set_text per delta) | longest stall {:.2} ms (p99 {:.2} ms), {:.2} µs per delta, {} draws | |", lua.longest_ms, lua.p99_ms, lua.per_delta_us, lua.draws),
+        format!("| ACP chat: longest main-thread stall while the agent streams {rate} chunks/s ({} chunks) and keys are typed in another window | {:.2} ms (p99 {:.2} ms) | ≤ 5 ms |", acp.deltas, acp.longest_ms, acp.p99_ms),
+        format!("| ACP chat: main-thread time per streamed chunk ({} draws for {} chunks; longest draw {:.2} ms) | {:.2} µs | |", acp.draws, acp.deltas, acp.longest_draw_ms, acp.per_delta_us),
+        format!("| ACP chat: Neovim's RSS added by one open chat (the agent is its own process) | {:.2} MiB | |", acp_kib / 1024.0),
     ];
     rows
 }
