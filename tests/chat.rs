@@ -154,7 +154,7 @@ fn two_prompts_sent_before_pi_is_up_are_both_answered() {
 fn the_chat_comes_back_whole_after_q_in_one_of_its_windows_or_bd() {
     let nvim = neovim(&["--deltas", "3"]);
     let wins = "local c, p = require('pi-ide.features.chat.window').windows(require('pi-ide.features.chat.view').buf(), \
-                vim.fn.bufnr('pi-ide://chat-prompt')) return { c ~= nil, p ~= nil }";
+                vim.fn.bufnr('Pi prompt')) return { c ~= nil, p ~= nil }";
     nvim.command("PiIde chat").unwrap();
     type_keys(&nvim, "<Esc>");
     assert_eq!(nvim.lua(wins), json!([true, true]));
@@ -164,7 +164,7 @@ fn the_chat_comes_back_whole_after_q_in_one_of_its_windows_or_bd() {
     nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(require('pi-ide.features.chat.view').buf()))");
     type_keys(&nvim, "i");
     assert_eq!(nvim.lua(wins), json!([true, true]));
-    assert_eq!(nvim.lua("return vim.api.nvim_buf_get_name(0):match('chat%-prompt$') ~= nil"), true);
+    assert_eq!(nvim.lua("return vim.api.nvim_buf_get_name(0):match('Pi prompt$') ~= nil"), true);
     type_keys(&nvim, "<Esc>");
     // :only in the conversation, then :PiIde chat shows the whole chat instead of hiding.
     nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(require('pi-ide.features.chat.view').buf()))");
@@ -173,7 +173,7 @@ fn the_chat_comes_back_whole_after_q_in_one_of_its_windows_or_bd() {
     type_keys(&nvim, "<Esc>");
     assert_eq!(nvim.lua(wins), json!([true, true]));
     // :bd of the prompt and of the conversation: the chat starts afresh, keys and all.
-    nvim.lua("vim.cmd('bdelete! ' .. vim.fn.bufnr('pi-ide://chat-prompt'))");
+    nvim.lua("vim.cmd('bdelete! ' .. vim.fn.bufnr('Pi prompt'))");
     nvim.lua("vim.cmd('bdelete! ' .. require('pi-ide.features.chat.view').buf())");
     nvim.command("PiIde chat").unwrap();
     assert_eq!(nvim.lua(wins), json!([true, true]));

@@ -296,6 +296,11 @@ fn ask_and_abort_go_to_the_chat_in_front() {
     rig.open();
     rig.nvim.command("PiIde ask stream 2").unwrap();
     rig.wait_text("c2 ");
+    // Names a tab label shows whole (no slash to shorten).
+    let names = rig.nvim.lua(
+        "local c = require('pi-ide.features.chat.acp').get('fake') return { vim.fn.bufname(c.view.buf()), vim.fn.bufname(c:prompt_buf()) }",
+    );
+    assert_eq!(names, serde_json::json!(["Fake chat", "Fake prompt"]));
     let complete = rig.nvim.lua("return vim.fn.getcompletion('PiIde chat ', 'cmdline')");
     let names: Vec<&str> = complete.as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
     for want in ["pi", "claude", "copilot", "gemini", "fake", "mode", "model"] {

@@ -495,7 +495,7 @@ fn a_dialog_waits_while_the_user_types_and_shows_on_esc() {
     rig.open_chat();
     answer_dialogs(&rig.nvim, json!({"confirm": "Yes", "select": "beta", "input": "later"}));
     // Typing in the prompt area: Pi's question must not take the keys.
-    rig.nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(vim.fn.bufnr('pi-ide://chat-prompt')))");
+    rig.nvim.lua("vim.api.nvim_set_current_win(vim.fn.bufwinid(vim.fn.bufnr('Pi prompt')))");
     type_keys(&rig.nvim, "iwhat I type");
     rig.send("/ui-test");
     rig.wait("the note that Pi's question waits", || {
@@ -507,7 +507,7 @@ fn a_dialog_waits_while_the_user_types_and_shows_on_esc() {
     // In Normal mode the questions show, one after another; the editor is cancelled.
     let buf = editor_buffer(&rig);
     assert_eq!(
-        rig.nvim.lua("return vim.api.nvim_buf_get_lines(vim.fn.bufnr('pi-ide://chat-prompt'), 0, -1, false)"),
+        rig.nvim.lua("return vim.api.nvim_buf_get_lines(vim.fn.bufnr('Pi prompt'), 0, -1, false)"),
         json!(["what I type"])
     );
     rig.nvim.command(&format!("bwipeout! {buf}")).unwrap();

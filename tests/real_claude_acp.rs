@@ -315,7 +315,7 @@ fn a_prompt_streams_into_the_chat_and_claude_is_put_in_its_asking_mode() {
     assert!(t.find(HELLO).unwrap() < t.find(HELLO_REPLY).unwrap(), "the reply after the prompt: {t}");
     assert!(!t.contains('✗'), "no failure in the chat: {t}");
     let winbar = rig.nvim.lua("return vim.wo[vim.fn.bufwinid(require('pi-ide.features.chat.view').of('claude').buf())].winbar");
-    assert!(winbar.as_str().unwrap().contains("mode Auto"), "{winbar}");
+    assert!(winbar.as_str().unwrap().contains("mode Manual"), "{winbar}");
     rig.finish("prompt");
 }
 
@@ -329,7 +329,7 @@ fn an_edit_is_reviewed_whole_and_claude_writes_it_only_after_a_typed_w() {
     let panes = rig.panes();
     assert_eq!(panes.len(), 2, "both panes are the review's: {panes:?}");
     assert!(
-        panes.iter().any(|p| p[1] == "one|two|2" && p[0] == false),
+        panes.iter().any(|p| p[1] == "one|2|three" && p[0] == false),
         "the whole file as it will be, read-only (Claude Code writes it, not us): {panes:?}"
     );
     assert!(panes.iter().any(|p| p[1] == "one|two|three"), "the file as it is: {panes:?}");
@@ -364,7 +364,7 @@ fn q_on_a_new_file_leaves_it_uncreated_and_the_model_hears_the_refusal() {
     assert!(panes.iter().any(|p| p[1] == ""), "beside nothing (no file yet): {panes:?}");
     type_keys(&rig.nvim, ":q<CR>");
     let result = rig.result_for("Write");
-    assert_eq!(result["is_error"], json!(false), "{result}");
+    assert_eq!(result["is_error"], json!(true), "{result}");
     let said = result.to_string().to_lowercase();
     assert!(said.contains("refused") || said.contains("rejected") || said.contains("denied"), "{result}");
     rig.wait_text(AFTER_TOOL);
@@ -386,7 +386,6 @@ fn abort_with_the_question_pending_closes_the_review_and_leaves_the_file() {
     rig.wait_text("⏹ aborted");
     rig.idle();
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\nthree\n", "an aborted edit was written");
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\n2\nthree\n", "MUTATION");
     // The session goes on, and the model hears that the edit did not happen.
     rig.send(HELLO);
     rig.wait_text(HELLO_REPLY);
@@ -424,7 +423,7 @@ fn claude_reaches_this_neovims_tools_through_pi_ide_mcp() {
     // The call reaches this Neovim: its diagnostic comes back to the model.
     let result = rig.result_for("mcp__nvim__getDiagnostics");
     assert_ne!(result["is_error"], json!(true), "{result}");
-    assert!(result.to_string().contains("not the diagnostic"), "not this Neovim's diagnostics: {result}");
+    assert!(result.to_string().contains(DIAGNOSTIC), "not this Neovim's diagnostics: {result}");
     assert!(result.to_string().contains("d.lua"), "{result} ({path})");
     rig.wait_text(AFTER_TOOL);
     rig.idle();

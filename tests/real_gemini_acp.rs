@@ -298,6 +298,7 @@ fn a_change_is_reviewed_and_the_users_edit_of_it_is_written() {
     let t = w.text();
     assert!(t.contains("⚖ review: a.txt") && t.contains("✎ wrote a.txt, as you accepted it"), "{t}");
     assert_eq!(read(&path), "one\nTWO\nthree\nmine\n", "and nothing else wrote it after");
+    eprintln!("RESULT2 {result}\nCHAT2\n{}\nSUMMARY2\n{}", w.text(), w.mock.summary());
 }
 
 #[test]
@@ -325,6 +326,7 @@ fn q_rejects_the_change_and_the_model_is_told() {
     w.wait_idle();
     w.wait_no_review();
     assert_eq!(read(&path), "alpha\nbeta\n");
+    eprintln!("RESULT3 {result}\nCHAT3\n{}\nSUMMARY3\n{}", w.text(), w.mock.summary());
 }
 
 #[test]
@@ -362,6 +364,7 @@ fn the_neovim_tools_reach_this_neovim_in_a_trusted_folder() {
     let asked = w.nvim.lua("return _G.asked");
     assert!(asked.as_array().is_some_and(|a| a.contains(&json!("Allow (allow once)"))), "{asked}");
     w.wait_text("One thing.");
+    eprintln!("RESULT4 {result}\nCHAT4\n{}\nSUMMARY4\n{}\nASKED {asked}", w.text(), w.mock.summary());
     w.wait_idle();
     assert!(w.text().contains("❓ Gemini asks: getDiagnostics"), "{}", w.text());
     assert!(responses_of(&w.mock.turns().last().unwrap().body, "mcp_nvim_getDiagnostics").len() == 1);

@@ -40,7 +40,7 @@ local function prompt_buf()
       pcall(vim.api.nvim_buf_delete, chat.prompt, { force = true })
     end
     chat.prompt = vim.api.nvim_create_buf(false, true)
-    pcall(vim.api.nvim_buf_set_name, chat.prompt, "pi-ide://chat-prompt")
+    pcall(vim.api.nvim_buf_set_name, chat.prompt, "Pi prompt")
     -- Not "markdown": a user's Markdown setup (an LSP, snippets, a completion menu over the
     -- chat) has no business in a prompt. Highlighted as Markdown all the same.
     vim.bo[chat.prompt].filetype = "pi-ide-chat-prompt"

@@ -11,9 +11,11 @@ local M = {}
 
 local ns = vim.api.nvim_create_namespace("pi-ide-chat")
 
--- Each chat has a conversation of its own (`M.of(name)`); Pi's is "pi-ide://chat".
+-- Each chat has a conversation of its own (`M.of(name, label)`), named "<label> chat" ("Pi
+-- chat"): no slash, so that a tab label shows it whole.
+local labels = { pi = "Pi" }
 local function name_of(chat)
-  return chat == "pi" and "pi-ide://chat" or ("pi-ide://chat/" .. chat)
+  return (labels[chat] or chat) .. " chat"
 end
 
 -- The buffer's state: buf, tail ("text"|"thinking"|"line"|nil: what the last line holds),
@@ -269,7 +271,8 @@ end
 function M.tool_start(id, name, args)
   M.buf()
   local t = { summary = summary(name, args), status = "running" }
-  local arg_lines = vim.split(vim.json.encode(args or vim.empty_dict()), "\n", { plain = true })
+  -- (An ACP agent may give none.)
+  local arg_lines = args and vim.split(vim.json.encode(args), "\n", { plain = true }) or {}
   append_lines({ "", tool_header(t) })
   t.header = line_count() - 1
   t.args = arg_lines
@@ -334,8 +337,10 @@ function M.clear()
   end
 end
 
---- This module drawing chat `name`'s conversation: every function of it, for that chat.
-function M.of(name)
+--- This module drawing chat `name`'s conversation (its buffer named after `label`): every
+--- function of it, for that chat.
+function M.of(name, label)
+  labels[name] = label or labels[name]
   return setmetatable({}, {
     __index = function(_, key)
       local fn = M[key]

@@ -40,7 +40,7 @@ function M.get(name)
   if not agents.get(name) then
     return nil
   end
-  local view = require("pi-ide.features.chat.view").of(name)
+  local view = require("pi-ide.features.chat.view").of(name, agents.get(name).label)
   chats[name] = setmetatable({ name = name, view = view, state = "idle", info = {}, asking = {}, queued = {} }, Chat)
   return chats[name]
 end

@@ -13,7 +13,7 @@ function methods:prompt_buf()
       pcall(vim.api.nvim_buf_delete, self.prompt_nr, { force = true })
     end
     self.prompt_nr = vim.api.nvim_create_buf(false, true)
-    pcall(vim.api.nvim_buf_set_name, self.prompt_nr, ("pi-ide://chat/%s-prompt"):format(self.name))
+    pcall(vim.api.nvim_buf_set_name, self.prompt_nr, self:label() .. " prompt")
     vim.bo[self.prompt_nr].filetype = "pi-ide-chat-prompt"
     vim.bo[self.prompt_nr].syntax = "markdown"
     vim.b[self.prompt_nr].completion = false
