@@ -177,6 +177,26 @@ fn a_change_that_does_not_apply_is_refused_and_said() {
 }
 
 #[test]
+fn a_change_outside_the_workspace_says_so_in_the_winbar() {
+    let rig = rig(&[]);
+    let outside = pi_ide_peer::nvim::temp_dir("acp-outside").join("o.txt");
+    std::fs::write(&outside, "one\ntwo\n").unwrap();
+    let path = outside.display().to_string();
+    rig.open();
+    rig.send(&format!("edit {path} two 2"));
+    rig.review_on_screen();
+    let bar = rig.nvim.lua("return vim.wo.winbar");
+    assert!(bar.as_str().unwrap().contains("outside the workspace"), "{bar}");
+    type_keys(&rig.nvim, ":q<CR>");
+    rig.wait_text("[rejected]");
+    let inside = file(&rig, "i.txt", "one\ntwo\n");
+    rig.send(&format!("edit {inside} two 2"));
+    rig.review_on_screen();
+    let bar = rig.nvim.lua("return vim.wo.winbar");
+    assert!(!bar.as_str().unwrap().contains("outside"), "{bar}");
+}
+
+#[test]
 fn a_write_through_the_client_reads_unsaved_text_and_writes_the_users_edit() {
     let rig = rig(&[]);
     let path = file(&rig, "g.txt", "a\n");

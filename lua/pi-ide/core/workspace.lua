@@ -30,4 +30,15 @@ function M.folders()
   return out
 end
 
+--- Whether `path` is inside one of the folders (a proposal outside them deserves a second look).
+function M.contains(path)
+  local p = vim.fs.normalize(path)
+  for _, dir in ipairs(M.folders()) do
+    if p == dir or p:sub(1, #dir + 1) == (dir:sub(-1) == "/" and dir or dir .. "/") then
+      return true
+    end
+  end
+  return false
+end
+
 return M

@@ -64,6 +64,12 @@ local function right_bar(r, i, n)
   for _, change in ipairs(r.format_changes or {}) do
     table.insert(parts, "⚠ " .. change)
   end
+  if r.outside == nil then
+    r.outside = not require("pi-ide.core.workspace").contains(r.path)
+  end
+  if r.outside then
+    table.insert(parts, "⚠ outside the workspace")
+  end
   if n > 1 then
     table.insert(parts, ("%d of %d"):format(i, n))
   end
