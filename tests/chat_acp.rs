@@ -311,6 +311,35 @@ fn a_missing_agent_says_what_to_install() {
 }
 
 #[test]
+fn files_and_the_selection_go_with_the_prompt_and_completions_offer_them() {
+    let rig = rig(&[]);
+    let path = file(&rig, "a.txt", "alpha\nbeta\n");
+    rig.nvim.command("edit a.txt").unwrap();
+    type_keys(&rig.nvim, "Vj<Esc>");
+    rig.nvim.wait_for("(require('pi-ide.core.native').get().selection_last() or {}).text == 'alpha\\nbeta'", PATIENCE);
+    rig.open();
+    rig.send("look at @a.txt and #selection");
+    rig.idle();
+    let prompt = rig.received().into_iter().find(|m| m["method"] == "session/prompt").unwrap();
+    let blocks = &prompt["params"]["prompt"];
+    assert_eq!(blocks[1]["type"], "resource_link", "{prompt}");
+    assert_eq!(blocks[1]["uri"].as_str().unwrap().replace("\\/", "/"), format!("file://{path}"));
+    assert!(blocks[2]["text"].as_str().unwrap().contains("```\nalpha\nbeta\n```"), "{prompt}");
+    // In the prompt area: @ completes files, # the tags, a leading / the agent's commands.
+    rig.nvim.lua("vim.api.nvim_set_current_buf(require('pi-ide.features.chat.acp').get('fake'):prompt_buf())");
+    let words = |base: &str| {
+        let v = rig.nvim.lua_with("return vim.tbl_map(function(c) return c.word end, require('pi-ide.features.chat.acp.context').omni(0, ...))", vec![base.into()]);
+        v.as_array().unwrap().iter().map(|w| w.as_str().unwrap().to_owned()).collect::<Vec<_>>()
+    };
+    assert!(words("@a.").contains(&"@a.txt".to_owned()));
+    assert_eq!(words("#sel"), ["#selection"]);
+    assert_eq!(words("/re"), ["/review"]);
+    // The header shows context use and cost.
+    let winbar = rig.nvim.lua("return vim.wo[vim.fn.bufwinid(require('pi-ide.features.chat.view').of('fake').buf())].winbar");
+    assert!(winbar.as_str().unwrap().contains("1.2k/200.0k tokens (0%%) · 0.01 USD"), "{winbar}");
+}
+
+#[test]
 fn ask_and_abort_go_to_the_chat_in_front() {
     let rig = rig(&[]);
     rig.open();

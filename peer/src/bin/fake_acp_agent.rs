@@ -16,7 +16,8 @@
 //!   exit 3 without waiting.
 //! - `malformed`: a line that is not JSON and one of 40 MiB, then "ok".
 //!
-//! Each turn ends with a message saying how each question was answered ("allowed",
+//! A session announces one command (`/review`); each turn ends with a usage_update (1,200 of
+//! 200,000 tokens, 0.01 USD), and a message saying how each question was answered ("allowed",
 //! "rejected", "cancelled", "error: …", "content: …") and the stopReason (`cancelled` after a
 //! session/cancel). Everything read is appended to `$FAKE_ACP_LOG` as a line, if it is set.
 //!
@@ -188,6 +189,7 @@ fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
         if !said.is_empty() {
             agent.say(&format!("\n[{said}]"));
         }
+        agent.update(json!({"sessionUpdate": "usage_update", "used": 1200, "size": 200000, "cost": {"amount": 0.01, "currency": "USD"}}));
         let reason = if agent.cancelled.load(SeqCst) { "cancelled" } else { "end_turn" };
         agent.write(&json!({"jsonrpc": "2.0", "id": id, "result": {"stopReason": reason}}));
     });
@@ -230,8 +232,11 @@ fn handle(agent: &Arc<Agent>, msg: Value, mode: &str) {
             }
         }
         ("initialize", _) => reply(json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": false}, "authMethods": []})),
-        ("session/new", _) => reply(json!({"sessionId": "s1", "modes": {"currentModeId": mode,
-            "availableModes": [{"id": "default", "name": "Default"}, {"id": "auto", "name": "Auto"}]}})),
+        ("session/new", _) => {
+            reply(json!({"sessionId": "s1", "modes": {"currentModeId": mode,
+                "availableModes": [{"id": "default", "name": "Default"}, {"id": "auto", "name": "Auto"}]}}));
+            agent.update(json!({"sessionUpdate": "available_commands_update", "availableCommands": [{"name": "review", "description": "Review the changes"}]}));
+        }
         ("session/set_mode", _) => {
             agent.update(json!({"sessionUpdate": "current_mode_update", "currentModeId": params["modeId"]}));
             reply(json!({}))

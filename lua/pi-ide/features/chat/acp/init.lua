@@ -189,26 +189,10 @@ function Chat:failed(what, err)
   self:changed()
 end
 
--- The prompt as ACP content: the text, and a resource link for each @file it names that exists.
-local function blocks(text, cwd)
-  local out = { { type = "text", text = text } }
-  local seen = {}
-  for word in text:gmatch("@([^%s]+)") do
-    local path = vim.fs.normalize(vim.fn.fnamemodify(vim.fs.joinpath(cwd, word), ":p"))
-    if word:sub(1, 1) == "/" then
-      path = word
-    end
-    if not seen[path] and vim.uv.fs_stat(path) then
-      seen[path] = true
-      table.insert(out, { type = "resource_link", uri = vim.uri_from_fname(path), name = vim.fs.basename(path) })
-    end
-  end
-  return out
-end
-
 function Chat:prompt(text)
   self:set_state("working")
-  self:rpc("session/prompt", { sessionId = self.session, prompt = blocks(text, self.cwd) }, function(r)
+  local prompt = require("pi-ide.features.chat.acp.context").blocks(text, self.cwd)
+  self:rpc("session/prompt", { sessionId = self.session, prompt = prompt }, function(r)
     require("pi-ide.features.chat.acp.handlers").turn_ended(self, r)
   end)
 end

@@ -19,6 +19,7 @@ function methods:prompt_buf()
     vim.b[self.prompt_nr].completion = false
     vim.b[self.prompt_nr].pi_ide_chat_agent = self.name
     require("pi-ide.features.chat.keys").prompt(self.prompt_nr, self)
+    require("pi-ide.features.chat.acp.context").attach(self.prompt_nr)
   end
   return self.prompt_nr
 end
