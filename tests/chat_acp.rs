@@ -340,6 +340,23 @@ fn files_and_the_selection_go_with_the_prompt_and_completions_offer_them() {
 }
 
 #[test]
+fn resume_lists_the_agents_sessions_and_loads_the_one_picked() {
+    let rig = rig(&[]);
+    rig.nvim.lua("vim.ui.select = function(items, opts, cb) _G.listed = vim.tbl_map(opts.format_item, items) cb(items[1]) end");
+    rig.open();
+    rig.send("stream 2");
+    rig.wait_text("c2 ");
+    rig.nvim.command("PiIde resume").unwrap();
+    rig.wait_text("an earlier answer");
+    assert_eq!(rig.nvim.lua("return _G.listed"), serde_json::json!(["Earlier work"]));
+    let t = rig.text();
+    assert!(t.contains("## ❯ You\nan earlier question") && !t.contains("c2 "), "the chat is the loaded session's:\n{t}");
+    let load = rig.received().into_iter().find(|m| m["method"] == "session/load").unwrap();
+    assert_eq!(load["params"]["sessionId"], "old1");
+    rig.nvim.wait_for("require('pi-ide.features.chat.acp').get('fake').session == 'old1'", PATIENCE);
+}
+
+#[test]
 fn ask_and_abort_go_to_the_chat_in_front() {
     let rig = rig(&[]);
     rig.open();

@@ -49,7 +49,10 @@ impl Reply {
     }
 
     pub fn call(name: &str, args: Value) -> Reply {
-        Reply::Call { name: name.to_owned(), args }
+        Reply::Call {
+            name: name.to_owned(),
+            args,
+        }
     }
 }
 
@@ -134,7 +137,10 @@ impl GeminiMock {
 
     /// The conversation's requests so far (generate requests that offer tools), in order.
     pub fn turns(&self) -> Vec<Request> {
-        self.requests().into_iter().filter(|r| r.is_turn() && has_tools(&r.body)).collect()
+        self.requests()
+            .into_iter()
+            .filter(|r| r.is_turn() && has_tools(&r.body))
+            .collect()
     }
 
     /// Request lines of everything that tried to reach another host.
@@ -146,7 +152,11 @@ impl GeminiMock {
     pub fn summary(&self) -> String {
         let mut out = String::new();
         for r in self.requests() {
-            let turn = if has_tools(&r.body) { format!("{:?}", turn_of(&r.body)) } else { "(side request)".into() };
+            let turn = if has_tools(&r.body) {
+                format!("{:?}", turn_of(&r.body))
+            } else {
+                "(side request)".into()
+            };
             out += &format!("  {} {} {}\n", r.method, r.target, cut(&turn, 300));
         }
         for o in self.outside() {
@@ -177,12 +187,18 @@ fn has_tools(body: &Value) -> bool {
 
 /// The newest `user` content of a generate request, as a [`Turn`].
 pub fn turn_of(body: &Value) -> Turn {
-    let Some(content) = body["contents"].as_array().and_then(|c| c.iter().rev().find(|c| c["role"] == "user")) else {
+    let Some(content) = body["contents"]
+        .as_array()
+        .and_then(|c| c.iter().rev().find(|c| c["role"] == "user"))
+    else {
         return Turn::Other;
     };
     let parts = content["parts"].as_array().cloned().unwrap_or_default();
     if let Some(r) = parts.iter().rev().find_map(|p| p.get("functionResponse")) {
-        return Turn::ToolResult { name: r["name"].as_str().unwrap_or("").to_owned(), response: r["response"].clone() };
+        return Turn::ToolResult {
+            name: r["name"].as_str().unwrap_or("").to_owned(),
+            response: r["response"].clone(),
+        };
     }
     match parts.iter().rev().find_map(|p| p["text"].as_str()) {
         Some(t) => Turn::Prompt(t.trim().to_owned()),
@@ -192,14 +208,12 @@ pub fn turn_of(body: &Value) -> Turn {
 
 /// The names of the tools a request offers the model.
 pub fn tool_names(body: &Value) -> Vec<String> {
-    let decls = body["tools"].as_array().into_iter().flatten().flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default());
+    let decls = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default());
     decls.filter_map(|d| d["name"].as_str().map(str::to_owned)).collect()
-}
-
-/// The `response` of every `functionResponse` of tool `name` in a request's history.
-pub fn responses_of(body: &Value, name: &str) -> Vec<Value> {
-    let parts = body["contents"].as_array().into_iter().flatten().flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default());
-    parts.filter_map(|p| p.get("functionResponse").cloned()).filter(|r| r["name"] == name).map(|r| r["response"].clone()).collect()
 }
 
 // --- HTTP ---------------------------------------------------------------------------------------
@@ -212,7 +226,10 @@ struct Head {
 
 impl Head {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -221,19 +238,29 @@ fn serve(conn: TcpStream, st: &State) {
     let mut out = conn.try_clone().unwrap();
     let mut r = BufReader::new(conn);
     while let Some(head) = read_head(&mut r) {
-        let chunked = head.header("transfer-encoding").is_some_and(|t| t.eq_ignore_ascii_case("chunked"));
+        let chunked = head
+            .header("transfer-encoding")
+            .is_some_and(|t| t.eq_ignore_ascii_case("chunked"));
         let len = head.header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
-        let Some(body) = crate::http_body::read_body(&mut r, chunked, len) else { return };
+        let Some(body) = crate::http_body::read_body(&mut r, chunked, len) else {
+            return;
+        };
         // A proxy request for another host: refuse it, record it, and close.
         if head.method == "CONNECT" || !head.target.starts_with('/') {
-            st.outside.lock().unwrap().push(format!("{} {}", head.method, head.target));
+            st.outside
+                .lock()
+                .unwrap()
+                .push(format!("{} {}", head.method, head.target));
             let _ = out.write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
             return;
         }
         let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let path = head.target.split('?').next().unwrap_or("");
         // `/v1beta/models/<model>:<method>`
-        let (model, method) = path.strip_prefix("/v1beta/models/").and_then(|m| m.split_once(':')).unwrap_or(("", ""));
+        let (model, method) = path
+            .strip_prefix("/v1beta/models/")
+            .and_then(|m| m.split_once(':'))
+            .unwrap_or(("", ""));
         st.requests.lock().unwrap().push(Request {
             method: head.method.clone(),
             target: head.target.clone(),
@@ -252,7 +279,9 @@ fn serve(conn: TcpStream, st: &State) {
                 respond(&mut out, "404 Not Found", &err)
             }
         };
-        let close = head.header("connection").is_some_and(|c| c.eq_ignore_ascii_case("close"));
+        let close = head
+            .header("connection")
+            .is_some_and(|c| c.eq_ignore_ascii_case("close"));
         if written.is_err() || close {
             return;
         }
@@ -264,7 +293,11 @@ fn serve(conn: TcpStream, st: &State) {
 fn answer(st: &State, body: &Value) -> Reply {
     let config = &body["generationConfig"];
     if config["responseMimeType"] == "application/json" {
-        let schema = if config["responseJsonSchema"].is_object() { &config["responseJsonSchema"] } else { &config["responseSchema"] };
+        let schema = if config["responseJsonSchema"].is_object() {
+            &config["responseJsonSchema"]
+        } else {
+            &config["responseSchema"]
+        };
         return Reply::text(&fitting(schema).to_string());
     }
     if !has_tools(body) {
@@ -318,7 +351,11 @@ fn events(reply: &Reply) -> Vec<Value> {
     match reply {
         Reply::Text(pieces) => {
             let n = pieces.len();
-            pieces.iter().enumerate().map(|(i, p)| candidate(&Reply::Text(vec![p.clone()]), i + 1 == n)).collect()
+            pieces
+                .iter()
+                .enumerate()
+                .map(|(i, p)| candidate(&Reply::Text(vec![p.clone()]), i + 1 == n))
+                .collect()
         }
         call => vec![candidate(call, true)],
     }
@@ -326,7 +363,10 @@ fn events(reply: &Reply) -> Vec<Value> {
 
 fn respond(out: &mut TcpStream, status: &str, body: &Value) -> std::io::Result<()> {
     let payload = body.to_string();
-    let head = format!("HTTP/1.1 {status}\r\ncontent-type: application/json; charset=UTF-8\r\ncontent-length: {}\r\n\r\n", payload.len());
+    let head = format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json; charset=UTF-8\r\ncontent-length: {}\r\n\r\n",
+        payload.len()
+    );
     out.write_all(head.as_bytes())?;
     out.write_all(payload.as_bytes())
 }
@@ -364,5 +404,9 @@ fn read_head(r: &mut impl BufRead) -> Option<Head> {
             headers.push((k.trim().to_owned(), v.trim().to_owned()));
         }
     }
-    Some(Head { method, target, headers })
+    Some(Head {
+        method,
+        target,
+        headers,
+    })
 }

@@ -72,7 +72,10 @@ pub fn file_with(nvim: &Nvim, name: &str, text: &str) -> String {
 
 /// The texts of the answer with this id among `frames`, if there is one.
 pub fn answer_in(frames: &[Value], id: &str) -> Option<Vec<String>> {
-    frames.iter().find(|f| f["id"] == id && f.get("method").is_none()).map(texts)
+    frames
+        .iter()
+        .find(|f| f["id"] == id && f.get("method").is_none())
+        .map(texts)
 }
 
 /// Waits for the next selection_changed and returns its params.
@@ -84,8 +87,7 @@ pub fn next_selection(peer: &mut Peer) -> Value {
 
 /// Asserts that no selection_changed arrives within `ms`.
 pub fn no_selection_within(peer: &mut Peer, ms: u64) {
-    if let Ok(v) = peer.wait_notification("selection_changed", std::time::Duration::from_millis(ms))
-    {
+    if let Ok(v) = peer.wait_notification("selection_changed", std::time::Duration::from_millis(ms)) {
         panic!("unexpected selection_changed: {v}");
     }
 }
@@ -168,13 +170,7 @@ pub fn fresh_copy() -> std::path::PathBuf {
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(&root)
-        .args([
-            "ls-files",
-            "-z",
-            "--cached",
-            "--others",
-            "--exclude-standard",
-        ])
+        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
         .output()
         .unwrap();
     assert!(out.status.success(), "git ls-files failed");
@@ -188,7 +184,6 @@ pub fn fresh_copy() -> std::path::PathBuf {
     }
     dest
 }
-
 
 /// Seeds `dest`'s target/release with the checkout's compiled dependencies (hard links, or
 /// copies across file systems), so that a `cargo build --release` there compiles only this

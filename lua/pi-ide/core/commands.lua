@@ -165,7 +165,16 @@ M.subcommands = {
   ask = { run = function(opts) require("pi-ide.features.chat.command").ask(opts) end },
   abort = { run = function() require("pi-ide.features.chat.front").call("abort") end },
   new = { run = function() require("pi-ide.features.chat").new() end },
-  resume = { run = function() require("pi-ide.features.chat.sessions").pick() end },
+  resume = {
+    run = function()
+      local front = require("pi-ide.features.chat.front").name()
+      local acp = front ~= "pi" and require("pi-ide.features.chat.acp").get(front)
+      if acp then
+        return require("pi-ide.features.chat.acp.sessions").pick(acp)
+      end
+      require("pi-ide.features.chat.sessions").pick()
+    end,
+  },
   compact = { run = call("pi-ide.features.chat", "compact", true) },
   export = { run = call("pi-ide.features.chat", "export"), complete = files() },
 }

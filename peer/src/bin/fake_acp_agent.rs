@@ -16,7 +16,8 @@
 //!   exit 3 without waiting.
 //! - `malformed`: a line that is not JSON and one of 40 MiB, then "ok".
 //!
-//! A session announces one command (`/review`); each turn ends with a usage_update (1,200 of
+//! `session/list` lists one earlier session ("old1", "Earlier work"); `session/load` replays a
+//! question and its answer. A session announces one command (`/review`); each turn ends with a usage_update (1,200 of
 //! 200,000 tokens, 0.01 USD), and a message saying how each question was answered ("allowed",
 //! "rejected", "cancelled", "error: …", "content: …") and the stopReason (`cancelled` after a
 //! session/cancel). Everything read is appended to `$FAKE_ACP_LOG` as a line, if it is set.
@@ -231,7 +232,7 @@ fn handle(agent: &Arc<Agent>, msg: Value, mode: &str) {
                 let _ = w.send(answer);
             }
         }
-        ("initialize", _) => reply(json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": false}, "authMethods": []})),
+        ("initialize", _) => reply(json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": true}, "authMethods": []})),
         ("session/new", _) => {
             reply(json!({"sessionId": "s1", "modes": {"currentModeId": mode,
                 "availableModes": [{"id": "default", "name": "Default"}, {"id": "auto", "name": "Auto"}]}}));
@@ -239,6 +240,12 @@ fn handle(agent: &Arc<Agent>, msg: Value, mode: &str) {
         }
         ("session/set_mode", _) => {
             agent.update(json!({"sessionUpdate": "current_mode_update", "currentModeId": params["modeId"]}));
+            reply(json!({}))
+        }
+        ("session/list", _) => reply(json!({"sessions": [{"sessionId": "old1", "cwd": params["cwd"], "title": "Earlier work"}]})),
+        ("session/load", _) => {
+            agent.update(json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "an earlier question"}}));
+            agent.update(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "an earlier answer"}}));
             reply(json!({}))
         }
         ("session/prompt", Some(id)) => prompt(agent.clone(), id.clone(), params),

@@ -91,6 +91,13 @@ end
 
 local events = {
   plan = plan,
+  -- A loaded session's replay: the user's prompts as their sections.
+  user_message_chunk = function(chat, ev)
+    local text = type(ev.content) == "table" and ev.content.text
+    if type(text) == "string" then
+      chat.view.user(text, nil, chat:label())
+    end
+  end,
   available_commands_update = function(chat, ev)
     chat.commands = type(ev.availableCommands) == "table" and ev.availableCommands or {}
   end,
