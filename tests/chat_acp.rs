@@ -216,6 +216,17 @@ fn a_write_through_the_client_reads_unsaved_text_and_writes_the_users_edit() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\nunsaved\nb\nmine\n");
     let read = rig.received().into_iter().find(|m| m.pointer("/result/content").is_some()).unwrap();
     assert_eq!(read["result"]["content"], "a\nunsaved\n", "{read}");
+    // The call it asked about has its block though no tool_call opened it.
+    assert!(rig.text().contains("⚙ WriteFile"), "{}", rig.text());
+    // The agent believes its own text was written: the next prompt tells it otherwise.
+    rig.wait_text("with your edits (Fake is told at your next prompt)");
+    rig.idle();
+    rig.send("stream 1");
+    rig.idle();
+    let prompts: Vec<_> = rig.received().into_iter().filter(|m| m["method"] == "session/prompt").collect();
+    let last = prompts.last().unwrap().to_string();
+    assert!(last.contains("the user edited it") && last.contains("g.txt"), "{last}");
+    assert!(!prompts[0].to_string().contains("the user edited it"));
 }
 
 #[test]

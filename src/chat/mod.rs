@@ -158,7 +158,16 @@ impl Chat {
             unreachable!("all three streams are piped");
         };
         let (tx, rx) = mpsc::channel();
-        let shared = Arc::new(Shared {
+        let acp = |weak: &std::sync::Weak<Shared>| {
+            let weak = weak.clone();
+            let events: acp::Events = Box::new(move |op| {
+                if let Some(s) = weak.upgrade() {
+                    s.queue.push(op, 0);
+                }
+            });
+            opts.acp.clone().map(|reviewer| Arc::new(acp::Acp::new(reviewer, tx.clone(), events)))
+        };
+        let shared = Arc::new_cyclic(|weak| Shared {
             queue: Queue::default(),
             stats: Stats::default(),
             reaped: Reaped::default(),
@@ -170,7 +179,7 @@ impl Chat {
             frame: opts.frame,
             cap_lines: opts.cap_lines,
             wake,
-            acp: opts.acp.map(|reviewer| Arc::new(acp::Acp::new(reviewer, tx.clone()))),
+            acp: acp(weak),
         });
         // The waiter first: it owns the child, so Pi is reaped whatever fails next.
         if let Err(e) = spawn_thread("pi-chat-wait", &shared, move |s| s.reap(child)) {

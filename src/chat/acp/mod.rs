@@ -51,12 +51,17 @@ enum Asked {
     /// `through_us`: the change it reviews comes back as our write (the user's text is kept for
     /// it). Unreviewed (no change in it): Lua asks the user.
     Permission { id: Value, options: Vec<Value>, through_us: Option<String> },
-    Write { id: Value, path: String },
+    /// `proposed`: the agent's text (the user's may differ: the agent is then told).
+    Write { id: Value, path: String, proposed: String },
     Read { id: Value, params: Value },
 }
 
+/// Where ops that come of a decision go (the chat's queue): a verdict arrives on another thread.
+pub type Events = Box<dyn Fn(Op) + Send + Sync>;
+
 pub struct Acp {
     reviewer: Arc<dyn Reviewer>,
+    events: Events,
     /// The agent's stdin (taken when the chat stops, so that it closes).
     out: Mutex<Option<Sender<Vec<u8>>>>,
     /// By the id's JSON text.
@@ -75,9 +80,10 @@ pub struct Acp {
 }
 
 impl Acp {
-    pub fn new(reviewer: Arc<dyn Reviewer>, out: Sender<Vec<u8>>) -> Acp {
+    pub fn new(reviewer: Arc<dyn Reviewer>, out: Sender<Vec<u8>>, events: Events) -> Acp {
         Acp {
             reviewer,
+            events,
             out: Mutex::new(Some(out)),
             asked: Mutex::default(),
             fragments: Mutex::default(),
@@ -133,7 +139,7 @@ impl Acp {
         let editable = through_us.is_some();
         self.asked.lock().insert(key.clone(), Asked::Permission { id, options, through_us });
         match change {
-            Some(change) => self.propose(key, &change, !editable),
+            Some(change) => self.propose(key, &change, Some((&call, !editable))),
             None => Some(Op::AgentRequest { id: key, method: "session/request_permission".into(), params }),
         }
     }
@@ -145,15 +151,19 @@ impl Acp {
         if let Some(text) = self.accepted.lock().remove(&path) {
             let answer = write_file(&path, &text).map(|_| Value::Null).map_err(|e| (REFUSED, e));
             self.reply(&id, answer);
-            return Some(written(&path));
+            return Some(written(&path, text != content));
         }
-        self.asked.lock().insert(key.clone(), Asked::Write { id, path: path.clone() });
-        self.propose(key, &Change::Whole { path, text: content }, false)
+        let asked = Asked::Write { id, path: path.clone(), proposed: content.clone() };
+        self.asked.lock().insert(key.clone(), asked);
+        self.propose(key, &Change::Whole { path, text: content }, None)
     }
 
     /// Works out the whole file and opens its review; a change that cannot be shown is refused
-    /// at once, and the chat says why.
-    fn propose(self: &Arc<Self>, key: String, change: &Change, read_only: bool) -> Option<Op> {
+    /// at once, and the chat says why. `permission`: the tool call it asks for, and whether the
+    /// agent writes the change itself (read-only); None: our write (editable).
+    fn propose(self: &Arc<Self>, key: String, change: &Change, permission: Option<(&Value, bool)>) -> Option<Op> {
+        let read_only = permission.is_some_and(|(_, r)| r);
+        let tool = permission.map(|(call, _)| tool_of(call));
         let path = change.path().to_owned();
         let served = self.served.lock().get(&path).cloned();
         let whole = match change {
@@ -164,7 +174,8 @@ impl Acp {
             Ok(c) => c,
             Err(why) => {
                 self.decided(&key, Verdict::Rejected);
-                return Some(Op::Event { kind: Some("change_refused".into()), event: json!({ "path": path, "why": why }) });
+                let event = json!({ "path": path, "why": why, "tool": tool });
+                return Some(Op::Event { kind: Some("change_refused".into()), event });
             }
         };
         let n = self.reviews.fetch_add(1, Relaxed) + 1;
@@ -172,7 +183,7 @@ impl Acp {
         let proposal = Proposal { tab: format!("{name} ({n})"), path: path.clone(), contents, read_only };
         let me = self.clone();
         self.reviewer.review(proposal, Box::new(move |verdict| me.decided(&key, verdict)));
-        Some(Op::Event { kind: Some("review".into()), event: json!({ "path": path }) })
+        Some(Op::Event { kind: Some("review".into()), event: json!({ "path": path, "tool": tool }) })
     }
 
     /// The user's verdict on question `key` (nothing if it was answered already: cancelled).
@@ -190,12 +201,15 @@ impl Acp {
                 self.reply(&id, Ok(selected(allow)));
             }
             (Asked::Permission { id, options, .. }, _) => self.reply(&id, Ok(reject(&options))),
-            (Asked::Write { id, path }, Verdict::Accepted(text)) => {
+            (Asked::Write { id, path, proposed }, Verdict::Accepted(text)) => {
+                if text != proposed {
+                    (self.events)(written(&path, true));
+                }
                 // Off the thread that decided (the server's): a slow disk must not hold it.
-                let me_reply = self.out.lock().clone();
+                let out = self.out.lock().clone();
                 std::thread::spawn(move || {
                     let answer = write_file(&path, &text).map(|_| Value::Null).map_err(|e| (REFUSED, e));
-                    send(me_reply.as_ref(), &id, answer);
+                    send(out.as_ref(), &id, answer);
                 });
             }
             (Asked::Write { id, .. }, _) => self.reply(&id, Err((REFUSED, "the user rejected this change in the editor".into()))),
@@ -293,6 +307,11 @@ fn response(id: Value, mut msg: Map<String, Value>) -> Op {
     Op::Response { id: Some(id), command: None, success: error.is_none(), data: msg.remove("result").filter(|r| !r.is_null()), error }
 }
 
+/// What the chat draws of a permission's tool call (its block, when no `tool_call` came first).
+fn tool_of(call: &Value) -> Value {
+    json!({ "id": str_of(call, "toolCallId"), "title": call.get("title"), "kind": call.get("kind"), "rawInput": call.get("rawInput") })
+}
+
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or_default()
 }
@@ -327,8 +346,9 @@ fn remember_read(served: &Mutex<HashMap<String, String>>, params: &Value, result
     }
 }
 
-fn written(path: &str) -> Op {
-    Op::Event { kind: Some("written".into()), event: json!({ "path": path }) }
+/// We wrote `path` as the user accepted it; `edited`: not as the agent proposed it.
+fn written(path: &str, edited: bool) -> Op {
+    Op::Event { kind: Some("written".into()), event: json!({ "path": path, "edited": edited }) }
 }
 
 /// The whole file a change leaves, from the file on disk.

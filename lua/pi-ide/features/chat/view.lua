@@ -298,13 +298,22 @@ local function redraw_tool(id, lines, more)
   splice(t.header, t.header + 1, { tool_header(t) })
 end
 
+--- Whether tool `id`'s block is open (running).
+function M.has_tool(id)
+  return valid() and view.tools[id] ~= nil
+end
+
 --- Streamed output of a running tool (the latest, capped by the core).
 function M.tool_output(id, lines, more)
   redraw_tool(id, lines, more)
 end
 
---- The tool finished.
-function M.tool_end(id, lines, more, failed)
+--- The tool finished. `name`: its block's title when no start was seen (an ACP agent may send
+--- only the end of a call it asked permission for); without it such an end is dropped.
+function M.tool_end(id, lines, more, failed, name)
+  if name and name ~= "" and valid() and not view.tools[id] then
+    M.tool_start(id, name, nil)
+  end
   local t = view and view.tools[id]
   if not t then
     return

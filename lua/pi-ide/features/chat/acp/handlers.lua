@@ -31,8 +31,22 @@ end
 
 local KIND = { allow_once = "allow once", allow_always = "always allow", reject_once = "reject", reject_always = "always reject" }
 
+local function text_or_nil(v)
+  return type(v) == "string" and v ~= "" and v or nil
+end
+
+-- The block of the tool call a question is about, when no tool_call update opened it.
+local function ensure_block(chat, tool)
+  if type(tool) ~= "table" or not text_or_nil(tool.id) or chat.view.has_tool(tool.id) then
+    return
+  end
+  local raw = type(tool.rawInput) == "table" and tool.rawInput or nil
+  chat.view.tool_start(tool.id, text_or_nil(tool.title) or text_or_nil(tool.kind) or "tool", raw)
+end
+
 local function permission(chat, key, params)
   local call = type(params.toolCall) == "table" and params.toolCall or {}
+  ensure_block(chat, { id = call.toolCallId, title = call.title, kind = call.kind, rawInput = call.rawInput })
   local options = type(params.options) == "table" and params.options or {}
   chat.view.lines({ ("❓ %s asks: %s"):format(chat:label(), tostring(call.title or call.kind or "permission")) })
   notify_if_hidden(chat, "needs your answer")
@@ -110,14 +124,23 @@ local events = {
     chat:changed()
   end,
   review = function(chat, ev)
+    ensure_block(chat, ev.tool)
     chat.view.lines({ ("⚖ review: %s (:w accepts, :q rejects)"):format(vim.fn.fnamemodify(tostring(ev.path), ":~:.")) })
     notify_if_hidden(chat, "proposes a change: its review is open")
   end,
   change_refused = function(chat, ev)
+    ensure_block(chat, ev.tool)
     chat.view.lines({ ("✗ the change to %s cannot be shown (%s): rejected"):format(vim.fn.fnamemodify(tostring(ev.path), ":~:."), tostring(ev.why)) })
   end,
   written = function(chat, ev)
-    chat.view.lines({ ("✎ wrote %s, as you accepted it"):format(vim.fn.fnamemodify(tostring(ev.path), ":~:.")) })
+    local name = vim.fn.fnamemodify(tostring(ev.path), ":~:.")
+    if ev.edited then
+      -- ACP's answer to a write carries no text: the agent believes its own. Told at the next prompt.
+      chat.view.lines({ ("✎ wrote %s with your edits (%s is told at your next prompt)"):format(name, chat:label()) })
+      table.insert(chat.notes, ("Before accepting your change to %s, the user edited it: the file differs from what you proposed. Read it again before changing it."):format(tostring(ev.path)))
+    else
+      chat.view.lines({ ("✎ wrote %s, as you accepted it"):format(name) })
+    end
     require("pi-ide.features.review.reload").when_written(ev.path)
   end,
 }
@@ -168,7 +191,7 @@ function M.handle(chat, op)
   elseif kind == "tool_output" then
     view.tool_output(op.id, op.lines, op.more)
   elseif kind == "tool_end" then
-    view.tool_end(op.id, op.lines, op.more, op.is_error)
+    view.tool_end(op.id, op.lines, op.more, op.is_error, op.name)
   elseif kind == "agent_request" then
     request(chat, op)
   elseif kind == "event" and events[op.type] then

@@ -41,7 +41,9 @@ function M.get(name)
     return nil
   end
   local view = require("pi-ide.features.chat.view").of(name, agents.get(name).label)
-  chats[name] = setmetatable({ name = name, view = view, state = "idle", info = {}, asking = {}, queued = {} }, Chat)
+  -- notes: what the agent must be told with the next prompt (the user edited its change).
+  local chat = { name = name, view = view, state = "idle", info = {}, asking = {}, queued = {}, notes = {} }
+  chats[name] = setmetatable(chat, Chat)
   return chats[name]
 end
 
@@ -192,6 +194,10 @@ end
 function Chat:prompt(text)
   self:set_state("working")
   local prompt = require("pi-ide.features.chat.acp.context").blocks(text, self.cwd)
+  for _, note in ipairs(self.notes) do
+    table.insert(prompt, { type = "text", text = "(Note from the editor: " .. note .. ")" })
+  end
+  self.notes = {}
   self:rpc("session/prompt", { sessionId = self.session, prompt = prompt }, function(r)
     require("pi-ide.features.chat.acp.handlers").turn_ended(self, r)
   end)
