@@ -325,7 +325,7 @@ fn a_change_is_reviewed_and_the_users_edit_of_it_is_written() {
     w.wait_no_review();
     let t = w.text();
     assert!(
-        t.contains("⚖ review: a.txt") && t.contains("✎ wrote a.txt, as you accepted it"),
+        t.contains("⚖ review: a.txt") && t.contains("✎ wrote a.txt with your edits (Gemini is told at your next prompt)"),
         "{t}"
     );
     assert_eq!(
