@@ -96,7 +96,7 @@ fn a_prompt_streams_and_an_agent_that_edits_without_asking_is_put_in_its_asking_
     let order: Vec<usize> = (1..=50).map(|k| t.find(&chunk(k)).expect("each chunk")).collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "chunks in order: {t}");
     let winbar = rig.nvim.lua("return vim.wo[vim.fn.bufwinid(require('pi-ide.features.chat.view').of('fake').buf())].winbar");
-    assert!(winbar.as_str().unwrap().contains("Fake · mode Default"), "{winbar}");
+    assert!(winbar.as_str().unwrap().contains("Fake%< · mode Default"), "{winbar}");
     // The agent has this Neovim's tools: pi-ide-mcp, told which Neovim.
     let new = rig.received().into_iter().find(|m| m["method"] == "session/new").unwrap();
     let server = &new["params"]["mcpServers"][0];

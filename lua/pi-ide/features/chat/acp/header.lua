@@ -35,7 +35,11 @@ function M.text(chat)
   if state ~= "" then
     table.insert(parts, (state:gsub("^" .. vim.pesc(chat:label()) .. " ", "")))
   end
-  return (table.concat(parts, " · "):gsub("%%", "%%%%"))
+  for i, p in ipairs(parts) do
+    parts[i] = p:gsub("%%", "%%%%")
+  end
+  -- In a narrow window the end is cut ("%<"), never the agent's name.
+  return parts[1] .. "%<" .. (#parts > 1 and (" · " .. table.concat(parts, " · ", 2)) or "")
 end
 
 return M
