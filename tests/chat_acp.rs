@@ -306,6 +306,22 @@ fn malformed_and_overlong_lines_are_skipped_and_the_turn_goes_on() {
 }
 
 #[test]
+fn with_the_server_off_the_chat_starts_it_for_its_reviews() {
+    let nvim = Nvim::start_with(Options {
+        after: Some(format!(
+            "require('pi-ide').setup({{ chat = {{ agents = {{ fake = {{ cmd = {{ {:?} }} }} }} }} }})",
+            fake()
+        )),
+        ..Default::default()
+    });
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    nvim.command("PiIde stop").unwrap();
+    assert_eq!(nvim.lua("return require('pi-ide.core.server').running()"), false);
+    nvim.command("PiIde chat fake").unwrap();
+    assert_eq!(nvim.lua("return require('pi-ide.core.server').running()"), true);
+}
+
+#[test]
 fn a_missing_agent_says_what_to_install() {
     let nvim = Nvim::start_with(Options {
         after: Some("require('pi-ide').setup({ chat = { agents = { nope = { cmd = { '/no/such/agent' }, install = 'npm i nope' } } } })".into()),

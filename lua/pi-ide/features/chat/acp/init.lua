@@ -95,6 +95,12 @@ function Chat:ensure()
     log.notify(("%s: %s not found; install it: %s"):format(spec.label, spec.cmd[1], spec.install), vim.log.levels.ERROR)
     return false
   end
+  -- Its changes are reviews of the server's: no server, no chat (nothing could be shown).
+  local server = require("pi-ide.core.server")
+  if not server.running() and not server.start() then
+    log.notify(spec.label .. ": the chat needs the pi-ide server, which could not start (see above)", vim.log.levels.ERROR)
+    return false
+  end
   local cwd = vim.fn.getcwd()
   local proc, err = process.start({
     cmd = vim.deepcopy(spec.cmd),
