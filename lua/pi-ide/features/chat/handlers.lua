@@ -98,17 +98,29 @@ local function exited(chat_mod, chat, op)
   notify_if_hidden(chat_mod, "Pi " .. how)
 end
 
+--- Draws `op` in `into` (a chat's view) when it is streamed text or a tool's block, as every
+--- chat draws them; false for other ops.
+function M.draw(into, op)
+  local kind = op.kind
+  if kind == "text" or kind == "thinking" then
+    into.stream(kind, op.text)
+  elseif kind == "tool_start" then
+    into.tool_start(op.id, op.name, op.args)
+  elseif kind == "tool_output" then
+    into.tool_output(op.id, op.lines, op.more)
+  elseif kind == "tool_end" then
+    into.tool_end(op.id, op.lines, op.more, op.is_error, op.name)
+  else
+    return false
+  end
+  return true
+end
+
 --- Handles one op of the process `chat.proc`.
 function M.handle(chat_mod, chat, op)
   local kind = op.kind
-  if kind == "text" or kind == "thinking" then
-    view.stream(kind, op.text)
-  elseif kind == "tool_start" then
-    view.tool_start(op.id, op.name, op.args)
-  elseif kind == "tool_output" then
-    view.tool_output(op.id, op.lines, op.more)
-  elseif kind == "tool_end" then
-    view.tool_end(op.id, op.lines, op.more, op.is_error)
+  if M.draw(view, op) then
+    return
   elseif kind == "ui_request" then
     local req = op.request
     require("pi-ide.features.chat.dialogs").handle(req, function(fields)

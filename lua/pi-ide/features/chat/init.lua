@@ -305,16 +305,7 @@ end
 --- with a range).
 function M.set_prompt(text)
   local buf = prompt_buf()
-  local draft = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n"):gsub("%s+$", "")
-  if draft ~= "" then
-    text = draft .. "\n\n" .. text
-  end
-  local lines = vim.split(text, "\n", { plain = true })
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  local _, win = window.windows(view.buf(), buf)
-  if win then
-    vim.api.nvim_win_set_cursor(win, { #lines, #lines[#lines] })
-  end
+  window.set_prompt(view.buf(), buf, text)
 end
 
 --- The pi-ide extension in the chat's Pi connected to this Neovim (its "Auto-connected" note).

@@ -94,6 +94,17 @@ function M.start(spec)
   return proc
 end
 
+-- Sends `message` (a table, or a line of JSON) with `cb` waiting for the answer to `id`.
+local function post(proc, id, cb, message)
+  proc.pending[id] = cb
+  local ok, sent = pcall(native().chat_send, proc.id, message)
+  if not (ok and sent) then
+    proc.pending[id] = nil
+    return false
+  end
+  return true
+end
+
 --- Sends a command (a table with `type`); `cb(response_op)` gets its response (commands
 --- without an `id` get one). False when Pi
 --- is not running.
@@ -108,15 +119,7 @@ function M.send(proc, command, cb)
     id = "nvim-" .. next_request
     command = vim.tbl_extend("force", command, { id = id })
   end
-  if cb then
-    proc.pending[id] = cb
-  end
-  local ok, sent = pcall(native().chat_send, proc.id, command)
-  if not (ok and sent) then
-    proc.pending[id] = nil
-    return false
-  end
-  return true
+  return post(proc, id, cb, command)
 end
 
 --- Sends a JSON-RPC request (ACP) with an id of ours; `cb(response_op)` gets its response.
@@ -128,14 +131,7 @@ function M.rpc(proc, method, params, cb)
   end
   next_request = next_request + 1
   local id = "nvim-" .. next_request
-  proc.pending[id] = cb
-  local line = vim.json.encode({ jsonrpc = "2.0", id = id, method = method, params = params })
-  local ok, sent = pcall(native().chat_send, proc.id, line)
-  if not (ok and sent) then
-    proc.pending[id] = nil
-    return false
-  end
-  return true
+  return post(proc, id, cb, vim.json.encode({ jsonrpc = "2.0", id = id, method = method, params = params }))
 end
 
 --- Sends a message that wants no answer (an ACP notification: no id). False when not running.

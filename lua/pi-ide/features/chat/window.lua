@@ -112,6 +112,21 @@ function M.hide(conv_buf, prompt_buf)
   end
 end
 
+--- Puts `text` in prompt buffer `prompt_buf` after what it holds, the cursor after it where
+--- the chat shows (for :PiIde ask with a range).
+function M.set_prompt(conv_buf, prompt_buf, text)
+  local draft = table.concat(vim.api.nvim_buf_get_lines(prompt_buf, 0, -1, false), "\n"):gsub("%s+$", "")
+  if draft ~= "" then
+    text = draft .. "\n\n" .. text
+  end
+  local lines = vim.split(text, "\n", { plain = true })
+  vim.api.nvim_buf_set_lines(prompt_buf, 0, -1, false, lines)
+  local _, win = M.windows(conv_buf, prompt_buf)
+  if win then
+    vim.api.nvim_win_set_cursor(win, { #lines, #lines[#lines] })
+  end
+end
+
 --- The header over the conversation (its winbar), in every window showing it.
 function M.set_header(conv_buf, text)
   for _, win in ipairs(vim.fn.win_findbuf(conv_buf)) do

@@ -183,15 +183,9 @@ end
 
 --- Handles one op of chat `chat`'s agent.
 function M.handle(chat, op)
-  local kind, view = op.kind, chat.view
-  if kind == "text" or kind == "thinking" then
-    view.stream(kind, op.text)
-  elseif kind == "tool_start" then
-    view.tool_start(op.id, op.name, op.args)
-  elseif kind == "tool_output" then
-    view.tool_output(op.id, op.lines, op.more)
-  elseif kind == "tool_end" then
-    view.tool_end(op.id, op.lines, op.more, op.is_error, op.name)
+  local kind = op.kind
+  if require("pi-ide.features.chat.handlers").draw(chat.view, op) then
+    return
   elseif kind == "agent_request" then
     request(chat, op)
   elseif kind == "event" and events[op.type] then

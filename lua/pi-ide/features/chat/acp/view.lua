@@ -94,17 +94,7 @@ end
 
 --- Puts `text` in the prompt area after what it holds (:PiIde ask with a range).
 function methods:set_prompt(text)
-  local buf = self:prompt_buf()
-  local draft = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n"):gsub("%s+$", "")
-  if draft ~= "" then
-    text = draft .. "\n\n" .. text
-  end
-  local lines = vim.split(text, "\n", { plain = true })
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-  local _, win = window.windows(self.view.buf(), buf)
-  if win then
-    vim.api.nvim_win_set_cursor(win, { #lines, #lines[#lines] })
-  end
+  window.set_prompt(self.view.buf(), self:prompt_buf(), text)
 end
 
 --- Gives the chat class these methods.
