@@ -303,13 +303,17 @@ impl Drop for Rig {
 #[test]
 fn a_prompt_streams_into_the_chat_and_claude_is_put_in_its_asking_mode() {
     let rig = start();
-    // The adapter starts in `auto` (edits without asking): the chat switched it to Manual.
+    // The adapter starts in `auto` (edits without asking): the chat switches it to Manual
+    // (`default`) once session/set_mode is answered.
+    assert_eq!(rig.nvim.lua(&format!("return {}.info.modes ~= nil", chat())), json!(true));
     rig.wait("mode default", || rig.lua_true(&format!("{}.info.mode == 'default'", chat())));
     let modes = rig.nvim.lua(&format!("return vim.tbl_map(function(m) return m.id end, {}.info.modes)", chat()));
     assert!(modes.as_array().unwrap().contains(&json!("auto")), "the adapter's modes: {modes}");
     rig.send(HELLO);
     rig.wait_text(HELLO_REPLY);
     rig.idle();
+    // Still Manual after a turn (nothing the adapter said moved it back).
+    assert_eq!(rig.nvim.lua(&format!("return {}.info.mode", chat())), json!("default"));
     let t = rig.text();
     assert!(t.contains(&format!("## ❯ You\n{HELLO}\n")), "{t}");
     assert!(t.find(HELLO).unwrap() < t.find(HELLO_REPLY).unwrap(), "the reply after the prompt: {t}");

@@ -155,6 +155,30 @@ fn q_rejects_the_edit_and_copilot_says_so() {
 }
 
 #[test]
+fn copilot_reaches_this_neovims_tools_through_pi_ide_mcp() {
+    let rig = rig();
+    // A diagnostic only this Neovim has; Copilot's question before the call is allowed once.
+    let path = file_with(&rig.nvim, "d.txt", "x\n");
+    rig.nvim.command(&format!("edit {path}")).unwrap();
+    rig.nvim.lua("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, { { lnum = 0, col = 0, message = 'only-in-this-neovim' } })");
+    rig.nvim.lua("vim.ui.select = function(items, _, cb) cb(items[1]) end");
+    rig.model.on_user("check", Reply::tool("nvim-getDiagnostics", json!({})));
+    rig.model.after_tool("nvim-getDiagnostics", Reply::text("Checked."));
+    rig.open();
+    rig.send("check the diagnostics");
+    let body = rig.model.wait_completion("the tool's result", AGENT_PATIENCE, |b| {
+        matches!(openai_mock::turn(b), Turn::ToolResult { name, .. } if name == "nvim-getDiagnostics")
+    });
+    let tools = body["tools"].to_string();
+    assert!(tools.contains("nvim-getOpenEditors"), "this Neovim's tools are offered: {tools}");
+    match openai_mock::turn(&body) {
+        Turn::ToolResult { content, .. } => assert!(content.contains("only-in-this-neovim"), "{content}"),
+        other => panic!("{other:?}"),
+    }
+    rig.wait_text("Checked.");
+}
+
+#[test]
 fn abort_with_the_question_pending_closes_the_review_and_leaves_the_file() {
     let rig = rig();
     let path = file_with(&rig.nvim, "a.txt", "one\ntwo\n");

@@ -11,8 +11,15 @@ local M = {
   install = "npm i -g @github/copilot",
   cmd = { "copilot" },
   health_title = "GitHub Copilot CLI",
-  -- In the chat (:PiIde chat copilot): its own ACP mode, which takes HTTP MCP servers only.
-  acp = { cmd = { "copilot", "--acp" }, mcp = false },
+  -- In the chat (:PiIde chat copilot): its own ACP mode. Its session/new takes HTTP MCP servers
+  -- only; a stdio one goes on its command line, for that session (--additional-mcp-config).
+  acp = {
+    cmd = { "copilot", "--acp" },
+    mcp = function(server)
+      local config = { mcpServers = { [server.name] = { type = "local", command = server.command, args = server.args, tools = { "*" } } } }
+      return { "--additional-mcp-config", vim.json.encode(config) }
+    end,
+  },
 }
 
 local opt = require("pi-ide.core.options").opt

@@ -1,7 +1,7 @@
 -- The ACP agents :PiIde chat knows, and how each runs: cmd (the program and its arguments), env
 -- (added to Neovim's), label (the header's and the reviews' name), install (what the user runs
 -- when it is missing), mcp ("stdio": this Neovim's tools go in session/new through pi-ide-mcp;
--- false: the agent takes only HTTP servers). The agents' modules give the defaults;
+-- a function: the arguments that give them on its command line; false: none). The agents' modules give the defaults;
 -- `chat.agents` adds agents and changes these, field by field.
 local M = {}
 

@@ -76,13 +76,26 @@ function Chat:set_state(state)
   end
 end
 
--- This Neovim's tools for the agent: pi-ide-mcp, told which Neovim to reach.
-function Chat:mcp_servers()
+-- This Neovim's tools as an MCP server: pi-ide-mcp, told which Neovim to reach.
+local function tools_server()
   local program = require("pi-ide.agents.mcp").program()
-  if agents.get(self.name).mcp ~= "stdio" or not program then
-    return {}
+  return program and { name = "nvim", command = program, args = { "--nvim", tostring(vim.fn.getpid()) }, env = {} } or nil
+end
+
+-- This Neovim's tools for session/new, where the agent takes a stdio server there.
+function Chat:mcp_servers()
+  local server = tools_server()
+  return agents.get(self.name).mcp == "stdio" and server and { server } or {}
+end
+
+-- The agent's command line: its own, plus what gives it this Neovim's tools where that is how.
+local function command_of(spec)
+  local cmd = vim.deepcopy(spec.cmd)
+  local server = type(spec.mcp) == "function" and tools_server()
+  if server then
+    vim.list_extend(cmd, spec.mcp(server))
   end
-  return { { name = "nvim", command = program, args = { "--nvim", tostring(vim.fn.getpid()) }, env = {} } }
+  return cmd
 end
 
 --- Starts the agent when it is not running, and opens its session. True when it runs.
@@ -103,7 +116,7 @@ function Chat:ensure()
   end
   local cwd = vim.fn.getcwd()
   local proc, err = process.start({
-    cmd = vim.deepcopy(spec.cmd),
+    cmd = command_of(spec),
     cwd = cwd,
     -- $NVIM: what the agent runs (pi-ide-mcp) finds this Neovim by it.
     env = vim.tbl_extend("force", { NVIM = vim.v.servername }, spec.env),
