@@ -256,7 +256,12 @@ fn a_permission_without_a_change_is_asked_with_the_agents_options() {
          cb(items[3]) end",
     );
     rig.open();
+    // Asked while the user types: it waits for Normal mode, taking none of their keys.
+    rig.nvim.command("startinsert").unwrap();
     rig.send("ask");
+    rig.wait_text("❓ Fake asks: Run make");
+    assert_eq!(rig.nvim.lua("return _G.asked"), serde_json::Value::Null, "not asked while typing");
+    type_keys(&rig.nvim, "<Esc>");
     rig.wait_text("[rejected]");
     let asked = rig.nvim.lua("return _G.asked");
     assert_eq!(asked, serde_json::json!(["Allow (allow once)", "Always allow (always allow)", "Reject (reject)"]));

@@ -21,12 +21,15 @@ local function answer(chat, key, result, message)
   end
 end
 
--- Runs `fn` now, or once the user leaves Insert mode: a question never takes their keys.
-local function when_not_typing(fn)
-  if not vim.api.nvim_get_mode().mode:match("^[iR]") then
+-- Runs `fn` now, or once the user is back in Normal mode (Insert, Visual, Command-line): a
+-- picker would take their keys (a digit, <CR> picking "Allow"), so it waits, as a review does.
+local function when_not_typing(chat, fn)
+  local typing = require("pi-ide.core.typing")
+  if not typing.busy_mode() then
     return fn()
   end
-  vim.api.nvim_create_autocmd("InsertLeave", { once = true, callback = vim.schedule_wrap(fn) })
+  typing.say_waiting(chat:label() .. "'s question")
+  typing.when_normal("showing " .. chat:label() .. "'s question", fn)
 end
 
 local KIND = { allow_once = "allow once", allow_always = "always allow", reject_once = "reject", reject_always = "always reject" }
@@ -50,7 +53,7 @@ local function permission(chat, key, params)
   local options = type(params.options) == "table" and params.options or {}
   chat.view.lines({ ("❓ %s asks: %s"):format(chat:label(), tostring(call.title or call.kind or "permission")) })
   notify_if_hidden(chat, "needs your answer")
-  when_not_typing(function()
+  when_not_typing(chat, function()
     if not chat.asking[key] then
       return -- cancelled meanwhile
     end
