@@ -262,10 +262,11 @@ impl Rig {
         found.unwrap()
     }
 
-    /// Nothing tried to leave the machine; the time the test took.
+    /// Nothing tried to leave the machine; the time the test took, and the chat as it ended
+    /// (seen with --no-capture).
     fn finish(&self, test: &str) {
         assert!(self.mock.outside().is_empty(), "Claude Code tried to reach the internet:\n{}", self.mock.summary());
-        eprintln!("{test}: {:?}", self.started.elapsed());
+        eprintln!("{test}: {:?}\n--- the chat ---\n{}", self.started.elapsed(), self.text());
     }
 
     /// The chat, the mock's requests, and the tails of the plugin's and Claude Code's logs.
