@@ -287,6 +287,20 @@ fn abort_with_a_question_pending_answers_cancelled_and_closes_the_review() {
 }
 
 #[test]
+fn a_question_the_agent_withdraws_takes_its_review_away() {
+    let rig = rig(&[]);
+    let path = rig.nvim.cwd.join("w.txt").display().to_string();
+    rig.open();
+    rig.send(&format!("withdraw {path}"));
+    rig.wait_text("⚖ review: w.txt");
+    // Withdrawn 0.8 s after it was asked: the review goes by itself, and the file stays unmade.
+    rig.no_review();
+    rig.wait_text("withdrawn, answered {\"error\"");
+    assert!(rig.text().contains("-32800"), "answered as cancelled: {}", rig.text());
+    assert!(!std::path::Path::new(&path).exists());
+}
+
+#[test]
 fn a_crash_mid_review_closes_it_and_the_next_prompt_starts_the_agent_again() {
     let rig = rig(&[]);
     let path = rig.nvim.cwd.join("c.txt").display().to_string();

@@ -95,6 +95,10 @@ impl crate::chat::acp::Reviewer for ServerReviews {
     fn end(&self) {
         super::with_server(|s| s.end_chat_reviews(&self.tag));
     }
+
+    fn close(&self, tab: &str) {
+        super::with_server(|s| s.close_chat_review(&self.tag, tab));
+    }
 }
 
 /// Lua's answer to an ACP agent's question `key` (an `agent_request` op): `result`, or the

@@ -87,6 +87,16 @@ impl Locals {
         local.owed.lock().clear();
     }
 
+    /// The chat `tag`'s review `tab` goes, answered as closed by its agent.
+    pub fn close(&self, shared: &Arc<Shared>, tag: &str, tab: &str) {
+        let Some(local) = self.map.lock().get(tag).cloned() else { return };
+        let (_, event) = shared.close_review(local.client, tab);
+        if let (Some(event), Some(rt)) = (event, shared.runtime()) {
+            let shared = shared.clone();
+            rt.spawn(async move { shared.events.push(event).await });
+        }
+    }
+
     /// The server stops: every chat's reviews not answered yet are rejected.
     pub fn end_all(&self) {
         for (_, local) in self.map.lock().drain() {

@@ -265,6 +265,11 @@ impl Server {
         self.locals.review(&self.shared, chat, proposal, done);
     }
 
+    /// The chat `tag`'s agent withdrew the question of its review `tab`: that review goes.
+    pub fn close_chat_review(&self, tag: &str, tab: &str) {
+        self.locals.close(&self.shared, tag, tab);
+    }
+
     /// The chat `tag` ended its turn or its agent: its reviews go, each answered.
     pub fn end_chat_reviews(&self, tag: &str) {
         self.locals.end(&self.shared, tag);

@@ -12,6 +12,8 @@
 //!   and after (NEW appended), then fs/write_text_file with the whole file.
 //! - `write PATH TEXT`: fs/write_text_file only.
 //! - `ask`: a permission with no change (an `execute` call).
+//! - `withdraw PATH`: a permission carrying a new file, withdrawn with `$/cancel_request` 0.8 s
+//!   later (the answer it then gets is reported).
 //! - `crash`: a permission carrying a change, then "fake acp: crashed on purpose" on stderr and
 //!   exit 3 without waiting.
 //! - `malformed`: a line that is not JSON and one of 40 MiB, then "ok".
@@ -116,6 +118,19 @@ fn unified(agent: &Agent, path: &str) -> String {
     said
 }
 
+/// A permission carrying a change to `path`, withdrawn ($/cancel_request) a moment later.
+fn withdraw(agent: &Arc<Agent>, path: &str) -> String {
+    let id = agent.next.load(SeqCst);
+    let a = agent.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(800));
+        a.write(&json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}}));
+    });
+    let diff = json!({"type": "diff", "path": path, "oldText": null, "newText": "w\n"});
+    let answer = agent.ask("session/request_permission", json!({"sessionId": "s1", "toolCall": {"toolCallId": "w1", "title": "Write", "content": [diff]}, "options": options()}));
+    format!("withdrawn, answered {answer}")
+}
+
 fn gemini(agent: &Agent, path: &str, new: &str) -> String {
     let read = agent.ask("fs/read_text_file", json!({"sessionId": "s1", "path": path}));
     let Some(before) = read.get("content").and_then(Value::as_str) else {
@@ -146,7 +161,7 @@ fn stream(agent: &Agent, n: u64, rate: u64) {
     }
 }
 
-fn turn(agent: &Agent, text: &str) -> String {
+fn turn(agent: &Arc<Agent>, text: &str) -> String {
     let w: Vec<&str> = text.split_whitespace().collect();
     let arg = |i: usize| w.get(i).copied().unwrap_or_default();
     match arg(0) {
@@ -163,6 +178,7 @@ fn turn(agent: &Agent, text: &str) -> String {
             format!("write: {wrote}")
         }
         "ask" => permission(agent, json!({"toolCallId": "x1", "title": "Run make", "kind": "execute", "rawInput": {"command": "make"}})),
+        "withdraw" => withdraw(agent, arg(1)),
         "crash" => {
             let diff = json!({"type": "diff", "path": arg(1), "oldText": null, "newText": "x\n"});
             agent.write(&json!({"jsonrpc": "2.0", "id": 999, "method": "session/request_permission",

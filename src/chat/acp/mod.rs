@@ -36,6 +36,8 @@ use crate::protocol::tools::Verdict;
 pub const MAX_FILE: u64 = 32 << 20;
 const METHOD_NOT_FOUND: i64 = -32601;
 const REFUSED: i64 = -32000;
+/// JSON-RPC's answer to a request its sender cancelled.
+const REQUEST_CANCELLED: i64 = -32800;
 
 /// Where the chat's reviews go (the running server's review state machine).
 pub trait Reviewer: Send + Sync {
@@ -44,6 +46,8 @@ pub trait Reviewer: Send + Sync {
     fn review(&self, proposal: Proposal, done: Done);
     /// Every review of this chat goes, each answered.
     fn end(&self);
+    /// The review named `tab` goes (its agent withdrew the question), answered as closed.
+    fn close(&self, tab: &str);
 }
 
 /// A question of the agent's, not answered yet.
@@ -66,6 +70,8 @@ pub struct Acp {
     out: Mutex<Option<Sender<Vec<u8>>>>,
     /// By the id's JSON text.
     asked: Mutex<HashMap<String, Asked>>,
+    /// The review each reviewed question opened, by the question's key.
+    tabs: Mutex<HashMap<String, String>>,
     /// The change a `tool_call` carried, by its id (a permission may name only the call).
     fragments: Mutex<HashMap<String, Change>>,
     /// Files the agent read through us: it writes them through us too, so its
@@ -86,6 +92,7 @@ impl Acp {
             events,
             out: Mutex::new(Some(out)),
             asked: Mutex::default(),
+            tabs: Mutex::default(),
             fragments: Mutex::default(),
             read_through_us: Mutex::default(),
             accepted: Mutex::default(),
@@ -100,6 +107,7 @@ impl Acp {
         let params = msg.remove("params").unwrap_or(Value::Null);
         match (msg.remove("id"), method) {
             (Some(id), Some(method)) => self.request(id, &method, params),
+            (None, Some(method)) if method == "$/cancel_request" => self.withdrawn(params.get("requestId")?),
             (None, Some(method)) if method == "session/update" => {
                 let update = params.get("update")?;
                 self.remember_fragment(update);
@@ -180,7 +188,9 @@ impl Acp {
         };
         let n = self.reviews.fetch_add(1, Relaxed) + 1;
         let name = Path::new(&path).file_name().map_or(path.clone(), |f| f.to_string_lossy().into_owned());
-        let proposal = Proposal { tab: format!("{name} ({n})"), path: path.clone(), contents, read_only };
+        let tab = format!("{name} ({n})");
+        self.tabs.lock().insert(key.clone(), tab.clone());
+        let proposal = Proposal { tab, path: path.clone(), contents, read_only };
         let me = self.clone();
         self.reviewer.review(proposal, Box::new(move |verdict| me.decided(&key, verdict)));
         Some(Op::Event { kind: Some("review".into()), event: json!({ "path": path, "tool": tool }) })
@@ -188,6 +198,7 @@ impl Acp {
 
     /// The user's verdict on question `key` (nothing if it was answered already: cancelled).
     fn decided(&self, key: &str, verdict: Verdict) {
+        self.tabs.lock().remove(key);
         let Some(asked) = self.asked.lock().remove(key) else { return };
         match (asked, verdict) {
             (Asked::Permission { id, options, through_us }, Verdict::Accepted(text)) => {
@@ -263,6 +274,18 @@ impl Acp {
         self.accepted.lock().clear();
         self.reviewer.end();
         asked.len()
+    }
+
+    /// The agent withdrew its question `id` (`$/cancel_request`): it is answered as cancelled,
+    /// its review goes, and Lua drops its dialog.
+    fn withdrawn(&self, id: &Value) -> Option<Op> {
+        let key = id.to_string();
+        self.asked.lock().remove(&key)?;
+        self.reply(id, Err((REQUEST_CANCELLED, "cancelled by the agent".into())));
+        if let Some(tab) = self.tabs.lock().remove(&key) {
+            self.reviewer.close(&tab);
+        }
+        Some(Op::Event { kind: Some("withdrawn".into()), event: json!({ "id": key }) })
     }
 
     /// The agent is gone, or the chat stops: nothing more is written to it, its reviews go.

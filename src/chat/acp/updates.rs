@@ -13,11 +13,7 @@ pub fn op(update: &Value, cap_lines: usize) -> Option<Op> {
     Some(match kind {
         "agent_message_chunk" => Op::Text { index: None, text: chunk_text(update)? },
         "agent_thought_chunk" => Op::Thinking { index: None, text: chunk_text(update)? },
-        "tool_call" => Op::ToolStart {
-            id: string(update, "toolCallId"),
-            name: title(update),
-            args: update.get("rawInput").cloned().or_else(|| located(update)),
-        },
+        "tool_call" => Op::ToolStart { id: string(update, "toolCallId"), name: title(update), args: args(update) },
         "tool_call_update" => return tool_update(update, cap_lines),
         _ => Op::Event { kind: Some(kind.to_owned()), event: update.clone() },
     })
@@ -43,8 +39,19 @@ fn tool_update(update: &Value, cap_lines: usize) -> Option<Op> {
             Some(Op::ToolEnd { id, name: title(update), is_error: status == Some("failed"), lines, more })
         }
         _ if content.is_some() => Some(Op::ToolOutput { id, lines, more }),
+        // A call that says what it is only now (its title, input or file come after it began):
+        // its block is redrawn with them.
+        _ if update.get("title").is_some() || args(update).is_some() => {
+            Some(Op::ToolStart { id, name: title(update), args: args(update) })
+        }
         _ => None,
     }
+}
+
+/// A call's input (an empty one is none), else the file it is about.
+fn args(update: &Value) -> Option<Value> {
+    let raw = update.get("rawInput").filter(|r| !(r.is_null() || r.as_object().is_some_and(|o| o.is_empty())));
+    raw.cloned().or_else(|| located(update))
 }
 
 /// A tool call's content as text items: text as it is, a diff as the file it changes, a
@@ -99,6 +106,10 @@ mod tests {
             Some(Op::ToolEnd { id: "t1".into(), name: String::new(), is_error: false, lines: vec!["a".into(), "b".into(), "✎ /w/a".into()], more: 0 })
         );
         assert_eq!(op(&json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "in_progress"}), 3), None);
+        let empty = json!({"sessionUpdate": "tool_call", "toolCallId": "t2", "title": "Edit", "rawInput": {}});
+        assert_eq!(op(&empty, 3), Some(Op::ToolStart { id: "t2".into(), name: "Edit".into(), args: None }));
+        let later = json!({"sessionUpdate": "tool_call_update", "toolCallId": "t2", "title": "Edit a.txt", "rawInput": {"file_path": "/w/a.txt"}});
+        assert_eq!(op(&later, 3), Some(Op::ToolStart { id: "t2".into(), name: "Edit a.txt".into(), args: Some(json!({"file_path": "/w/a.txt"})) }));
         let plan = json!({"sessionUpdate": "plan", "entries": []});
         assert_eq!(op(&plan, 3), Some(Op::Event { kind: Some("plan".into()), event: plan.clone() }));
     }

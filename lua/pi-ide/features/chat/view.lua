@@ -267,20 +267,6 @@ local function body(lines, more)
   return out
 end
 
---- A tool run begins: a folded block (header, arguments, output).
-function M.tool_start(id, name, args)
-  M.buf()
-  local t = { summary = summary(name, args), status = "running" }
-  -- (An ACP agent may give none.)
-  local arg_lines = args and vim.split(vim.json.encode(args), "\n", { plain = true }) or {}
-  append_lines({ "", tool_header(t) })
-  t.header = line_count() - 1
-  t.args = arg_lines
-  append_lines(body(arg_lines))
-  t.first, t.last = t.header + 1, line_count()
-  view.tools[id] = t
-end
-
 local function redraw_tool(id, lines, more)
   local t = view and view.tools[id]
   if not t then
@@ -297,6 +283,28 @@ local function redraw_tool(id, lines, more)
   t.last = t.first + #new_body
   splice(t.header, t.header + 1, { tool_header(t) })
 end
+
+--- A tool run begins: a folded block (header, arguments, output). A block already open for
+--- `id` takes the new name and arguments in place (an agent may say what a call is only later).
+function M.tool_start(id, name, args)
+  M.buf()
+  local open = view.tools[id]
+  if open then
+    open.summary = name ~= "" and summary(name, args) or open.summary
+    open.args = args and vim.split(vim.json.encode(args), "\n", { plain = true }) or open.args
+    return redraw_tool(id, open.lines, open.more)
+  end
+  local t = { summary = summary(name, args), status = "running" }
+  -- (An ACP agent may give none.)
+  local arg_lines = args and vim.split(vim.json.encode(args), "\n", { plain = true }) or {}
+  append_lines({ "", tool_header(t) })
+  t.header = line_count() - 1
+  t.args = arg_lines
+  append_lines(body(arg_lines))
+  t.first, t.last = t.header + 1, line_count()
+  view.tools[id] = t
+end
+
 
 --- Whether tool `id`'s block is open (running).
 function M.has_tool(id)

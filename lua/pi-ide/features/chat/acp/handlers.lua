@@ -118,6 +118,11 @@ local events = {
   available_commands_update = function(chat, ev)
     chat.commands = type(ev.availableCommands) == "table" and ev.availableCommands or {}
   end,
+  -- The agent withdrew a question: its dialog will answer no one.
+  withdrawn = function(chat, ev)
+    chat.asking[ev.id] = nil
+    chat:changed()
+  end,
   current_mode_update = function(chat, ev)
     chat.info.mode = ev.currentModeId
     chat:changed()
