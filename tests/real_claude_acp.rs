@@ -350,6 +350,8 @@ fn an_edit_is_reviewed_whole_and_claude_writes_it_only_after_a_typed_w() {
     assert!(result.to_string().contains("updated successfully"), "{result}");
     rig.wait_text(AFTER_TOOL);
     rig.idle();
+    // The call's block has the name the adapter gives it only after it began.
+    assert!(rig.text().contains("⚙ Edit a.txt ✓"), "{}", rig.text());
     rig.no_review();
     rig.wait("the open buffer reloaded", || {
         let lines = rig.nvim.lua_with("return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)", vec![path.clone().into()]);

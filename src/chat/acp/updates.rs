@@ -32,18 +32,18 @@ fn chunk_text(update: &Value) -> Option<String> {
 fn tool_update(update: &Value, cap_lines: usize) -> Option<Op> {
     let id = string(update, "toolCallId");
     let status = update.get("status").and_then(Value::as_str);
-    let content = update.get("content").filter(|c| c.is_array());
+    let content = update.get("content").filter(|c| c.as_array().is_some_and(|a| !a.is_empty()));
     let (lines, more) = render(Some(&json!({ "content": texts(content) })), cap_lines);
     match status {
         Some("completed") | Some("failed") => {
             Some(Op::ToolEnd { id, name: title(update), is_error: status == Some("failed"), lines, more })
         }
-        _ if content.is_some() => Some(Op::ToolOutput { id, lines, more }),
-        // A call that says what it is only now (its title, input or file come after it began):
-        // its block is redrawn with them.
-        _ if update.get("title").is_some() || args(update).is_some() => {
+        // A call that says what it is only now (its title or input come after it began): its
+        // block is redrawn with them.
+        _ if update.get("title").is_some() || update.get("rawInput").is_some() => {
             Some(Op::ToolStart { id, name: title(update), args: args(update) })
         }
+        _ if content.is_some() => Some(Op::ToolOutput { id, lines, more }),
         _ => None,
     }
 }

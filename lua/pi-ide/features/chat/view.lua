@@ -244,8 +244,10 @@ local function summary(name, args)
     return name
   end
   local main = args.path or args.file_path or args.command or args.pattern or args.url
-  -- (An ACP agent's title names the file already.)
-  if type(main) == "string" and not name:find(main, 1, true) then
+  -- (An ACP agent's title names the file already, or its name.)
+  local file = type(args.path) == "string" and args.path or type(args.file_path) == "string" and args.file_path
+  local named = type(main) == "string" and (name:find(main, 1, true) or (file and name:find(vim.fs.basename(file), 1, true)))
+  if type(main) == "string" and not named then
     return ("%s %s"):format(name, (main:gsub("\n.*", " …")))
   end
   return name
