@@ -361,12 +361,15 @@ end
 function M.of(name, label)
   labels[name] = label or labels[name]
   return setmetatable({}, {
-    __index = function(_, key)
+    -- Each function wrapped once (kept in the table): a streamed draw allocates nothing here.
+    __index = function(bound, key)
       local fn = M[key]
-      return function(...)
+      local wrapped = function(...)
         current, view = name, views[name]
         return fn(...)
       end
+      rawset(bound, key, wrapped)
+      return wrapped
     end,
   })
 end
