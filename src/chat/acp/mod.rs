@@ -36,6 +36,11 @@ use crate::protocol::tools::Verdict;
 pub const MAX_FILE: u64 = 32 << 20;
 const METHOD_NOT_FOUND: i64 = -32601;
 const REFUSED: i64 = -32000;
+/// What the texts kept of the agent's reads may weigh.
+const SERVED_BYTES: usize = 16 << 20;
+/// Questions of the agent's that may wait at once; more are answered at once (refused): a
+/// flood must not queue dialogs or memory without end.
+pub const MAX_ASKED: usize = 64;
 /// JSON-RPC's answer to a request its sender cancelled.
 const REQUEST_CANCELLED: i64 = -32800;
 
@@ -121,6 +126,11 @@ impl Acp {
 
     fn request(self: &Arc<Self>, id: Value, method: &str, params: Value) -> Option<Op> {
         let key = id.to_string();
+        if self.asked.lock().len() >= MAX_ASKED {
+            crate::warn!("acp: the agent asked more than {MAX_ASKED} questions at once; {method} refused");
+            self.reply(&id, Err((REFUSED, format!("more than {MAX_ASKED} questions wait for the user"))));
+            return None;
+        }
         match method {
             "session/request_permission" => self.permission(key, id, params),
             "fs/write_text_file" => self.write(key, id, params),
@@ -362,10 +372,13 @@ fn remember_read(served: &Mutex<HashMap<String, String>>, params: &Value, result
     let text = result.and_then(|r| r.get("content")).and_then(Value::as_str);
     if let (true, Some(text)) = (whole, text) {
         let mut served = served.lock();
-        if served.len() >= 64 {
+        // What it holds stays small whatever the agent reads: old reads go first.
+        if served.len() >= 16 || served.values().map(String::len).sum::<usize>() + text.len() > SERVED_BYTES {
             served.clear();
         }
-        served.insert(str_of(params, "path").to_owned(), text.to_owned());
+        if text.len() <= SERVED_BYTES {
+            served.insert(str_of(params, "path").to_owned(), text.to_owned());
+        }
     }
 }
 
@@ -381,14 +394,25 @@ fn whole_file(change: &Change) -> Result<String, String> {
         return Err(format!("{} is not an absolute path", change.path()));
     }
     let disk = match std::fs::metadata(path) {
-        Ok(m) if m.len() > MAX_FILE => return Err(format!("the file is larger than {} MiB", MAX_FILE >> 20)),
         Ok(m) if !m.is_file() => return Err("it is not a file".into()),
-        Ok(_) => Some(std::fs::read(path).map_err(|e| e.to_string())?),
+        Ok(_) => Some(read_bounded(path)?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e.to_string()),
     };
-    let disk = disk.map(|b| String::from_utf8(b).map_err(|_| "the file is not UTF-8 text".to_owned())).transpose()?;
     change::apply(change, disk.as_deref())
+}
+
+/// A file's text, at most [`MAX_FILE`] bytes of it (a file that grows while read is cut off
+/// with an error, never read without end).
+fn read_bounded(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(format!("the file is larger than {} MiB", MAX_FILE >> 20));
+    }
+    String::from_utf8(bytes).map_err(|_| "the file is not UTF-8 text".to_owned())
 }
 
 fn write_file(path: &str, text: &str) -> Result<(), String> {
@@ -406,9 +430,12 @@ fn write_file(path: &str, text: &str) -> Result<(), String> {
 /// exist reads as "" (so that an agent can create one).
 fn read_file(params: &Value) -> Result<Value, String> {
     let path = Path::new(str_of(params, "path"));
+    if !path.is_absolute() {
+        return Err(format!("{} is not an absolute path", path.display()));
+    }
     let text = match std::fs::metadata(path) {
-        Ok(m) if m.len() > MAX_FILE => return Err(format!("the file is larger than {} MiB", MAX_FILE >> 20)),
-        Ok(_) => std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+        Ok(m) if !m.is_file() => return Err(format!("{} is not a file", path.display())),
+        Ok(_) => read_bounded(path)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
@@ -419,4 +446,71 @@ fn read_file(params: &Value) -> Result<Value, String> {
     }
     let lines: Vec<&str> = text.split_inclusive('\n').skip(first).take(limit).collect();
     Ok(json!({ "content": lines.concat() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoReviews;
+    impl Reviewer for NoReviews {
+        fn review(&self, _: Proposal, done: Done) {
+            done(Verdict::Rejected);
+        }
+        fn end(&self) {}
+        fn close(&self, _: &str) {}
+    }
+
+    fn acp() -> (Arc<Acp>, std::sync::mpsc::Receiver<Vec<u8>>) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        (Arc::new(Acp::new(Arc::new(NoReviews), tx, Box::new(|_| {}))), rx)
+    }
+
+    fn message(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn reads_take_regular_files_only_and_a_missing_one_is_empty() {
+        assert!(read_file(&json!({"path": "/dev/zero"})).unwrap_err().contains("not a file"));
+        assert!(read_file(&json!({"path": "relative.txt"})).unwrap_err().contains("absolute"));
+        assert_eq!(read_file(&json!({"path": "/no/such/file"})).unwrap(), json!({"content": ""}));
+        let dir = std::env::temp_dir().join(format!("acp-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("f.txt");
+        std::fs::write(&f, "a\nb\nc\n").unwrap();
+        let path = f.display().to_string();
+        assert_eq!(read_file(&json!({"path": path, "line": 2, "limit": 1})).unwrap(), json!({"content": "b\n"}));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_flood_of_questions_is_refused_beyond_the_bound() {
+        let (acp, rx) = acp();
+        let ask = |i: usize| {
+            let call = json!({"toolCallId": format!("t{i}"), "title": "Run"});
+            message(json!({"jsonrpc": "2.0", "id": i, "method": "session/request_permission", "params": {"toolCall": call, "options": []}}))
+        };
+        let ops: Vec<Op> = (0..MAX_ASKED + 6).filter_map(|i| acp.record(ask(i), 3)).collect();
+        assert_eq!(ops.len(), MAX_ASKED, "asked of the user");
+        let refused: Vec<Value> = rx.try_iter().map(|l| serde_json::from_slice(&l).unwrap()).collect();
+        assert_eq!(refused.len(), 6);
+        assert!(refused.iter().all(|r| r["error"]["code"] == REFUSED), "{refused:?}");
+        // Answered, a question makes room again.
+        assert!(acp.answer("0", Some(json!({"outcome": {"outcome": "cancelled"}})), None));
+        assert!(acp.record(ask(1000), 3).is_some());
+    }
+
+    #[test]
+    fn a_change_that_does_not_apply_is_rejected_at_once_without_always() {
+        let (acp, rx) = acp();
+        let options = json!([{"optionId": "a", "kind": "allow_always"}, {"optionId": "r", "kind": "reject_once"}]);
+        let diff = json!({"type": "diff", "path": "/no/such/dir/f.txt", "oldText": "x", "newText": "y"});
+        let ask = json!({"jsonrpc": "2.0", "id": 7, "method": "session/request_permission",
+            "params": {"toolCall": {"toolCallId": "e", "content": [diff]}, "options": options}});
+        let op = acp.record(message(ask), 3);
+        assert!(matches!(op, Some(Op::Event { kind: Some(ref k), .. }) if k == "change_refused"), "{op:?}");
+        let answer: Value = serde_json::from_slice(&rx.try_recv().unwrap()).unwrap();
+        assert_eq!(answer["result"]["outcome"]["optionId"], "r");
+    }
 }
