@@ -82,8 +82,11 @@ pub struct Acp {
     /// Files the agent read through us: it writes them through us too, so its
     /// permission's review is editable and the user's text is what gets written.
     read_through_us: Mutex<HashSet<String>>,
-    /// What the user accepted in such a review, by path, for the write that follows.
-    accepted: Mutex<HashMap<String, String>>,
+    /// What the user accepted in such a review, by path, for the write that follows: (the
+    /// proposal shown, the text accepted). Only a write of that very proposal takes it.
+    accepted: Mutex<HashMap<String, (String, String)>>,
+    /// The proposal each review shows, by the question's key, while it waits.
+    shown: Mutex<HashMap<String, String>>,
     /// The whole text we last gave the agent of each file it read (a buffer's unsaved text, or
     /// the disk's): a change whose "before" is that text is the whole file.
     served: Arc<Mutex<HashMap<String, String>>>,
@@ -101,6 +104,7 @@ impl Acp {
             fragments: Mutex::default(),
             read_through_us: Mutex::default(),
             accepted: Mutex::default(),
+            shown: Mutex::default(),
             served: Arc::default(),
             reviews: AtomicU64::new(0),
         }
@@ -165,8 +169,10 @@ impl Acp {
     fn write(self: &Arc<Self>, key: String, id: Value, params: Value) -> Option<Op> {
         let path = str_of(&params, "path").to_owned();
         let content = str_of(&params, "content").to_owned();
-        // The user accepted this change in the permission's review: what they accepted is written.
-        if let Some(text) = self.accepted.lock().remove(&path) {
+        // The user accepted this very change in the permission's review: what they accepted is
+        // written. Any other write of the file (a later change) is reviewed anew.
+        let accepted = self.accepted.lock().remove(&path).filter(|(shown, _)| *shown == content);
+        if let Some((_, text)) = accepted {
             let answer = write_file(&path, &text).map(|_| Value::Null).map_err(|e| (REFUSED, e));
             self.reply(&id, answer);
             return Some(written(&path, text != content));
@@ -200,6 +206,7 @@ impl Acp {
         let name = Path::new(&path).file_name().map_or(path.clone(), |f| f.to_string_lossy().into_owned());
         let tab = format!("{name} ({n})");
         self.tabs.lock().insert(key.clone(), tab.clone());
+        self.shown.lock().insert(key.clone(), contents.clone());
         let proposal = Proposal { tab, path: path.clone(), contents, read_only };
         let me = self.clone();
         self.reviewer.review(proposal, Box::new(move |verdict| me.decided(&key, verdict)));
@@ -209,6 +216,7 @@ impl Acp {
     /// The user's verdict on question `key` (nothing if it was answered already: cancelled).
     fn decided(&self, key: &str, verdict: Verdict) {
         self.tabs.lock().remove(key);
+        let shown = self.shown.lock().remove(key);
         let Some(asked) = self.asked.lock().remove(key) else { return };
         match (asked, verdict) {
             (Asked::Permission { id, options, through_us }, Verdict::Accepted(text)) => {
@@ -216,8 +224,8 @@ impl Acp {
                     crate::warn!("acp: the agent offers no allow-once option; answered as a rejection");
                     return self.reply(&id, Ok(reject(&options)));
                 };
-                if let Some(path) = through_us {
-                    self.accepted.lock().insert(path, text);
+                if let (Some(path), Some(shown)) = (through_us, shown) {
+                    self.accepted.lock().insert(path, (shown, text));
                 }
                 self.reply(&id, Ok(selected(allow)));
             }
@@ -282,6 +290,7 @@ impl Acp {
             }
         }
         self.accepted.lock().clear();
+        self.shown.lock().clear();
         self.reviewer.end();
         asked.len()
     }
@@ -292,6 +301,7 @@ impl Acp {
         let key = id.to_string();
         self.asked.lock().remove(&key)?;
         self.reply(id, Err((REQUEST_CANCELLED, "cancelled by the agent".into())));
+        self.shown.lock().remove(&key);
         if let Some(tab) = self.tabs.lock().remove(&key) {
             self.reviewer.close(&tab);
         }
@@ -481,6 +491,40 @@ mod tests {
         std::fs::write(&f, "a\nb\nc\n").unwrap();
         let path = f.display().to_string();
         assert_eq!(read_file(&json!({"path": path, "line": 2, "limit": 1})).unwrap(), json!({"content": "b\n"}));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Accepts the first review with the user's own text, rejects the rest.
+    struct AcceptOnce(std::sync::atomic::AtomicBool);
+    impl Reviewer for AcceptOnce {
+        fn review(&self, _: Proposal, done: Done) {
+            let first = !self.0.swap(true, Relaxed);
+            done(if first { Verdict::Accepted("mine\n".into()) } else { Verdict::Rejected });
+        }
+        fn end(&self) {}
+        fn close(&self, _: &str) {}
+    }
+
+    #[test]
+    fn an_accepted_change_is_written_only_for_the_write_of_that_very_proposal() {
+        let dir = std::env::temp_dir().join(format!("acp-memo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("g.txt").display().to_string();
+        std::fs::write(&path, "a\n").unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let acp = Arc::new(Acp::new(Arc::new(AcceptOnce(Default::default())), tx, Box::new(|_| {})));
+        let msg = |v: Value| message(v);
+        acp.record(msg(json!({"id": 1, "method": "fs/read_text_file", "params": {"path": path}})), 3);
+        assert!(acp.answer("1", Some(json!({"content": "a\n"})), None));
+        let diff = json!({"type": "diff", "path": path, "oldText": "a\n", "newText": "b\n"});
+        let options = json!([{"optionId": "y", "kind": "allow_once"}, {"optionId": "n", "kind": "reject_once"}]);
+        acp.record(msg(json!({"id": 2, "method": "session/request_permission", "params": {"toolCall": {"toolCallId": "t", "content": [diff]}, "options": options}})), 3);
+        // A later, different write of the file is not the accepted one: reviewed anew (rejected).
+        acp.record(msg(json!({"id": 3, "method": "fs/write_text_file", "params": {"path": path, "content": "other\n"}})), 3);
+        let answers: Vec<Value> = rx.try_iter().map(|l| serde_json::from_slice(&l).unwrap()).collect();
+        assert_eq!(answers.iter().find(|a| a["id"] == 2).unwrap()["result"]["outcome"]["optionId"], "y");
+        assert!(answers.iter().find(|a| a["id"] == 3).unwrap().get("error").is_some(), "{answers:?}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\n", "neither the stale acceptance nor the new text");
         let _ = std::fs::remove_dir_all(dir);
     }
 
