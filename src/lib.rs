@@ -17,6 +17,7 @@
 
 pub mod agents;
 pub mod chat;
+pub mod checkpoint;
 pub mod mcp;
 pub mod protocol;
 pub mod server;
