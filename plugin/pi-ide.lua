@@ -14,6 +14,7 @@ vim.api.nvim_create_user_command("PiIde", function(opts)
 end, {
   nargs = "*",
   range = true,
+  bang = true,
   desc = "pi-ide.nvim: status, start, stop, open, close, send, add",
   complete = function(arglead, cmdline)
     return require("pi-ide.core.commands").complete(arglead, cmdline)

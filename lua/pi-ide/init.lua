@@ -40,8 +40,13 @@ function M.status()
   local front = package.loaded["pi-ide.features.chat.front"]
   -- The chat in front: "π working", "<agent> waiting for you", … (nothing when idle).
   local chat_state = front and front.status() or ""
+  -- A turn changed files that no review showed (features/checkpoints/).
+  local checkpoints = package.loaded["pi-ide.features.checkpoints"]
+  local unseen = checkpoints and checkpoints.status() or ""
   if not server or not server.running() then
-    return chat_state
+    return table.concat(vim.tbl_filter(function(p)
+      return p ~= ""
+    end, { chat_state, unseen }), " · ")
   end
   local parts = { "π " .. (require("pi-ide.core.clients").summary() or "no agent") }
   if chat_state ~= "" then
@@ -63,6 +68,9 @@ function M.status()
   local suggest = package.loaded["pi-ide.features.suggest"]
   if suggest and suggest.busy() then
     table.insert(parts, "…")
+  end
+  if unseen ~= "" then
+    table.insert(parts, unseen)
   end
   return table.concat(parts, " · ")
 end

@@ -59,8 +59,8 @@ impl Checkpoints {
     }
 
     /// Starts turn n+1 for `agent`: a snapshot, which is also the end of a turn left open (an
-    /// agent in a terminal says no end).
-    pub fn begin(&self, agent: &str, prompt: Option<String>) -> Result<Turn, String> {
+    /// agent in a terminal says no end), answered settled beside the new one.
+    pub fn begin(&self, agent: &str, prompt: Option<String>) -> Result<(Turn, Option<Turn>), String> {
         let snap = snapshot::take(&self.git, self.limits)?;
         let mut closing = None;
         let turn = self.log.update(|turns| {
@@ -76,10 +76,8 @@ impl Checkpoints {
             turns.push(t.clone());
             Ok(t)
         })?;
-        if let Some(n) = closing {
-            self.settle(n, &[])?;
-        }
-        Ok(turn)
+        let closed = closing.map(|n| self.settle(n, &[])).transpose()?;
+        Ok((turn, closed))
     }
 
     /// Ends turn `n` now; `reviewed`: files whose change the user saw (a review they accepted,

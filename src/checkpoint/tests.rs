@@ -41,7 +41,7 @@ fn a_shell_change_is_listed_and_undone_byte_for_byte_and_the_repository_is_untou
     sh(&ws, "echo staged >> keep.txt && git add keep.txt && printf 'raw\\0bytes' > bin.dat && echo stash > s && git stash -q && git stash apply -q");
     let before = repo_state(&ws);
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("pi", Some("do it".into())).unwrap();
+    let t = cp.begin("pi", Some("do it".into())).unwrap().0;
     sh(&ws, "sed -i 's/two/TWO/' a.txt && echo new > created.txt && rm bin.dat");
     let ended = cp.end(t.n, &[]).unwrap();
     assert_eq!(ended.changed, ["a.txt", "bin.dat", "created.txt"]);
@@ -69,7 +69,7 @@ fn a_folder_that_is_not_a_repository_works_and_respects_its_gitignore() {
     std::fs::create_dir_all(ws.join("build")).unwrap();
     std::fs::write(ws.join("build/out"), "x").unwrap();
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("acp", None).unwrap();
+    let t = cp.begin("acp", None).unwrap().0;
     std::fs::write(ws.join("build/out"), "y").unwrap();
     std::fs::remove_file(ws.join("keep.txt")).unwrap();
     let (_, changes) = cp.changes(Some(t.n)).unwrap();
@@ -86,7 +86,7 @@ fn a_folder_that_is_not_a_repository_works_and_respects_its_gitignore() {
 fn a_change_after_the_turn_is_flagged_and_a_deleted_then_recreated_file_is_one_change() {
     let (ws, state) = rig("cp-since", false);
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("pi", None).unwrap();
+    let t = cp.begin("pi", None).unwrap().0;
     std::fs::remove_file(ws.join("a.txt")).unwrap();
     std::fs::write(ws.join("a.txt"), "agent\n").unwrap();
     cp.end(t.n, &["a.txt".into()]).unwrap();
@@ -96,7 +96,7 @@ fn a_change_after_the_turn_is_flagged_and_a_deleted_then_recreated_file_is_one_c
     let plan = cp.plan_undo(None).unwrap();
     assert!(plan.files[0].changed_since);
     // A later turn opens: the next checkpoint of a terminal agent closes it.
-    let t2 = cp.begin("claude", None).unwrap();
+    let t2 = cp.begin("claude", None).unwrap().0;
     assert_eq!(t2.n, t.n + 1);
 }
 
@@ -105,7 +105,7 @@ fn limits_skip_a_checkpoint_whole_and_leave_out_a_huge_file() {
     let (ws, state) = rig("cp-limits", false);
     std::fs::write(ws.join("big.bin"), vec![7u8; 4096]).unwrap();
     let small = Limits { files: 100, file_bytes: 1024, new_bytes: 1 << 20 };
-    let t = Checkpoints::open(&ws, &state, small).unwrap().begin("pi", None).unwrap();
+    let t = Checkpoints::open(&ws, &state, small).unwrap().begin("pi", None).unwrap().0;
     assert_eq!(t.skipped, ["big.bin"]);
     let few = Limits { files: 1, ..small };
     let e = Checkpoints::open(&ws, &state.join("2"), few).unwrap().begin("pi", None).unwrap_err();
@@ -118,7 +118,7 @@ fn limits_skip_a_checkpoint_whole_and_leave_out_a_huge_file() {
 #[test]
 fn checkpoints_survive_reopening_and_home_is_refused() {
     let (ws, state) = rig("cp-reopen", true);
-    let n = Checkpoints::open(&ws, &state, Limits::default()).unwrap().begin("pi", None).unwrap().n;
+    let n = Checkpoints::open(&ws, &state, Limits::default()).unwrap().begin("pi", None).unwrap().0.n;
     std::fs::write(ws.join("a.txt"), "changed\n").unwrap();
     let again = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
     assert_eq!(again.changes(None).unwrap().1[0].turns, [n]);
@@ -135,7 +135,7 @@ fn an_undo_never_writes_through_a_folder_that_now_leads_outside() {
     let outside = ws.parent().unwrap().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("pi", None).unwrap();
+    let t = cp.begin("pi", None).unwrap().0;
     std::fs::remove_dir_all(ws.join("d")).unwrap();
     std::os::unix::fs::symlink(&outside, ws.join("d")).unwrap();
     let report = cp.undo(t.n, &["d/f".into(), "d".into()]).unwrap();

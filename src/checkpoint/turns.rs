@@ -15,15 +15,15 @@ pub struct Turn {
     /// Who acted: an agent's name, or "you" for `:PiIde checkpoint`.
     pub agent: String,
     /// The prompt that started it, when a chat knows it.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
     pub started_ms: u64,
     /// The tree of the workspace when the turn started.
     pub start: String,
     /// The tree when it ended (a chat's turn end, or the next checkpoint).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_ms: Option<u64>,
     /// The files the turn changed (start → end), relative to the workspace.
     #[serde(default)]

@@ -2,6 +2,7 @@
 //! wrapped so that a Rust panic becomes a Lua error instead of reaching Neovim.
 
 mod chat;
+mod checkpoint;
 mod events;
 mod json;
 
@@ -531,6 +532,10 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         chat_stats => self::chat::chat_stats,
         chat_answer => self::chat::chat_answer,
         chat_cancel => self::chat::chat_cancel,
+        checkpoint_attach => self::checkpoint::checkpoint_attach,
+        checkpoint_detach => self::checkpoint::checkpoint_detach,
+        checkpoint_job => self::checkpoint::checkpoint_job,
+        checkpoint_drain => self::checkpoint::checkpoint_drain,
     );
     Ok(t)
 }

@@ -177,6 +177,10 @@ M.subcommands = {
   },
   compact = { run = call("pi-ide.features.chat", "compact", true) },
   export = { run = call("pi-ide.features.chat", "export"), complete = files() },
+  -- Checkpoints of agent turns (lua/pi-ide/features/checkpoints/).
+  checkpoint = { run = function() require("pi-ide.features.checkpoints").checkpoint() end },
+  changes = { run = call("pi-ide.features.checkpoints.changes", "run") },
+  undo = { run = function(opts) require("pi-ide.features.checkpoints.undo").run(opts.bang) end },
 }
 -- And those an agent brings (its module says them: agents/<name>).
 for name, entry in pairs(require("pi-ide.agents").commands()) do
@@ -192,6 +196,10 @@ end
 
 function M.run(opts)
   local name = opts.fargs[1] or "status"
+  -- `:PiIde undo!` as `:PiIde! undo`: the bang on the subcommand, where it reads naturally.
+  if name:sub(-1) == "!" and M.subcommands[name:sub(1, -2)] then
+    name, opts.bang = name:sub(1, -2), true
+  end
   local sub = M.subcommands[name]
   if not sub then
     vim.notify(

@@ -17,6 +17,7 @@ local M = {}
 ---@field suggestion? PiIde.SuggestionConfig Ghost-text completions.
 ---@field terminal? PiIde.TerminalConfig Agents launched from Neovim (:PiIde open).
 ---@field chat? PiIde.ChatConfig The chat window driving Pi in RPC mode (:PiIde chat).
+---@field checkpoints? PiIde.CheckpointsConfig The workspace recorded at each agent turn (:PiIde changes, :PiIde undo).
 
 ---@class PiIde.TerminalConfig
 ---@field agent? "pi"|"claude"|"copilot" What :PiIde open starts with no argument (default "pi").
@@ -40,6 +41,13 @@ local M = {}
 ---@field treesitter? boolean Treesitter's Markdown highlighting instead of Vim's syntax (default false).
 ---@field args? string[] Added to Pi's command line after "--mode rpc".
 ---@field agents? table<string, { cmd?: string[], env?: table<string, string>, label?: string, mcp?: "stdio"|false, install?: string }> ACP agents for :PiIde chat {name} (claude, copilot, gemini are known).
+
+---@class PiIde.CheckpointsConfig
+---@field enabled? boolean Record the workspace at each agent turn (default true).
+---@field idle_ms? integer An agent in a terminal starts a turn with its first request after this much quiet (default 20000).
+---@field max_files? integer More files in the workspace than this: the checkpoint is skipped (default 100000).
+---@field max_file_mb? integer A file larger than this is left out of checkpoints (default 16).
+---@field max_new_mb? integer A checkpoint that would store more new MiB than this is skipped (default 256).
 
 ---@class PiIde.DiffConfig
 ---@field review? boolean false: accept every proposal at once, unseen (default true).
@@ -281,6 +289,17 @@ local spec = {
     -- ACP agents for :PiIde chat {name}, beside those whose module says how (lua/pi-ide/agents/),
     -- or changes to those: { name = { cmd = {...}, env = {...}, label = "...", mcp = "stdio"|false } }.
     agents = opt({}, { "table" }, acp_agents_table),
+  },
+  -- The workspace recorded at each agent turn, for :PiIde changes and :PiIde undo.
+  checkpoints = {
+    enabled = opt(true, { "boolean" }),
+    -- An agent in a terminal starts a turn with its first request after this much quiet.
+    idle_ms = ms(20000, 0),
+    -- Over these the checkpoint is skipped (files, or new MiB stored by one checkpoint); a
+    -- single file over max_file_mb is left out of it.
+    max_files = opt(100000, { "number" }, whole_number(1, "files")),
+    max_file_mb = opt(16, { "number" }, whole_number(0, "MiB")),
+    max_new_mb = opt(256, { "number" }, whole_number(0, "MiB")),
   },
 }
 

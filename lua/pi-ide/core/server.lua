@@ -49,6 +49,12 @@ local function on_client_event(ev)
   end
 end
 
+-- An agent asked something: after a quiet time, the start of its turn (features/checkpoints/).
+local function agent_asked(client)
+  local kind = require("pi-ide.core.clients").kind_of(client)
+  require("pi-ide.features.checkpoints").activity(kind and kind.name or "agent")
+end
+
 -- A review to show: however showing it fails, it is rejected (an unanswered review would hold
 -- the agent; an error would let its write through).
 local function on_review(native, ev)
@@ -70,12 +76,14 @@ local function process()
   for _, ev in ipairs(events) do
     local ok, err = xpcall(function()
       if ev.kind == "tool_call" then
+        agent_asked(ev.client)
         require("pi-ide.features.tools").dispatch(native, ev)
       elseif ev.kind == "selection_due" then
         require("pi-ide.features.selection").flush()
       elseif ev.kind == "response" then
         require("pi-ide.core.requests").resolve(ev)
       elseif ev.kind == "review_opened" then
+        agent_asked(ev.client)
         on_review(native, ev)
       elseif ev.kind == "review_stats" then
         require("pi-ide.features.review").set_stats(ev.req, ev.stats)

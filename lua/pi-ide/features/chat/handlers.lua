@@ -25,6 +25,18 @@ local function message_end(chat, ev)
   end
 end
 
+--- The end of agent `name`'s turn (its chat's view `v`): its checkpoint, and a line when the
+--- turn changed files no review showed.
+function M.turn_checked(name, v)
+  local checkpoints = require("pi-ide.features.checkpoints")
+  checkpoints.after_turn(name, function(t)
+    local warning = t and checkpoints.warning_of(t)
+    if warning then
+      v.lines({ warning })
+    end
+  end)
+end
+
 local function plural(n, word)
   return ("%d %s%s"):format(n, word, n == 1 and "" or "s")
 end
@@ -38,6 +50,7 @@ local events = {
   agent_settled = function(chat_mod, _, chat)
     chat.aborting = nil
     view.finish()
+    M.turn_checked("pi", view)
     chat_mod._set_state("idle")
     chat_mod._refresh_info()
     notify_if_hidden(chat_mod, "Pi finished")

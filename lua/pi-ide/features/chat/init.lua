@@ -279,16 +279,29 @@ function M.send(text)
   -- agent_start is drawn queues instead of being refused.
   local behavior = cfg().while_working == "follow_up" and "followUp" or "steer"
   local command = { type = "prompt", message = text, streamingBehavior = behavior }
-  local sent = process.send(chat.proc, command, function(r)
-    if not r.success then
-      view.lines({ "✗ " .. tostring(r.error or "Pi refused the prompt") })
+  local function send()
+    local sent = process.send(chat.proc, command, function(r)
+      if not r.success then
+        view.lines({ "✗ " .. tostring(r.error or "Pi refused the prompt") })
+      end
+    end)
+    if not sent then
+      log.notify("Pi has just exited: the prompt was not sent (it stays; send it again to start Pi)", vim.log.levels.WARN)
     end
-  end)
-  if not sent then
-    log.notify("Pi has just exited: the prompt was not sent (it stays; send it again to start Pi)", vim.log.levels.WARN)
-    return false
+    return sent
   end
-  view.user(text, chat.state == "working" and behavior or nil)
+  local steering = chat.state == "working"
+  -- A new turn goes after its checkpoint (features/checkpoints/); a steer is part of the turn.
+  if not steering and not process.running(chat.proc) then
+    return false
+  elseif steering then
+    if not send() then
+      return false
+    end
+  else
+    require("pi-ide.features.checkpoints").before_turn("pi", text, send, true)
+  end
+  view.user(text, steering and behavior or nil)
   return true
 end
 

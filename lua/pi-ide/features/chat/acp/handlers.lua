@@ -186,6 +186,7 @@ function M.turn_ended(chat, r)
   elseif reason == "max_tokens" or reason == "max_turn_requests" then
     chat.view.lines({ "⚠ stopped: " .. reason })
   end
+  require("pi-ide.features.chat.handlers").turn_checked(chat.name, chat.view)
   notify_if_hidden(chat, "finished")
 end
 

@@ -217,9 +217,12 @@ function Chat:prompt(text)
     table.insert(prompt, { type = "text", text = "(Note from the editor: " .. note .. ")" })
   end
   self.notes = {}
-  self:rpc("session/prompt", { sessionId = self.session, prompt = prompt }, function(r)
-    require("pi-ide.features.chat.acp.handlers").turn_ended(self, r)
-  end)
+  -- The turn starts after its checkpoint (features/checkpoints/).
+  require("pi-ide.features.checkpoints").before_turn(self.name, text, function()
+    self:rpc("session/prompt", { sessionId = self.session, prompt = prompt }, function(r)
+      require("pi-ide.features.chat.acp.handlers").turn_ended(self, r)
+    end)
+  end, true)
 end
 
 --- Sends a prompt (starting the agent); typed before the session is open, it waits for it.

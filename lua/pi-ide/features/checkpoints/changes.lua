@@ -1,0 +1,157 @@
+-- :PiIde changes [turn]: every file that differs from a turn's checkpoint, one quickfix entry
+-- each (which turn and agent changed it, whether a review showed it, whether you wrote it in
+-- Neovim), and each file as a two-pane view in a tab of its own: the checkpoint on the left
+-- (read-only), the file itself on the right, in diff mode, so `do` takes a hunk back and :w
+-- writes the file — an ordinary write of the user's.
+local checkpoints = require("pi-ide.features.checkpoints")
+
+local M = {}
+
+local STATUS = { A = "created", M = "changed", D = "deleted", T = "changed kind" }
+
+local function describe(f, since)
+  local by = #f.turns > 0
+      and ("turn %s %s"):format(table.concat(f.turns, ","), table.concat(f.agents, ","))
+    or "outside any agent's turn"
+  local parts = { STATUS[f.status] or f.status, by }
+  local wrote = checkpoints.written(f.path)
+  if wrote and wrote >= since then
+    table.insert(parts, "edited in Neovim")
+  elseif f.unreviewed then
+    table.insert(parts, "without review")
+  end
+  local size = f.binary and "binary" or ("+%d −%d"):format(f.added, f.removed)
+  return ("%s (%s)"):format(table.concat(parts, " · "), size)
+end
+
+local function items(folder, files, since)
+  local out = {}
+  for _, f in ipairs(files) do
+    table.insert(out, {
+      filename = folder .. "/" .. f.path,
+      lnum = f.status == "D" and 1 or f.line,
+      col = 1,
+      text = describe(f, since),
+      user_data = { pi_ide_change = f },
+    })
+  end
+  return out
+end
+
+-- The view's tab, if it is still open.
+local view = { tab = nil, left = nil, right = nil }
+
+local function tab_alive()
+  return view.tab and vim.api.nvim_tabpage_is_valid(view.tab)
+end
+
+local function checkpoint_buffer(turn, f, bytes)
+  local buf = vim.api.nvim_create_buf(false, true)
+  local text = f.binary and "(binary file: :PiIde undo puts it back whole)" or (bytes or "")
+  local lines = vim.split(text, "\n", { plain = true })
+  if lines[#lines] == "" and #lines > 1 then
+    table.remove(lines)
+  end
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, bytes == nil and {} or lines)
+  vim.bo[buf].bufhidden, vim.bo[buf].modifiable = "wipe", false
+  pcall(vim.api.nvim_buf_set_name, buf, ("pi-ide://turn-%d/%s"):format(turn.n, f.path))
+  local ft = vim.filetype.match({ filename = f.path, buf = buf })
+  if ft then
+    vim.bo[buf].filetype = ft
+  end
+  return buf
+end
+
+local function winbars(turn, f)
+  local when = os.date("%H:%M", math.floor(turn.started_ms / 1000))
+  local left = (" turn %d (%s) started %s: as it was"):format(turn.n, turn.agent, when)
+  local right = f.binary and " now" or " now: do takes a hunk back, :w writes"
+  vim.wo[view.left].winbar = left:gsub("%%", "%%%%")
+  vim.wo[view.right].winbar = right
+end
+
+-- Shows entry `f` (of turn `turn`) in the view's tab, opening the tab the first time.
+local function show(turn, f, bytes, folder)
+  if not tab_alive() then
+    vim.cmd("tabnew")
+    view.tab, view.right = vim.api.nvim_get_current_tabpage(), vim.api.nvim_get_current_win()
+    vim.cmd("leftabove vsplit")
+    view.left = vim.api.nvim_get_current_win()
+    vim.t.pi_ide_changes = true
+  end
+  vim.api.nvim_set_current_tabpage(view.tab)
+  vim.api.nvim_win_call(view.right, function()
+    vim.cmd("diffoff | edit " .. vim.fn.fnameescape(folder .. "/" .. f.path))
+  end)
+  vim.api.nvim_win_set_buf(view.left, checkpoint_buffer(turn, f, bytes))
+  winbars(turn, f)
+  if not f.binary then
+    for _, w in ipairs({ view.left, view.right }) do
+      vim.api.nvim_win_call(w, function()
+        vim.cmd("diffthis")
+      end)
+    end
+  end
+  vim.api.nvim_set_current_win(view.right)
+  pcall(vim.api.nvim_win_set_cursor, view.right, { math.max(f.line or 1, 1), 0 })
+end
+
+--- Opens change `f` of the list (its checkpoint's text comes from the worker first).
+function M.open(turn, f, folder)
+  checkpoints.run({ op = "content", n = turn.n, path = f.path, folder = folder }, function(ok, bytes)
+    if not ok then
+      return vim.notify("pi-ide.nvim: " .. tostring(bytes), vim.log.levels.ERROR)
+    end
+    show(turn, f, bytes, folder)
+  end)
+end
+
+-- <CR> in our quickfix list opens the entry as the two-pane view.
+local function map_quickfix(turn, folder)
+  local qf = vim.fn.getqflist({ winid = 0 }).winid
+  if qf == 0 then
+    return
+  end
+  vim.keymap.set("n", "<CR>", function()
+    local list = vim.fn.getqflist({ context = 0, items = 0 })
+    local item = list.items[vim.fn.line(".")]
+    local ours = type(list.context) == "table" and list.context.pi_ide_changes
+    if not ours or not item then
+      return vim.cmd("execute \"normal! \\<CR>\"")
+    end
+    M.open(turn, item.user_data.pi_ide_change, folder)
+  end, { buffer = vim.api.nvim_win_get_buf(qf), desc = "pi-ide.nvim: open the change as a two-pane view" })
+end
+
+--- :PiIde changes [turn].
+function M.run(arg)
+  local n = arg and tonumber(arg)
+  if arg and not n then
+    return vim.notify(("pi-ide.nvim: :PiIde changes takes a turn's number (got '%s')"):format(arg), vim.log.levels.ERROR)
+  end
+  local folder = checkpoints.folder()
+  checkpoints.run({ op = "changes", n = n, folder = folder }, function(ok, r)
+    if not ok then
+      return vim.notify("pi-ide.nvim: " .. tostring(r), vim.log.levels.ERROR)
+    end
+    checkpoints.seen()
+    local turn = r.turn
+    local title = ("PiIde changes since turn %d (%s)"):format(turn.n, turn.agent)
+    if #r.files == 0 then
+      return vim.notify(("pi-ide.nvim: nothing changed since turn %d (%s)"):format(turn.n, turn.agent), vim.log.levels.INFO)
+    end
+    local context = { pi_ide_changes = { turn = turn.n, folder = folder } }
+    vim.fn.setqflist({}, " ", { title = title, items = items(folder, r.files, turn.started_ms), context = context })
+    require("pi-ide.core.events").fire("PiIdeChanges", { turn = turn.n, count = #r.files })
+    M.open(turn, r.files[1], folder)
+    vim.schedule(function()
+      if tab_alive() then
+        vim.cmd("botright copen")
+        map_quickfix(turn, folder)
+        vim.api.nvim_set_current_win(view.right)
+      end
+    end)
+  end)
+end
+
+return M

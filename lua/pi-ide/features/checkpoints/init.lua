@@ -1,0 +1,231 @@
+-- Checkpoints (src/checkpoint/): the workspace recorded at the start of each agent turn, off the
+-- main thread. A chat's turn is known (its prompt starts it, its end ends it); an agent in a
+-- terminal starts one with its first request after being idle (or a review opening), and it
+-- lasts until the next. What a turn changed that no review showed is counted for the statusline
+-- and the chat. :PiIde changes and :PiIde undo (changes.lua, undo.lua) read them.
+local log = require("pi-ide.core.log")
+
+local M = {}
+
+local state = {
+  async = nil, -- the uv_async_t the worker wakes us through
+  waiting = {}, -- job id -> callback(ok, value_or_error)
+  open = nil, -- the turn under way here: { n, agent, reviewed = { [rel path] = true } }
+  starting = {}, -- agent -> callbacks waiting for its checkpoint
+  active = {}, -- agent (in a terminal) -> when it last asked something (ms)
+  warning = nil, -- { n, count }: the last turn's files changed without review
+  written = {}, -- rel path -> ms: the user's writes in Neovim
+  told = {}, -- reason -> true: a skipped checkpoint's reason, said once
+}
+
+local function cfg()
+  return require("pi-ide.core.config").values.checkpoints
+end
+
+--- The folder checkpoints are of: Neovim's current directory.
+function M.folder()
+  return vim.fs.normalize(vim.fn.getcwd())
+end
+
+--- `path` relative to the folder, or nil when it is outside.
+function M.relative(path)
+  local dir, p = M.folder(), vim.fs.normalize(path)
+  if p:sub(1, #dir + 1) == dir .. "/" then
+    return p:sub(#dir + 2)
+  end
+end
+
+local function drain()
+  local native = require("pi-ide.core.native").get()
+  for _, r in ipairs(native and native.checkpoint_drain() or {}) do
+    local cb = state.waiting[r.id]
+    state.waiting[r.id] = nil
+    if cb then
+      local ok, err = xpcall(cb, debug.traceback, r.ok, r.ok and r.value or r.error)
+      if not ok then
+        log.error("checkpoints: %s", tostring(err))
+      end
+    end
+  end
+end
+
+--- Runs `job` (`{ op = ..., ... }`) on the worker; `cb(ok, value_or_error)` on the main loop.
+function M.run(job, cb)
+  local native = require("pi-ide.core.native").load()
+  if not native then
+    return cb(false, "the pi-ide.nvim library is not loaded")
+  end
+  if not state.async then
+    state.async = vim.uv.new_async(function()
+      vim.schedule(drain)
+    end)
+    native.checkpoint_attach(state.async)
+    M.setup()
+    vim.api.nvim_create_autocmd("VimLeavePre", {
+      group = vim.api.nvim_create_augroup("PiIdeCheckpoints", { clear = true }),
+      callback = function()
+        native.checkpoint_detach()
+        state.async:close()
+      end,
+    })
+  end
+  local c = cfg()
+  job.folder, job.state = job.folder or M.folder(), vim.fn.stdpath("state") .. "/pi-ide"
+  job.max_files, job.max_file_bytes, job.max_new_bytes = c.max_files, c.max_file_mb * 2 ^ 20, c.max_new_mb * 2 ^ 20
+  state.waiting[native.checkpoint_job(job)] = cb
+end
+
+local function plural(n, word)
+  return ("%d %s%s"):format(n, word, n == 1 and "" or "s")
+end
+
+--- "⚠ 2 files changed without review: :PiIde changes" for turn `t`, or nil.
+function M.warning_of(t)
+  local n = #(t.unreviewed or {})
+  if n > 0 and not t.undone then
+    return ("⚠ %s changed without review: :PiIde changes"):format(plural(n, "file"))
+  end
+end
+
+local function settled(t)
+  if t and #(t.unreviewed or {}) > 0 then
+    state.warning = { n = t.n, text = M.warning_of(t) }
+    vim.cmd.redrawstatus({ bang = true })
+  end
+end
+
+local function skipped(err)
+  log.warn("checkpoint: %s", tostring(err))
+  if not state.told[err] then
+    state.told[err] = true
+    vim.notify("pi-ide.nvim: " .. tostring(err), vim.log.levels.WARN)
+  end
+end
+
+--- Starts a turn of `agent` (its prompt, if known) and calls `after()` once the workspace is
+--- recorded — or at once when a turn is already under way or checkpoints are off. Calls made
+--- while a checkpoint is being taken run after it, in order. `chat`: a chat's turn, which its
+--- end ends (an agent's requests meanwhile start no turn of their own).
+function M.before_turn(agent, prompt, after, chat)
+  if not cfg().enabled or (state.open and state.open.agent == agent) then
+    return after()
+  end
+  if state.starting[agent] then
+    return table.insert(state.starting[agent], after)
+  end
+  state.starting[agent] = { after }
+  M.run({ op = "begin", agent = agent, prompt = prompt }, function(ok, r)
+    if ok then
+      state.open = { n = r.turn.n, agent = agent, reviewed = {}, chat = chat }
+      settled(r.closed)
+      require("pi-ide.core.events").fire("PiIdeCheckpoint", { turn = r.turn.n, agent = agent })
+    else
+      skipped(r)
+    end
+    local waiting = state.starting[agent]
+    state.starting[agent] = nil
+    for _, f in ipairs(waiting) do
+      f()
+    end
+  end)
+end
+
+--- Ends `agent`'s turn: `done(turn)` with what it changed (nil when no turn was under way).
+function M.after_turn(agent, done)
+  local open = state.open
+  if not open or open.agent ~= agent then
+    return done and done(nil)
+  end
+  state.open = nil
+  local reviewed = vim.tbl_keys(open.reviewed)
+  M.run({ op = "end", n = open.n, reviewed = reviewed }, function(ok, t)
+    if not ok then
+      return log.warn("checkpoint at the end of turn %d: %s", open.n, tostring(t))
+    end
+    settled(t)
+    if done then
+      done(t)
+    end
+  end)
+end
+
+--- An agent in a terminal asked something (a tool call, a review): the first request after
+--- `checkpoints.idle_ms` of quiet starts a turn of its own.
+function M.activity(agent)
+  if not cfg().enabled then
+    return
+  end
+  local now, last = vim.uv.now(), state.active[agent]
+  state.active[agent] = now
+  if state.open and (state.open.chat or state.open.agent ~= agent) then
+    return
+  end
+  if not last or now - last >= cfg().idle_ms then
+    state.open = nil
+    M.before_turn(agent, nil, function() end)
+  end
+end
+
+--- :PiIde checkpoint: one now, by the user.
+function M.checkpoint()
+  M.run({ op = "begin", agent = "checkpoint" }, function(ok, r)
+    if not ok then
+      return vim.notify("pi-ide.nvim: " .. tostring(r), vim.log.levels.ERROR)
+    end
+    state.open = nil
+    settled(r.closed)
+    vim.notify(("pi-ide.nvim: checkpoint %d of %s"):format(r.turn.n, vim.fn.fnamemodify(M.folder(), ":~")), vim.log.levels.INFO)
+  end)
+end
+
+--- What the statusline says: the last turn's files changed without review, until looked at.
+function M.status()
+  return state.warning and state.warning.text or ""
+end
+
+--- The warning was looked at (:PiIde changes) or undone.
+function M.seen()
+  if state.warning then
+    state.warning = nil
+    vim.cmd.redrawstatus({ bang = true })
+  end
+end
+
+--- When the user last wrote `rel` in Neovim (ms since the epoch), if they did.
+function M.written(rel)
+  return state.written[rel]
+end
+
+--- Now, in ms since the epoch (the clock the turns are stamped with).
+function M.now_ms()
+  local s, us = vim.uv.gettimeofday()
+  return s * 1000 + math.floor(us / 1000)
+end
+
+local function on_write(ev)
+  local rel = M.relative(vim.api.nvim_buf_get_name(ev.buf))
+  if rel then
+    state.written[rel] = M.now_ms()
+    if state.open then
+      state.open.reviewed[rel] = true
+    end
+  end
+end
+
+local function on_review_closed(ev)
+  local d = ev.data or {}
+  local rel = d.result == "accepted" and d.path and M.relative(d.path)
+  if rel and state.open then
+    state.open.reviewed[rel] = true
+  end
+end
+
+--- Watches what the user sees and writes: an accepted review and a write in Neovim are not
+--- changes "without review".
+function M.setup()
+  local group = vim.api.nvim_create_augroup("PiIdeCheckpointsWatch", { clear = true })
+  vim.api.nvim_create_autocmd("BufWritePost", { group = group, callback = on_write })
+  vim.api.nvim_create_autocmd("User", { group = group, pattern = "PiIdeDiffClosed", callback = on_review_closed })
+end
+
+return M

@@ -1,0 +1,114 @@
+-- :PiIde undo[!]: puts back every file the last turn changed as it was at its start (deleted
+-- files come back, created ones go), after a confirmation that lists them (! skips it). A file
+-- changed since the turn ended (by you, or after it) is put back only if you type its name. The
+-- chat that ran the turn gets its prompt back in its prompt area.
+local checkpoints = require("pi-ide.features.checkpoints")
+
+local M = {}
+
+local ACTION = { restore = "put back", delete = "delete (created by the turn)" }
+
+-- Changed since the turn: the worker says so, or Neovim knows (a write after its end, or a
+-- buffer with unsaved edits).
+local function changed_since(turn, f, folder)
+  local wrote = checkpoints.written(f.path)
+  local buf = require("pi-ide.core.buffers").find(folder .. "/" .. f.path)
+  local unsaved = buf and vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified
+  return f.changed_since or unsaved or (wrote and turn.ended_ms and wrote > turn.ended_ms)
+end
+
+-- The files to put back: those changed since the turn only when the user types their name.
+local function chosen(turn, files, folder)
+  local out, refused = {}, {}
+  for _, f in ipairs(files) do
+    if changed_since(turn, f, folder) then
+      local typed = vim.fn.input(("%s changed since turn %d; type its name to put it back anyway: "):format(f.path, turn.n))
+      if typed == f.path then
+        table.insert(out, f.path)
+      else
+        table.insert(refused, f.path)
+      end
+    else
+      table.insert(out, f.path)
+    end
+  end
+  return out, refused
+end
+
+local function confirmed(turn, files)
+  local lines = { ("Undo turn %d (%s)?"):format(turn.n, turn.agent) }
+  for _, f in ipairs(files) do
+    table.insert(lines, ("  %s %s"):format(ACTION[f.action], f.path))
+  end
+  return vim.fn.confirm(table.concat(lines, "\n"), "&Undo\n&Cancel", 2) == 1
+end
+
+-- Buffers of the files now show what is on disk (unmodified ones; never a prompt).
+local function reload(folder, paths)
+  for _, p in ipairs(paths) do
+    local buf = require("pi-ide.core.buffers").find(folder .. "/" .. p)
+    if buf and vim.api.nvim_buf_is_loaded(buf) and not vim.bo[buf].modified then
+      vim.api.nvim_buf_call(buf, function()
+        vim.cmd("setlocal autoread | silent! checktime " .. buf .. " | setlocal autoread<")
+      end)
+    end
+  end
+end
+
+local function give_prompt_back(turn)
+  local front = package.loaded["pi-ide.features.chat.front"]
+  if turn.prompt and front then
+    pcall(front.call, "set_prompt", turn.agent, turn.prompt)
+  end
+end
+
+local function report(turn, r, refused)
+  local parts = { ("undid turn %d (%s)"):format(turn.n, turn.agent) }
+  if #r.restored > 0 then
+    table.insert(parts, "put back " .. table.concat(r.restored, ", "))
+  end
+  if #r.deleted > 0 then
+    table.insert(parts, "deleted " .. table.concat(r.deleted, ", "))
+  end
+  if #refused > 0 then
+    table.insert(parts, "left as they are " .. table.concat(refused, ", "))
+  end
+  for _, f in ipairs(r.failed) do
+    table.insert(parts, ("could not put back %s: %s"):format(f.path, f.error))
+  end
+  local level = #r.failed > 0 and vim.log.levels.ERROR or vim.log.levels.INFO
+  vim.notify("pi-ide.nvim: " .. table.concat(parts, "; "), level)
+end
+
+--- :PiIde undo[!].
+function M.run(bang)
+  local folder = checkpoints.folder()
+  checkpoints.run({ op = "plan", folder = folder }, function(ok, plan)
+    if not ok then
+      return vim.notify("pi-ide.nvim: " .. tostring(plan), vim.log.levels.ERROR)
+    end
+    local turn = plan.turn
+    if #plan.files == 0 then
+      return vim.notify(("pi-ide.nvim: turn %d (%s) changed nothing that is not back already"):format(turn.n, turn.agent), vim.log.levels.INFO)
+    end
+    if not bang and not confirmed(turn, plan.files) then
+      return
+    end
+    local paths, refused = chosen(turn, plan.files, folder)
+    if #paths == 0 then
+      return vim.notify("pi-ide.nvim: nothing put back (" .. table.concat(refused, ", ") .. " left as they are)", vim.log.levels.WARN)
+    end
+    checkpoints.run({ op = "undo", n = turn.n, paths = paths, folder = folder }, function(done, r)
+      if not done then
+        return vim.notify("pi-ide.nvim: " .. tostring(r), vim.log.levels.ERROR)
+      end
+      reload(folder, vim.list_extend(vim.list_extend({}, r.restored), r.deleted))
+      checkpoints.seen()
+      give_prompt_back(turn)
+      report(turn, r, refused)
+      require("pi-ide.core.events").fire("PiIdeUndone", { turn = turn.n, restored = r.restored, deleted = r.deleted })
+    end)
+  end)
+end
+
+return M
