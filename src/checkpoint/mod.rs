@@ -114,7 +114,11 @@ impl Checkpoints {
     pub fn pick(&self, n: Option<u64>) -> Result<Turn, String> {
         match n {
             Some(n) => self.turn(n),
-            None => self.log.read().into_iter().rev().find(|t| !t.undone).ok_or_else(|| "no checkpoint yet in this folder".into()),
+            None => {
+                let turns = self.log.read();
+                let none = if turns.is_empty() { "no checkpoint yet in this folder" } else { "every turn of this folder is undone" };
+                turns.into_iter().rev().find(|t| !t.undone).ok_or_else(|| none.into())
+            }
         }
     }
 

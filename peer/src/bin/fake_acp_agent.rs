@@ -12,6 +12,8 @@
 //!   and after (NEW appended), then fs/write_text_file with the whole file.
 //! - `write PATH TEXT`: fs/write_text_file only.
 //! - `ask`: a permission with no change (an `execute` call).
+//! - `shell SCRIPT`: runs SCRIPT with `sh -c` (an agent's shell tool: nothing asked, nothing
+//!   reviewed).
 //! - `withdraw PATH`: a permission carrying a new file, withdrawn with `$/cancel_request` 0.8 s
 //!   later (the answer it then gets is reported).
 //! - `crash`: a permission carrying a change, then "fake acp: crashed on purpose" on stderr and
@@ -161,6 +163,15 @@ fn stream(agent: &Agent, n: u64, rate: u64) {
     }
 }
 
+/// Runs `script` with `sh -c` in our folder, as an agent's shell tool does: no question asked.
+fn shell(agent: &Arc<Agent>, script: &str) -> String {
+    let call = json!({"sessionUpdate": "tool_call", "toolCallId": "sh1", "title": script, "kind": "execute", "status": "in_progress"});
+    agent.update(call);
+    let ok = std::process::Command::new("sh").arg("-c").arg(script).status().is_ok_and(|s| s.success());
+    agent.update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "sh1", "status": if ok { "completed" } else { "failed" }}));
+    format!("shell: {}", if ok { "done" } else { "failed" })
+}
+
 fn turn(agent: &Arc<Agent>, text: &str) -> String {
     let w: Vec<&str> = text.split_whitespace().collect();
     let arg = |i: usize| w.get(i).copied().unwrap_or_default();
@@ -178,6 +189,7 @@ fn turn(agent: &Arc<Agent>, text: &str) -> String {
             format!("write: {wrote}")
         }
         "ask" => permission(agent, json!({"toolCallId": "x1", "title": "Run make", "kind": "execute", "rawInput": {"command": "make"}})),
+        "shell" => shell(agent, text.trim_start().trim_start_matches("shell").trim()),
         "withdraw" => withdraw(agent, arg(1)),
         "crash" => {
             let diff = json!({"type": "diff", "path": arg(1), "oldText": null, "newText": "x\n"});

@@ -143,6 +143,7 @@ function M.after_turn(agent, done)
       return log.warn("checkpoint at the end of turn %d: %s", open.n, tostring(t))
     end
     settled(t)
+    require("pi-ide.core.events").fire("PiIdeTurnChecked", { turn = t.n, agent = t.agent, changed = t.changed, unreviewed = t.unreviewed })
     if done then
       done(t)
     end
