@@ -96,7 +96,7 @@ fn a_change_after_the_turn_is_flagged_and_a_deleted_then_recreated_file_is_one_c
     let plan = cp.plan_undo(None).unwrap();
     assert!(plan.files[0].changed_since);
     // A later turn opens: the next checkpoint of a terminal agent closes it.
-    let t2 = cp.begin("claude", None).unwrap().0;
+    let t2 = cp.begin("other", None).unwrap().0;
     assert_eq!(t2.n, t.n + 1);
 }
 
