@@ -96,6 +96,11 @@ fn a_shell_write_is_listed_taken_back_hunk_by_hunk_and_the_repository_is_untouch
     type_keys(&nvim, ":w<CR>");
     nvim.wait_for("not vim.bo.modified", PATIENCE);
     assert_eq!(std::fs::read(dir.join("a.txt")).unwrap(), b"one\ntwo\n");
+    // :cnext: the view follows, the next file beside its checkpoint.
+    type_keys(&nvim, ":cnext<CR>");
+    nvim.wait_for("vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(vim.api.nvim_tabpage_list_wins(0)[1])) == 'pi-ide://turn-1/gone.txt'", PATIENCE);
+    let shown = nvim.lua("return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(vim.api.nvim_tabpage_list_wins(0)[1]), 0, -1, false)");
+    assert_eq!(shown, serde_json::json!(["gone"]));
     sh(&dir, "printf 'gone\\n' > gone.txt && rm new.txt");
     assert_eq!(repository_state(&dir), before);
 }

@@ -73,11 +73,30 @@ pub fn blobs(git: &Git, ids: &[&str]) -> Result<Vec<Option<Vec<u8>>>, String> {
     Ok(ids.iter().map(|b| found.get(*b).cloned()).collect())
 }
 
+/// The sizes of `ids` (blobs git has), without reading them.
+pub fn sizes(git: &Git, ids: &[&str]) -> Result<std::collections::HashMap<String, u64>, String> {
+    let wanted: Vec<&str> = ids.iter().copied().filter(|b| *b != NONE && !b.is_empty()).collect();
+    if wanted.is_empty() {
+        return Ok(Default::default());
+    }
+    let input = wanted.iter().map(|b| format!("{b}\n")).collect::<String>();
+    let out = git.run(&["cat-file", "--batch-check"], Some(input.as_bytes()))?;
+    let text = String::from_utf8_lossy(&out);
+    Ok(text.lines().filter_map(|l| {
+        let p: Vec<&str> = l.split(' ').collect();
+        Some((p.first()?.to_string(), p.get(2)?.parse().ok()?))
+    }).collect())
+}
+
+/// Whether bytes look binary: a NUL in the first 8,000 (git's own test).
+pub fn is_binary(b: &[u8]) -> bool {
+    b[..b.len().min(8000)].contains(&0)
+}
+
 /// Lines added and removed from `old` to `new`, and the first changed line of `new` (1-based);
 /// `None` for binary content (a NUL in its first 8,000 bytes).
 pub fn line_stats(old: &[u8], new: &[u8]) -> Option<(usize, usize, usize)> {
-    let binary = |b: &[u8]| b[..b.len().min(8000)].contains(&0);
-    if binary(old) || binary(new) {
+    if is_binary(old) || is_binary(new) {
         return None;
     }
     let (old, new) = (String::from_utf8_lossy(old), String::from_utf8_lossy(new));

@@ -27,8 +27,10 @@ use self::turns::{now_ms, Log};
 pub struct Change {
     pub path: String,
     pub status: char,
-    /// `None` for a binary file or one too large to diff.
+    /// Lines added and removed, and the first changed line; `None` for a binary file or one
+    /// not diffed (too large, or past the first 2,000).
     pub lines: Option<(usize, usize, usize)>,
+    pub binary: bool,
     /// The turns (at or after the one asked for) that changed it.
     pub turns: Vec<u64>,
     pub agents: Vec<String>,
@@ -129,21 +131,31 @@ impl Checkpoints {
         let entries = diff::between(&self.git, &from.start, &now)?;
         let later: Vec<Turn> = self.log.read().into_iter().filter(|t| t.n >= from.n).collect();
         let open_changed = self.open_turn_changes(&later, &now)?;
-        let ids: Vec<&str> = entries.iter().flat_map(|e| [e.old_blob.as_str(), e.new_blob.as_str()]).collect();
-        let contents = diff::blobs(&self.git, &ids)?;
-        let mut out = Vec::new();
-        for (i, e) in entries.iter().enumerate() {
-            let (old, new) = (&contents[2 * i], &contents[2 * i + 1]);
-            let empty = Vec::new();
-            let lines = diff::line_stats(old.as_ref().unwrap_or(&empty), new.as_ref().unwrap_or(&empty));
-            let touched = |t: &&Turn| t.changed.contains(&e.path) || (t.end.is_none() && open_changed.contains(&e.path));
-            let by: Vec<&Turn> = later.iter().filter(touched).collect();
-            let unreviewed = by.iter().any(|t| t.unreviewed.contains(&e.path) || t.end.is_none());
-            let mut agents: Vec<String> = by.iter().map(|t| t.agent.clone()).collect();
-            agents.dedup();
-            out.push(Change { path: e.path.clone(), status: e.status, lines, turns: by.iter().map(|t| t.n).collect(), agents, unreviewed });
-        }
+        let mut out: Vec<Change> = entries.iter().map(|e| attribute(e, &later, &open_changed)).collect();
+        self.line_stats(&entries, &mut out)?;
         Ok((from, out))
+    }
+
+    /// Counts lines for the first DIFFED_FILES changes whose sides are each at most
+    /// DIFFED_BYTES, reading their blobs a few at a time (a turn that rewrote a whole tree of
+    /// large files must not be read into memory at once).
+    fn line_stats(&self, entries: &[diff::Entry], out: &mut [Change]) -> Result<(), String> {
+        const DIFFED_FILES: usize = 2_000;
+        const DIFFED_BYTES: u64 = 1 << 20;
+        let ids: Vec<&str> = entries.iter().flat_map(|e| [e.old_blob.as_str(), e.new_blob.as_str()]).collect();
+        let sizes = diff::sizes(&self.git, &ids)?;
+        let small = |id: &str| sizes.get(id).is_none_or(|s| *s <= DIFFED_BYTES);
+        let chosen: Vec<usize> = (0..entries.len().min(DIFFED_FILES)).filter(|i| small(&entries[*i].old_blob) && small(&entries[*i].new_blob)).collect();
+        for chunk in chosen.chunks(64) {
+            let ids: Vec<&str> = chunk.iter().flat_map(|i| [entries[*i].old_blob.as_str(), entries[*i].new_blob.as_str()]).collect();
+            let contents = diff::blobs(&self.git, &ids)?;
+            for (k, i) in chunk.iter().enumerate() {
+                let (old, new) = (contents[2 * k].as_deref().unwrap_or(&[]), contents[2 * k + 1].as_deref().unwrap_or(&[]));
+                out[*i].binary = diff::is_binary(old) || diff::is_binary(new);
+                out[*i].lines = diff::line_stats(old, new);
+            }
+        }
+        Ok(())
     }
 
     /// What a turn still open (no end yet) has changed so far.
@@ -186,6 +198,17 @@ impl Checkpoints {
         })?;
         Ok(report)
     }
+}
+
+/// Change `e`, with the turns (of `later`) that made it.
+fn attribute(e: &diff::Entry, later: &[Turn], open_changed: &[String]) -> Change {
+    let touched = |t: &&Turn| t.changed.contains(&e.path) || (t.end.is_none() && open_changed.contains(&e.path));
+    let by: Vec<&Turn> = later.iter().filter(touched).collect();
+    let unreviewed = by.iter().any(|t| t.unreviewed.contains(&e.path) || t.end.is_none());
+    let mut agents: Vec<String> = by.iter().map(|t| t.agent.clone()).collect();
+    agents.dedup();
+    let turns = by.iter().map(|t| t.n).collect();
+    Change { path: e.path.clone(), status: e.status, turns, agents, unreviewed, ..Change::default() }
 }
 
 /// A checkpoint of `/` or the home folder would hash the user's whole disk or home.

@@ -69,19 +69,51 @@ pub struct Snapshot {
 /// Takes the workspace's snapshot. Retries once when a file vanished between the listing and
 /// the add (an agent still at work).
 pub fn take(git: &Git, limits: Limits) -> Result<Snapshot, String> {
-    match take_once(git, limits) {
-        Err(e) if e.contains("did not match") || e.contains("No such file") => take_once(git, limits),
-        r => r,
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match take_once(git, limits) {
+            Err(e) if tries < 3 && (e.contains("did not match") || e.contains("No such file")) => continue,
+            // Another Neovim in this folder is taking one: wait for it; a lock left by a crash
+            // (older than a minute) is removed.
+            Err(e) if tries < 40 && e.contains("index.lock") => {
+                remove_stale_lock(git);
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+            r => return r,
+        }
+    }
+}
+
+fn remove_stale_lock(git: &Git) {
+    let lock = git.git_dir.join("index.lock");
+    let age = std::fs::metadata(&lock).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+    if age.is_some_and(|a| a > std::time::Duration::from_secs(60)) {
+        let _ = std::fs::remove_file(lock);
+    }
+}
+
+/// `git add`, going on past files it cannot read (a permission denied): those are named in
+/// `unread` and kept out, the rest is added.
+fn add(git: &Git, args: &[&str], input: Option<&[u8]>, unread: &mut Vec<String>) -> Result<(), String> {
+    let mut all = vec!["add", "--ignore-errors"];
+    all.extend_from_slice(args);
+    match git.run(&all, input) {
+        Err(e) if e.contains("adding files failed") => {
+            unread.extend(e.split("open(\"").skip(1).filter_map(|s| s.split("\")").next()).map(str::to_owned));
+            Ok(())
+        }
+        r => r.map(|_| ()),
     }
 }
 
 fn take_once(git: &Git, limits: Limits) -> Result<Snapshot, String> {
     let listed = git.run(&["ls-files", "-z", "--others", "--exclude-standard"], None)?;
-    let (new, skipped) = admit(git, &listed, limits)?;
+    let (new, mut skipped) = admit(git, &listed, limits)?;
     // What the shadow already keeps: changed and deleted files.
-    git.run(&["add", "--update"], None)?;
+    add(git, &["--update"], None, &mut skipped)?;
     if !new.is_empty() {
-        git.run(&["add", "--pathspec-from-file=-", "--pathspec-file-nul"], Some(&new))?;
+        add(git, &["--pathspec-from-file=-", "--pathspec-file-nul"], Some(&new), &mut skipped)?;
     }
     let tree = String::from_utf8_lossy(&git.run(&["write-tree"], None)?).trim().to_string();
     Ok(Snapshot { tree, skipped })

@@ -154,7 +154,7 @@ fn changes(cp: &Checkpoints, n: Option<u64>) -> Result<Json, String> {
         .iter()
         .map(|c| {
             let (added, removed, line) = c.lines.unwrap_or((0, 0, 1));
-            json!({"path": c.path, "status": c.status.to_string(), "binary": c.lines.is_none(), "added": added,
+            json!({"path": c.path, "status": c.status.to_string(), "binary": c.binary, "diffed": c.lines.is_some(), "added": added,
                    "removed": removed, "line": line, "turns": c.turns, "agents": c.agents, "unreviewed": c.unreviewed})
         })
         .collect();

@@ -20,7 +20,7 @@ local function describe(f, since)
   elseif f.unreviewed then
     table.insert(parts, "without review")
   end
-  local size = f.binary and "binary" or ("+%d −%d"):format(f.added, f.removed)
+  local size = f.binary and "binary" or f.diffed and ("+%d −%d"):format(f.added, f.removed) or "large: not diffed"
   return ("%s (%s)"):format(table.concat(parts, " · "), size)
 end
 
@@ -70,19 +70,52 @@ local function winbars(turn, f)
   vim.wo[view.right].winbar = right
 end
 
+-- :cnext, :cprev, :cc in the view's tab load the next file in one of its windows: the view
+-- follows, with that file's checkpoint beside it.
+local function follow(ev)
+  local win = vim.api.nvim_get_current_win()
+  if not tab_alive() or (win ~= view.left and win ~= view.right) or not view.turn then
+    return
+  end
+  local path = vim.api.nvim_buf_get_name(ev.buf)
+  if path == view.shown then
+    return
+  end
+  local list = vim.fn.getqflist({ context = 0, items = 0 })
+  if not (type(list.context) == "table" and list.context.pi_ide_changes) then
+    return
+  end
+  for _, item in ipairs(list.items) do
+    local f = type(item.user_data) == "table" and item.user_data.pi_ide_change
+    if f and view.folder .. "/" .. f.path == path then
+      return M.open(view.turn, f, view.folder)
+    end
+  end
+end
+
 -- Shows entry `f` (of turn `turn`) in the view's tab, opening the tab the first time.
 local function show(turn, f, bytes, folder)
+  view.turn, view.folder, view.shown = turn, folder, folder .. "/" .. f.path
   if not tab_alive() then
     vim.cmd("tabnew")
     view.tab, view.right = vim.api.nvim_get_current_tabpage(), vim.api.nvim_get_current_win()
     vim.cmd("leftabove vsplit")
     view.left = vim.api.nvim_get_current_win()
     vim.t.pi_ide_changes = true
+    local group = vim.api.nvim_create_augroup("PiIdeChangesView", { clear = true })
+    vim.api.nvim_create_autocmd("BufWinEnter", { group = group, callback = vim.schedule_wrap(function(ev)
+      if vim.api.nvim_buf_is_valid(ev.buf) then
+        follow(ev)
+      end
+    end) })
   end
   vim.api.nvim_set_current_tabpage(view.tab)
-  vim.api.nvim_win_call(view.right, function()
+  local opened, err = pcall(vim.api.nvim_win_call, view.right, function()
     vim.cmd("diffoff | edit " .. vim.fn.fnameescape(folder .. "/" .. f.path))
   end)
+  if not opened then
+    return vim.notify("pi-ide.nvim: " .. tostring(err):gsub("^.-Vim[^:]*:", ""), vim.log.levels.ERROR)
+  end
   vim.api.nvim_win_set_buf(view.left, checkpoint_buffer(turn, f, bytes))
   winbars(turn, f)
   if not f.binary then

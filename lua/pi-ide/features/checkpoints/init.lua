@@ -18,6 +18,9 @@ local state = {
   told = {}, -- reason -> true: a skipped checkpoint's reason, said once
 }
 
+-- How long a turn waits for its checkpoint before it starts anyway.
+local PATIENCE_MS = 10000
+
 local function cfg()
   return require("pi-ide.core.config").values.checkpoints
 end
@@ -114,19 +117,34 @@ function M.before_turn(agent, prompt, after, chat)
     return table.insert(state.starting[agent], after)
   end
   state.starting[agent] = { after }
-  M.run({ op = "begin", agent = agent, prompt = prompt }, function(ok, r)
+  local folder = M.folder()
+  -- Whichever comes first: the checkpoint, or PATIENCE_MS (a hung disk must not hold the turn).
+  local function go()
+    local waiting = state.starting[agent] or {}
+    state.starting[agent] = nil
+    for _, f in ipairs(waiting) do
+      f()
+    end
+  end
+  local timer = vim.defer_fn(function()
+    if state.starting[agent] then
+      skipped("the checkpoint is taking long: the turn starts without waiting for it")
+      go()
+    end
+  end, PATIENCE_MS)
+  M.run({ op = "begin", agent = agent, prompt = prompt, folder = folder }, function(ok, r)
+    pcall(function()
+      timer:stop()
+      timer:close()
+    end)
     if ok then
-      state.open = { n = r.turn.n, agent = agent, reviewed = {}, chat = chat }
+      state.open = { n = r.turn.n, agent = agent, reviewed = {}, chat = chat, folder = folder }
       settled(r.closed)
       require("pi-ide.core.events").fire("PiIdeCheckpoint", { turn = r.turn.n, agent = agent })
     else
       skipped(r)
     end
-    local waiting = state.starting[agent]
-    state.starting[agent] = nil
-    for _, f in ipairs(waiting) do
-      f()
-    end
+    go()
   end)
 end
 
@@ -138,7 +156,7 @@ function M.after_turn(agent, done)
   end
   state.open = nil
   local reviewed = vim.tbl_keys(open.reviewed)
-  M.run({ op = "end", n = open.n, reviewed = reviewed }, function(ok, t)
+  M.run({ op = "end", n = open.n, reviewed = reviewed, folder = open.folder }, function(ok, t)
     if not ok then
       return log.warn("checkpoint at the end of turn %d: %s", open.n, tostring(t))
     end
@@ -177,6 +195,11 @@ function M.checkpoint()
     settled(r.closed)
     vim.notify(("pi-ide.nvim: checkpoint %d of %s"):format(r.turn.n, vim.fn.fnamemodify(M.folder(), ":~")), vim.log.levels.INFO)
   end)
+end
+
+--- The chat turn under way (an undo now would race the agent), if there is one.
+function M.chat_turn()
+  return state.open and state.open.chat and state.open or nil
 end
 
 --- What the statusline says: the last turn's files changed without review, until looked at.

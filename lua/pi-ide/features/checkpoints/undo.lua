@@ -82,6 +82,11 @@ end
 
 --- :PiIde undo[!].
 function M.run(bang)
+  local busy = checkpoints.chat_turn()
+  if busy then
+    local msg = "pi-ide.nvim: %s's turn is under way: :PiIde abort it (or let it finish) before :PiIde undo"
+    return vim.notify(msg:format(busy.agent), vim.log.levels.WARN)
+  end
   local folder = checkpoints.folder()
   checkpoints.run({ op = "plan", folder = folder }, function(ok, plan)
     if not ok then
