@@ -129,13 +129,17 @@ local function show(turn, f, bytes, folder)
   pcall(vim.api.nvim_win_set_cursor, view.right, { math.max(f.line or 1, 1), 0 })
 end
 
---- Opens change `f` of the list (its checkpoint's text comes from the worker first).
-function M.open(turn, f, folder)
+--- Opens change `f` of the list (its checkpoint's text comes from the worker first), then
+--- calls `shown()` if given.
+function M.open(turn, f, folder, shown)
   checkpoints.run({ op = "content", n = turn.n, path = f.path, folder = folder }, function(ok, bytes)
     if not ok then
       return vim.notify("pi-ide.nvim: " .. tostring(bytes), vim.log.levels.ERROR)
     end
     show(turn, f, bytes, folder)
+    if shown then
+      shown()
+    end
   end)
 end
 
@@ -176,13 +180,10 @@ function M.run(arg)
     local context = { pi_ide_changes = { turn = turn.n, folder = folder } }
     vim.fn.setqflist({}, " ", { title = title, items = items(folder, r.files, turn.started_ms), context = context })
     require("pi-ide.core.events").fire("PiIdeChanges", { turn = turn.n, count = #r.files })
-    M.open(turn, r.files[1], folder)
-    vim.schedule(function()
-      if tab_alive() then
-        vim.cmd("botright copen")
-        map_quickfix(turn, folder)
-        vim.api.nvim_set_current_win(view.right)
-      end
+    M.open(turn, r.files[1], folder, function()
+      vim.cmd("botright copen")
+      map_quickfix(turn, folder)
+      vim.api.nvim_set_current_win(view.right)
     end)
   end)
 end

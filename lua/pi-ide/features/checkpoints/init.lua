@@ -140,6 +140,7 @@ function M.before_turn(agent, prompt, after, chat)
     if ok then
       state.open = { n = r.turn.n, agent = agent, reviewed = {}, chat = chat, folder = folder }
       settled(r.closed)
+      M.reload(folder, r.closed and r.closed.changed or {})
       require("pi-ide.core.events").fire("PiIdeCheckpoint", { turn = r.turn.n, agent = agent })
     else
       skipped(r)
@@ -161,11 +162,25 @@ function M.after_turn(agent, done)
       return log.warn("checkpoint at the end of turn %d: %s", open.n, tostring(t))
     end
     settled(t)
+    M.reload(open.folder, t.changed or {})
     require("pi-ide.core.events").fire("PiIdeTurnChecked", { turn = t.n, agent = t.agent, changed = t.changed, unreviewed = t.unreviewed })
     if done then
       done(t)
     end
   end)
+end
+
+--- Buffers of `paths` (in `folder`) show what is on disk now: unmodified ones, without a prompt
+--- whatever 'autoread' says (a shell write is not seen until Neovim checks).
+function M.reload(folder, paths)
+  for _, p in ipairs(paths) do
+    local buf = require("pi-ide.core.buffers").find(folder .. "/" .. p)
+    if buf and vim.api.nvim_buf_is_loaded(buf) and not vim.bo[buf].modified then
+      vim.api.nvim_buf_call(buf, function()
+        vim.cmd("setlocal autoread | silent! checktime " .. buf .. " | setlocal autoread<")
+      end)
+    end
+  end
 end
 
 --- An agent in a terminal asked something (a tool call, a review): the first request after

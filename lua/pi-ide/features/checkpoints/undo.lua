@@ -43,18 +43,6 @@ local function confirmed(turn, files)
   return vim.fn.confirm(table.concat(lines, "\n"), "&Undo\n&Cancel", 2) == 1
 end
 
--- Buffers of the files now show what is on disk (unmodified ones; never a prompt).
-local function reload(folder, paths)
-  for _, p in ipairs(paths) do
-    local buf = require("pi-ide.core.buffers").find(folder .. "/" .. p)
-    if buf and vim.api.nvim_buf_is_loaded(buf) and not vim.bo[buf].modified then
-      vim.api.nvim_buf_call(buf, function()
-        vim.cmd("setlocal autoread | silent! checktime " .. buf .. " | setlocal autoread<")
-      end)
-    end
-  end
-end
-
 local function give_prompt_back(turn)
   local front = package.loaded["pi-ide.features.chat.front"]
   if turn.prompt and front then
@@ -107,7 +95,7 @@ function M.run(bang)
       if not done then
         return vim.notify("pi-ide.nvim: " .. tostring(r), vim.log.levels.ERROR)
       end
-      reload(folder, vim.list_extend(vim.list_extend({}, r.restored), r.deleted))
+      checkpoints.reload(folder, vim.list_extend(vim.list_extend({}, r.restored), r.deleted))
       checkpoints.seen()
       give_prompt_back(turn)
       report(turn, r, refused)
