@@ -182,3 +182,29 @@ fn checkpoints_survive_a_crash_of_neovim_and_undo_after_the_restart() {
     again.command("PiIde undo!").unwrap();
     wait_until("a.txt put back", PATIENCE, || std::fs::read_to_string(work.join("a.txt")).unwrap() == "before\n");
 }
+
+#[test]
+fn an_agent_in_a_terminal_starts_a_turn_with_its_first_request_after_quiet() {
+    let nvim = Nvim::start_with(Options {
+        after: Some("require('pi-ide').setup({ diagnostics_timeout_ms = 600000, checkpoints = { idle_ms = 0 } })".into()),
+        ..Default::default()
+    });
+    nvim.lua("_G.started = {} vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeCheckpoint', callback = function(e) table.insert(_G.started, e.data) end })");
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    std::fs::write(nvim.cwd.join("a.txt"), "one\n").unwrap();
+    let mut p = nvim.peer();
+    p.call_tool("getDiagnostics", serde_json::json!({})).unwrap();
+    nvim.wait_for("#_G.started == 1", PATIENCE);
+    std::fs::write(nvim.cwd.join("a.txt"), "two\n").unwrap();
+    // The next request (no quiet needed: idle_ms = 0) ends that turn with what it changed.
+    p.call_tool("getDiagnostics", serde_json::json!({})).unwrap();
+    nvim.wait_for("#_G.started == 2", PATIENCE);
+    let started = nvim.lua("return _G.started[1]");
+    assert_eq!(started["turn"], 1);
+    let status = nvim.lua("return require('pi-ide').status()");
+    assert!(status.as_str().unwrap().ends_with("⚠ 1 file changed without review: :PiIde changes"), "{status}");
+    nvim.command("PiIde changes 1").unwrap();
+    nvim.wait_for("#vim.fn.getqflist() == 1", PATIENCE);
+    let qf = quickfix(&nvim);
+    assert!(qf[0].2.starts_with("changed · turn 1 "), "{qf:?}");
+}

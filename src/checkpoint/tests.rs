@@ -141,3 +141,17 @@ fn an_undo_never_writes_through_a_folder_that_now_leads_outside() {
     let report = cp.undo(t.n, &["d/f".into(), "d".into()]).unwrap();
     assert!(!outside.join("f").exists(), "{report:?}");
 }
+
+#[test]
+fn a_repository_inside_the_workspace_is_kept_as_its_commit_and_does_not_break_a_checkpoint() {
+    let (ws, state) = rig("cp-nested", true);
+    std::fs::create_dir_all(ws.join("sub")).unwrap();
+    sh(&ws.join("sub"), "git init -q && echo in > f && git add f && git -c user.email=t@t -c user.name=t commit -qm s");
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    let t = cp.begin("pi", None).unwrap().0;
+    std::fs::write(ws.join("sub/f"), "changed inside\n").unwrap();
+    std::fs::write(ws.join("a.txt"), "x\n").unwrap();
+    let ended = cp.end(t.n, &[]).unwrap();
+    // The nested repository's files are its own: only a.txt is a change.
+    assert_eq!(ended.changed, ["a.txt"]);
+}

@@ -77,6 +77,7 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
             .join(format!("pi-ide.{}", std::process::id())),
     }));
     shared.set_diff_review(opts.get("diff_review")?);
+    shared.set_turn_quiet(opts.get::<Option<u64>>("turn_quiet_ms")?.unwrap_or(u64::MAX));
     // SAFETY: luv's async userdata holds a pointer to its uv_async_t; Lua keeps the handle open
     // until after `stop` (which detaches) returns.
     unsafe {
@@ -180,6 +181,9 @@ fn configure(_: &Lua, opts: Table) -> LuaResult<()> {
     if let Some(review) = review {
         with_server(|s| s.shared.set_diff_review(review));
     }
+    // Absent: checkpoints are off, and no call starts a turn.
+    let quiet: Option<u64> = opts.get("turn_quiet_ms")?;
+    with_server(|s| s.shared.set_turn_quiet(quiet.unwrap_or(u64::MAX)));
     Ok(())
 }
 

@@ -185,6 +185,9 @@ async fn call_tool(
     args: serde_json::Value,
     shared: &Arc<Shared>,
 ) -> Vec<String> {
+    if let Some(event) = shared.turn_began(client) {
+        shared.events.push(event).await;
+    }
     match tool.hook {
         Hook::Lua => {
             shared.park(client, id, tool, args).await;

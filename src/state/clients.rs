@@ -27,6 +27,8 @@ struct Client {
     /// The session's title, when the agent gives one (a tool of the SessionName hook).
     session_name: Option<String>,
     connected_at: SystemTime,
+    /// Its last tool call: a call after a quiet time starts a turn (checkpoints).
+    last_call: Option<std::time::Instant>,
 }
 
 /// What `:PiIde status` shows of a client.
@@ -76,6 +78,7 @@ impl Clients {
             version: None,
             session_name: None,
             connected_at: SystemTime::now(),
+            last_call: None,
         };
         self.map.lock().insert(client, entry);
         outbox
@@ -133,6 +136,14 @@ impl Clients {
     }
 
     /// The agent a client came as (the home agent when it is gone: nothing will be sent).
+    /// Notes a tool call of `client`; how long it had been quiet (`None`: its first call).
+    pub fn called(&self, client: u64) -> Option<std::time::Duration> {
+        let mut map = self.map.lock();
+        let c = map.get_mut(&client)?;
+        let now = std::time::Instant::now();
+        c.last_call.replace(now).map(|t| now - t)
+    }
+
     pub fn agent_of(&self, client: u64) -> &'static Agent {
         self.map
             .lock()

@@ -29,6 +29,10 @@ pub enum Event {
         name: Option<String>,
         version: Option<String>,
     },
+    /// A client's tool call after a quiet time: its turn began (checkpoints).
+    AgentActive {
+        client: u64,
+    },
     /// The agent gave its session a title (a tool of the SessionName hook).
     SessionNamed {
         client: u64,

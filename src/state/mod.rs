@@ -27,7 +27,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use self::clients::{ClientStatus, Clients};
-use self::events::EventQueue;
+use self::events::{Event, EventQueue};
 use self::parked::ParkedCalls;
 use self::requests::OutgoingRequests;
 use self::reviews::Reviews;
@@ -54,6 +54,9 @@ pub struct Shared {
     /// The user's `diff.review`: false answers openDiff at once, unseen. Lua's config owns it;
     /// setup() pushes each change here (the core answers without waking Neovim).
     diff_review: AtomicBool,
+    /// A client's tool call after this much quiet (ms) tells Lua a turn of its began (the
+    /// user's `checkpoints.idle_ms`); u64::MAX: never (checkpoints off).
+    turn_quiet_ms: AtomicU64,
     /// Overrides every tool's fallback deadline (the user's `diagnostics_timeout_ms`).
     fallback_after: Option<Duration>,
     /// The server's runtime, for timers started from the main thread.
@@ -123,6 +126,7 @@ impl Shared {
             staging: Arc::new(tokio::sync::Semaphore::new(1)),
             reviews: Reviews::default(),
             diff_review: AtomicBool::new(true),
+            turn_quiet_ms: AtomicU64::new(u64::MAX),
             fallback_after: settings.fallback_after,
             runtime: OnceLock::new(),
             max_message_size: settings.max_message_size,
@@ -160,6 +164,18 @@ impl Shared {
 
     pub fn is_stopping(&self) -> bool {
         self.stopping.load(Ordering::SeqCst)
+    }
+
+    pub fn set_turn_quiet(&self, ms: u64) {
+        self.turn_quiet_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Notes a tool call of `client`: the event that says its turn began, after a quiet time.
+    pub fn turn_began(&self, client: u64) -> Option<Event> {
+        let quiet = self.clients.called(client);
+        let at_least = std::time::Duration::from_millis(self.turn_quiet_ms.load(Ordering::Relaxed));
+        let due = self.turn_quiet_ms.load(Ordering::Relaxed) != u64::MAX && quiet.is_none_or(|q| q >= at_least);
+        due.then_some(Event::AgentActive { client })
     }
 
     pub fn set_diff_review(&self, on: bool) {

@@ -49,7 +49,7 @@ local function on_client_event(ev)
   end
 end
 
--- An agent asked something: after a quiet time, the start of its turn (features/checkpoints/).
+-- An agent asked something after a quiet time: the start of its turn (features/checkpoints/).
 local function agent_asked(client)
   local kind = require("pi-ide.core.clients").kind_of(client)
   require("pi-ide.features.checkpoints").activity(kind and kind.name or "agent")
@@ -76,14 +76,14 @@ local function process()
   for _, ev in ipairs(events) do
     local ok, err = xpcall(function()
       if ev.kind == "tool_call" then
-        agent_asked(ev.client)
         require("pi-ide.features.tools").dispatch(native, ev)
       elseif ev.kind == "selection_due" then
         require("pi-ide.features.selection").flush()
       elseif ev.kind == "response" then
         require("pi-ide.core.requests").resolve(ev)
-      elseif ev.kind == "review_opened" then
+      elseif ev.kind == "agent_active" then
         agent_asked(ev.client)
+      elseif ev.kind == "review_opened" then
         on_review(native, ev)
       elseif ev.kind == "review_stats" then
         require("pi-ide.features.review").set_stats(ev.req, ev.stats)
@@ -161,7 +161,8 @@ end
 --- Tells the running core the options it acts on by itself (setup() after start).
 function M.configure()
   if state.info and state.native then
-    state.native.configure({ diff_review = config.values.diff.review })
+    local cp = config.values.checkpoints
+    state.native.configure({ diff_review = config.values.diff.review, turn_quiet_ms = cp.enabled and cp.idle_ms or nil })
   end
 end
 
@@ -188,6 +189,7 @@ function M.start()
     selection_debounce_ms = config.values.selection_debounce_ms,
     serve = require("pi-ide.agents").served_at_start(config.values),
     diff_review = config.values.diff.review,
+    turn_quiet_ms = config.values.checkpoints.enabled and config.values.checkpoints.idle_ms or nil,
     run_dir = vim.fn.stdpath("run"),
     own_names = { "Neovim", name },
   }, async)

@@ -12,7 +12,6 @@ local state = {
   waiting = {}, -- job id -> callback(ok, value_or_error)
   open = nil, -- the turn under way here: { n, agent, reviewed = { [rel path] = true } }
   starting = {}, -- agent -> callbacks waiting for its checkpoint
-  active = {}, -- agent (in a terminal) -> when it last asked something (ms)
   warning = nil, -- { n, count }: the last turn's files changed without review
   written = {}, -- rel path -> ms: the user's writes in Neovim
   told = {}, -- reason -> true: a skipped checkpoint's reason, said once
@@ -183,21 +182,15 @@ function M.reload(folder, paths)
   end
 end
 
---- An agent in a terminal asked something (a tool call, a review): the first request after
---- `checkpoints.idle_ms` of quiet starts a turn of its own.
+--- An agent in a terminal asked something after `checkpoints.idle_ms` of quiet (the core
+--- tells): its turn begins, ending the one under way — unless a chat's turn is (the chat's Pi
+--- asks through the same server).
 function M.activity(agent)
-  if not cfg().enabled then
+  if not cfg().enabled or (state.open and state.open.chat) then
     return
   end
-  local now, last = vim.uv.now(), state.active[agent]
-  state.active[agent] = now
-  if state.open and (state.open.chat or state.open.agent ~= agent) then
-    return
-  end
-  if not last or now - last >= cfg().idle_ms then
-    state.open = nil
-    M.before_turn(agent, nil, function() end)
-  end
+  state.open = nil
+  M.before_turn(agent, nil, function() end)
 end
 
 --- :PiIde checkpoint: one now, by the user.
