@@ -162,6 +162,20 @@ local function check_terminal()
   end
 end
 
+local function check_checkpoints()
+  local cfg = require("pi-ide.core.config").values.checkpoints
+  if not cfg.enabled then
+    return h.info("off (checkpoints.enabled = false): :PiIde changes and :PiIde undo have nothing new")
+  end
+  if vim.fn.executable("git") ~= 1 then
+    return h.warn("no `git` on PATH: turns are not recorded, :PiIde changes and :PiIde undo cannot work")
+  end
+  h.ok(("each agent turn is recorded (git %s), in %s"):format(
+    vim.trim(vim.fn.system({ "git", "--version" })):gsub("^git version ", ""),
+    vim.fn.stdpath("state") .. "/pi-ide/checkpoints"
+  ))
+end
+
 function M.check()
   h.start("pi-ide.nvim")
   check_neovim()
@@ -182,6 +196,8 @@ function M.check()
   end
   h.start("agents launched from Neovim")
   check_terminal()
+  h.start("checkpoints (:PiIde changes, :PiIde undo)")
+  check_checkpoints()
 end
 
 return M

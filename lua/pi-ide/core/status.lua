@@ -64,6 +64,10 @@ function M.lines()
   if #terminals > 0 then
     table.insert(lines, "  agents launched here: " .. table.concat(terminals, ", "))
   end
+  local checkpoints = package.loaded["pi-ide.features.checkpoints"]
+  if checkpoints then
+    table.insert(lines, checkpoints.status_line())
+  end
   table.insert(lines, "  log: " .. require("pi-ide.core.log").path())
   return lines
 end

@@ -12,7 +12,8 @@ local state = {
   waiting = {}, -- job id -> callback(ok, value_or_error)
   open = nil, -- the turn under way here: { n, agent, reviewed = { [rel path] = true } }
   starting = {}, -- agent -> callbacks waiting for its checkpoint
-  warning = nil, -- { n, count }: the last turn's files changed without review
+  warning = nil, -- { n, text }: the last turn's files changed without review
+  last = nil, -- the last turn begun in this session
   written = {}, -- rel path -> ms: the user's writes in Neovim
   told = {}, -- reason -> true: a skipped checkpoint's reason, said once
 }
@@ -138,6 +139,7 @@ function M.before_turn(agent, prompt, after, chat)
     end)
     if ok then
       state.open = { n = r.turn.n, agent = agent, reviewed = {}, chat = chat, folder = folder }
+      state.last = r.turn
       settled(r.closed)
       M.reload(folder, r.closed and r.closed.changed or {})
       require("pi-ide.core.events").fire("PiIdeCheckpoint", { turn = r.turn.n, agent = agent })
@@ -208,6 +210,19 @@ end
 --- The chat turn under way (an undo now would race the agent), if there is one.
 function M.chat_turn()
   return state.open and state.open.chat and state.open or nil
+end
+
+--- What :PiIde status says of checkpoints.
+function M.status_line()
+  if not cfg().enabled then
+    return "  checkpoints: off"
+  end
+  local t = state.last
+  if not t then
+    return "  checkpoints: none taken in this session yet"
+  end
+  local at = os.date("%H:%M:%S", math.floor(t.started_ms / 1000))
+  return ("  checkpoints: last turn %d (%s) at %s; :PiIde changes, :PiIde undo"):format(t.n, t.agent, at)
 end
 
 --- What the statusline says: the last turn's files changed without review, until looked at.
