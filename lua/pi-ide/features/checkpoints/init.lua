@@ -99,8 +99,10 @@ end
 
 local function skipped(err)
   log.warn("checkpoint: %s", tostring(err))
-  if not state.told[err] then
-    state.told[err] = true
+  -- Once per kind of reason (sizes change from turn to turn).
+  local kind = tostring(err):gsub("%d", "")
+  if not state.told[kind] then
+    state.told[kind] = true
     vim.notify("pi-ide.nvim: " .. tostring(err), vim.log.levels.WARN)
   end
 end
