@@ -113,7 +113,13 @@ fn take_once(git: &Git, limits: Limits) -> Result<Snapshot, String> {
     // What the shadow already keeps: changed and deleted files.
     add(git, &["--update"], None, &mut skipped)?;
     if !new.is_empty() {
-        add(git, &["--pathspec-from-file=-", "--pathspec-file-nul"], Some(&new), &mut skipped)?;
+        // update-index takes the list as it is (add's pathspecs cost each path a match against
+        // all of them: 10 s for 20,000 new files, against 0.5 s); `--remove`: one that vanished
+        // since the listing is no error. Anything else (an unreadable file): add, which goes on.
+        let plain = git.run(&["update-index", "--add", "--remove", "-z", "--stdin"], Some(&new));
+        if plain.is_err() {
+            add(git, &["--pathspec-from-file=-", "--pathspec-file-nul"], Some(&new), &mut skipped)?;
+        }
     }
     let tree = String::from_utf8_lossy(&git.run(&["write-tree"], None)?).trim().to_string();
     Ok(Snapshot { tree, skipped })
@@ -132,7 +138,8 @@ fn admit(git: &Git, listed: &[u8], limits: Limits) -> Result<(Vec<u8>, Vec<Strin
         }
         bytes += size;
         count += 1;
-        new.extend_from_slice(path);
+        // A repository inside is listed as "sub/"; update-index takes it as "sub" (its commit).
+        new.extend_from_slice(path.strip_suffix(b"/").unwrap_or(path));
         new.push(0);
     }
     if count > limits.files {
