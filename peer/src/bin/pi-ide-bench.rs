@@ -3,6 +3,7 @@
 //! startup time the plugin adds. Run it through `scripts/bench` (it builds and installs first).
 
 mod chat_bench;
+mod checkpoint_bench;
 mod copilot_bench;
 mod mcp_bench;
 
@@ -581,6 +582,12 @@ fn main() {
         }
         return;
     }
+    if only.as_deref() == Some("checkpoints") {
+        for r in checkpoint_bench::rows(quick) {
+            println!("{r}");
+        }
+        return;
+    }
     if only.as_deref() == Some("rss") {
         let mut v: Vec<(f64, f64)> = (0..3).map(|_| rss_added()).map(|(r, _, a)| (r, a)).collect();
         v.sort_by(|x, y| x.0.total_cmp(&y.0));
@@ -682,6 +689,9 @@ fn main() {
         .unwrap_or(0.0);
     println!("| the library, target/release/libpi_ide.so | {lib:.2} MiB | |");
     for r in chat_numbers(quick) {
+        println!("{r}");
+    }
+    for r in checkpoint_bench::rows(quick) {
         println!("{r}");
     }
     for r in mcp_bench::mcp_numbers(quick, rss_kib) {

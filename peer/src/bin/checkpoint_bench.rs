@@ -1,0 +1,229 @@
+//! Checkpoints' numbers: a generated git repository (2,000 and 20,000 files, committed, ~1%
+//! modified, a few untracked) checkpointed by a real Neovim with the plugin — the folder's first
+//! checkpoint, one after 10 files changed, and `:PiIde changes` after 10 more — timed inside
+//! Neovim, with the main loop's stalls measured while keys are typed, as chat_bench does.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use pi_ide_peer::nvim::{temp_dir, Nvim, Options};
+
+/// One run's numbers (ms): wall time, and the 1 ms timer's longest and p99 lateness.
+#[derive(Clone, Copy, Default)]
+struct Timed {
+    wall: f64,
+    longest: f64,
+    p99: f64,
+    /// The main thread's CPU time across the longest gap.
+    longest_cpu: f64,
+}
+
+struct Run {
+    first: Timed,
+    again: Timed,
+    changes: Timed,
+    entries: u64,
+}
+
+// A timer every millisecond: how late each tick is, is how long the loop was busy. The main
+// thread's CPU time across the worst gap (clock 3: CLOCK_THREAD_CPUTIME_ID on Linux) tells work
+// on it from waiting to be scheduled.
+const STALL_TIMER: &str = r#"
+  local ffi = require("ffi")
+  pcall(ffi.cdef, "typedef struct { long s; long ns; } pi_bench_ts; int clock_gettime(int, pi_bench_ts *);")
+  local ts = ffi.new("pi_bench_ts")
+  local function cpu() ffi.C.clock_gettime(3, ts) return tonumber(ts.s) * 1e9 + tonumber(ts.ns) end
+  _G.__s = { gaps = {}, last = vim.uv.hrtime(), cpu = cpu(), worst = 0, worst_cpu = 0 }
+  __s.timer = vim.uv.new_timer()
+  __s.timer:start(1, 1, function()
+    local now, c = vim.uv.hrtime(), cpu()
+    local gap = (now - __s.last) / 1e6 - 1
+    table.insert(__s.gaps, gap)
+    if gap > __s.worst then
+      __s.worst, __s.worst_cpu = gap, (c - __s.cpu) / 1e6
+    end
+    __s.last, __s.cpu = now, c
+  end)
+"#;
+
+/// Stops the timer: its longest and p99 lateness, and the main thread's CPU time across the
+/// longest (ms).
+fn stalls(nvim: &Nvim) -> (f64, f64, f64) {
+    let v = nvim.lua("__s.timer:stop() __s.timer:close() table.sort(__s.gaps) return { __s.gaps[#__s.gaps], __s.gaps[math.max(1, math.floor(#__s.gaps * 0.99))], __s.worst_cpu }");
+    let f = |i: usize| v[i].as_f64().unwrap_or(0.0).max(0.0);
+    (f(0), f(1), f(2))
+}
+
+/// Types into the scratch window (as the user would) until `done` is true.
+fn type_until(nvim: &Nvim, done: &str) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !nvim.lua(&format!("return {done}")).as_bool().unwrap_or(false) {
+        assert!(Instant::now() < deadline, "timed out waiting for: {done}");
+        nvim.request("nvim_input", vec!["ihello world<Esc>".into()]).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+    }
+}
+
+/// `git <args>` in `dir`, away from the user's and the system's git config.
+fn git(dir: &Path, args: &[&str]) {
+    let mut c = Command::new("git");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("GIT_") {
+            c.env_remove(k);
+        }
+    }
+    let out = c
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["-c", "user.name=bench", "-c", "user.email=bench@example.com", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .output()
+        .expect("git");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A text file of 1–4 KB, its lines varied by `seed`.
+fn contents(seed: usize) -> String {
+    let mut x = (seed as u64).wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let lines = 20 + (x >> 33) as usize % 60;
+    let mut s = String::with_capacity(lines * 52);
+    for j in 0..lines {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        s.push_str(&format!("fn item_{seed}_{j}() -> u64 {{ {} }} // generated line\n", x >> 40));
+    }
+    s
+}
+
+/// The repository: `n` files in nested folders, committed; ~1% modified, 5 untracked.
+fn generate(n: usize) -> (PathBuf, Vec<String>) {
+    let dir = temp_dir(&format!("ckpt-{n}"));
+    let paths: Vec<String> = (0..n).map(|i| format!("src/m{:02}/d{:02}/f{i:05}.rs", i / 400, (i / 20) % 20)).collect();
+    for (i, p) in paths.iter().enumerate() {
+        let path = dir.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, contents(i)).unwrap();
+    }
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "generated"]);
+    for p in paths.iter().step_by(100) {
+        append(&dir.join(p), "// modified, not committed\n");
+    }
+    std::fs::create_dir_all(dir.join("notes")).unwrap();
+    for k in 0..5 {
+        std::fs::write(dir.join(format!("notes/untracked{k}.txt")), contents(n + k)).unwrap();
+    }
+    (dir, paths)
+}
+
+fn append(path: &Path, line: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    f.write_all(line.as_bytes()).unwrap();
+}
+
+/// Changes 10 files spread over the repository (a different 10 for each `salt`).
+fn change_ten(dir: &Path, paths: &[String], salt: usize) {
+    let step = paths.len() / 10;
+    for j in 0..10 {
+        let i = (j * step + 37 * salt + 1) % paths.len();
+        append(&dir.join(&paths[i]), &format!("// bench edit {salt}.{j}\n"));
+    }
+}
+
+/// A checkpoint (`begin`), started and answered on Neovim's clock, keys typed meanwhile.
+fn checkpoint(nvim: &Nvim) -> Timed {
+    nvim.lua(STALL_TIMER);
+    nvim.lua(
+        r#"_G.__j = { t0 = vim.uv.hrtime(), t1 = 0 }
+        require("pi-ide.features.checkpoints").run({ op = "begin", agent = "bench" }, function(ok, v)
+          __j.t1, __j.ok, __j.err = vim.uv.hrtime(), ok, not ok and tostring(v) or nil
+        end)"#,
+    );
+    type_until(nvim, "__j.t1 > 0");
+    let (longest, p99, longest_cpu) = stalls(nvim);
+    let v = nvim.lua("return { (__j.t1 - __j.t0) / 1e6, __j.ok, __j.err }");
+    assert_eq!(v[1], serde_json::json!(true), "checkpoint failed: {}", v[2]);
+    Timed { wall: v[0].as_f64().unwrap(), longest, p99, longest_cpu }
+}
+
+/// `:PiIde changes` -> the quickfix list has its first entry (PiIdeChanges fires right after
+/// setqflist); stalls until its tab has opened. Also the entries' count.
+fn changes(nvim: &Nvim) -> (Timed, u64) {
+    nvim.lua(STALL_TIMER);
+    nvim.lua(
+        r#"_G.__c = { t0 = 0, t1 = 0, n = 0 }
+        vim.api.nvim_create_autocmd("User", { pattern = "PiIdeChanges", once = true, callback = function()
+          __c.t1, __c.n = vim.uv.hrtime(), vim.fn.getqflist({ size = 0 }).size
+        end })
+        __c.t0 = vim.uv.hrtime()
+        vim.cmd("PiIde changes")"#,
+    );
+    type_until(nvim, "__c.t1 > 0");
+    // The first entry's tab opens next: its cost is the main loop's too.
+    nvim.wait_for("#vim.api.nvim_list_tabpages() > 1", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(200));
+    let (longest, p99, longest_cpu) = stalls(nvim);
+    let v = nvim.lua("return { (__c.t1 - __c.t0) / 1e6, __c.n }");
+    (Timed { wall: v[0].as_f64().unwrap(), longest, p99, longest_cpu }, v[1].as_u64().unwrap())
+}
+
+/// A fresh Neovim (its own XDG_STATE_HOME: nothing cached) in the repository.
+fn one_run(dir: &Path, paths: &[String], salt: usize) -> Run {
+    let nvim = Nvim::start_with(Options { cwd: Some(dir.to_path_buf()), ..Default::default() });
+    nvim.command("edit typed.txt").unwrap();
+    let first = checkpoint(&nvim);
+    change_ten(dir, paths, 2 * salt);
+    let again = checkpoint(&nvim);
+    change_ten(dir, paths, 2 * salt + 1);
+    let (changes, entries) = changes(&nvim);
+    Run { first, again, changes, entries }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The run with the longest stall, as "longest X ms (Y on the main thread's CPU), p99 Z ms"
+/// (p99: the runs' median; the CPU time spans the tick's whole interval, so at most X is shown).
+fn stall_text(r: &[Run], f: fn(&Run) -> Timed) -> String {
+    let worst = r.iter().map(f).max_by(|a, b| a.longest.total_cmp(&b.longest)).unwrap_or_default();
+    let p99 = median(r.iter().map(|x| f(x).p99).collect());
+    format!("longest {:.1} ms ({:.1} ms of it on the main thread's CPU), p99 {p99:.1} ms", worst.longest, worst.longest_cpu.min(worst.longest))
+}
+
+/// Rows for one repository of `n` files: medians of `runs` runs, stalls the worst of them.
+fn rows_for(n: usize, runs: usize) -> Vec<String> {
+    let (dir, paths) = generate(n);
+    let r: Vec<Run> = (0..runs).map(|k| one_run(&dir, &paths, k)).collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    let med = |f: fn(&Run) -> f64| median(r.iter().map(f).collect());
+    let files = format!("{},{:03}", n / 1000, n % 1000);
+    let of = format!("median of {runs}");
+    vec![
+        format!("| checkpoint, first ({files} files): job started -> its callback, nothing cached ({of}) | {:.1} ms | |", med(|r| r.first.wall)),
+        format!("| checkpoint, again ({files} files, 10 changed) ({of}) | {:.1} ms | |", med(|r| r.again.wall)),
+        format!(
+            "| main thread while they run, keys typed ({files} files; a 1 ms timer's lateness, worst of {runs} runs) | first: {}; again: {} | |",
+            stall_text(&r, |r| r.first),
+            stall_text(&r, |r| r.again)
+        ),
+        format!(
+            "| :PiIde changes -> quickfix list has its first entry ({files} files, 10 changed; {} entries) ({of}) | {:.1} ms; until its tab is open: {} | |",
+            r[0].entries,
+            med(|r| r.changes.wall),
+            stall_text(&r, |r| r.changes)
+        ),
+    ]
+}
+
+/// The table's rows: 2,000 files, then 20,000 (one run each with `quick`).
+pub fn rows(quick: bool) -> Vec<String> {
+    let runs = if quick { 1 } else { 3 };
+    let mut out = rows_for(2_000, runs);
+    out.extend(rows_for(20_000, runs));
+    out
+}
