@@ -299,7 +299,9 @@ function M.send(text)
       return false
     end
   else
-    require("pi-ide.features.checkpoints").before_turn("pi", text, send, true)
+    require("pi-ide.features.checkpoints").before_turn("pi", text, send, function()
+      return chat.state == "working"
+    end)
   end
   view.user(text, steering and behavior or nil)
   return true

@@ -108,11 +108,11 @@ local function skipped(err)
 end
 
 --- Starts a turn of `agent` (its prompt, if known) and calls `after()` once the workspace is
---- recorded — or at once when a turn is already under way or checkpoints are off. Calls made
---- while a checkpoint is being taken run after it, in order. `chat`: a chat's turn, which its
---- end ends (an agent's requests meanwhile start no turn of their own).
-function M.before_turn(agent, prompt, after, chat)
-  if not cfg().enabled or (state.open and state.open.agent == agent) then
+--- recorded — or at once when checkpoints are off. Calls made while a checkpoint is being taken
+--- run after it, in order. `working`: a chat's, which says whether its turn is still under way
+--- (its end ends it; an agent's requests meanwhile start no turn of their own).
+function M.before_turn(agent, prompt, after, working)
+  if not cfg().enabled then
     return after()
   end
   if state.starting[agent] then
@@ -140,7 +140,7 @@ function M.before_turn(agent, prompt, after, chat)
       timer:close()
     end)
     if ok then
-      state.open = { n = r.turn.n, agent = agent, reviewed = {}, chat = chat, folder = folder }
+      state.open = { n = r.turn.n, agent = agent, reviewed = {}, working = working, folder = folder, began = vim.uv.now() }
       state.last = r.turn
       settled(r.closed)
       M.reload(folder, r.closed and r.closed.changed or {})
@@ -190,7 +190,7 @@ end
 --- tells): its turn begins, ending the one under way — unless a chat's turn is (the chat's Pi
 --- asks through the same server).
 function M.activity(agent)
-  if not cfg().enabled or (state.open and state.open.chat) then
+  if not cfg().enabled or M.chat_turn() then
     return
   end
   state.open = nil
@@ -211,7 +211,11 @@ end
 
 --- The chat turn under way (an undo now would race the agent), if there is one.
 function M.chat_turn()
-  return state.open and state.open.chat and state.open or nil
+  local open = state.open
+  -- A chat whose agent crashed mid-turn is not working: its turn no longer counts.
+  -- Just begun, its agent may not have said it works yet.
+  local under_way = open and open.working and (open.working() or vim.uv.now() - open.began < 5000)
+  return under_way and open or nil
 end
 
 --- What :PiIde status says of checkpoints.

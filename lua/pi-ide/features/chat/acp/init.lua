@@ -222,7 +222,9 @@ function Chat:prompt(text)
     self:rpc("session/prompt", { sessionId = self.session, prompt = prompt }, function(r)
       require("pi-ide.features.chat.acp.handlers").turn_ended(self, r)
     end)
-  end, true)
+  end, function()
+    return self.state == "working"
+  end)
 end
 
 --- Sends a prompt (starting the agent); typed before the session is open, it waits for it.
