@@ -465,3 +465,30 @@ fn add_in_snacks_explorer_sends_the_entry_under_the_cursor_picked_entries_and_a_
     );
     assert_no_errors(&nvim);
 }
+
+#[test]
+fn changes_behind_the_reviews_are_listed_taken_back_and_undone_in_lazyvim() {
+    let nvim = Nvim::start_lazyvim(LazyOptions {
+        files: vec!["a.lua".into()],
+        ..Default::default()
+    });
+    let path = nvim.cwd.join("a.lua");
+    std::fs::write(&path, "local a = 1\nreturn a\n").unwrap();
+    nvim.command("edit!").unwrap();
+    nvim.t("record_events", json!(["PiIdeCheckpoint", "PiIdeChanges", "PiIdeUndone"]));
+    type_keys(&nvim, ":PiIde checkpoint<CR>");
+    nvim.wait_for("require('pi_ide_test').count_events('PiIdeCheckpoint') == 1", PATIENCE);
+    // An agent's shell writes behind the reviews.
+    std::fs::write(&path, "local a = 2\nreturn a\n").unwrap();
+    std::fs::write(nvim.cwd.join("b.lua"), "return 'b'\n").unwrap();
+    type_keys(&nvim, ":PiIde changes<CR>");
+    nvim.wait_for("require('pi_ide_test').count_events('PiIdeChanges') == 1 and vim.fn.getqflist({ winid = 0 }).winid ~= 0", PATIENCE);
+    nvim.wait_for("vim.wo.diff and vim.api.nvim_buf_get_name(0):match('a.lua$') ~= nil", PATIENCE);
+    type_keys(&nvim, "ggdo:w<CR>");
+    nvim.wait_for("not vim.bo.modified", PATIENCE);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "local a = 1\nreturn a\n");
+    type_keys(&nvim, ":PiIde undo!<CR>");
+    nvim.wait_for("require('pi_ide_test').count_events('PiIdeUndone') == 1", PATIENCE);
+    assert!(!nvim.cwd.join("b.lua").exists(), "the created file is still there");
+    assert_no_errors(&nvim);
+}

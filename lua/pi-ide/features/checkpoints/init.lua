@@ -203,9 +203,10 @@ function M.checkpoint()
     if not ok then
       return vim.notify("pi-ide.nvim: " .. tostring(r), vim.log.levels.ERROR)
     end
-    state.open = nil
+    state.open, state.last = nil, r.turn
     settled(r.closed)
     vim.notify(("pi-ide.nvim: checkpoint %d of %s"):format(r.turn.n, vim.fn.fnamemodify(M.folder(), ":~")), vim.log.levels.INFO)
+    require("pi-ide.core.events").fire("PiIdeCheckpoint", { turn = r.turn.n, agent = r.turn.agent })
   end)
 end
 
