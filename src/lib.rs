@@ -12,7 +12,8 @@
 //! - `server`: the server's life (bind, threads, the agents served, stop in order).
 //! - `ffi`: the one narrow boundary Lua calls through.
 //!
-//! `chat` runs a chat's agent as a child process, beside the server. See README.md
+//! `chat` runs a chat's agent as a child process, beside the server; `checkpoint` records the
+//! workspace at each agent turn (a shadow git repository) and puts it back. See README.md
 //! ("Architecture").
 
 pub mod agents;
