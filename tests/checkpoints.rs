@@ -208,3 +208,16 @@ fn an_agent_in_a_terminal_starts_a_turn_with_its_first_request_after_quiet() {
     let qf = quickfix(&nvim);
     assert!(qf[0].2.starts_with("changed · turn 1 "), "{qf:?}");
 }
+
+#[test]
+fn a_checkpoint_that_hangs_holds_the_turn_ten_seconds_at_most_and_says_so() {
+    let work = pi_ide_peer::nvim::temp_dir("cp-hung");
+    let hung = work.canonicalize().unwrap().display().to_string();
+    let opts = Options { cwd: Some(work.clone()), env: vec![("PI_IDE_FAILPOINTS".into(), format!("hang-under={hung}"))], ..Default::default() };
+    let nvim = rig_with("", opts);
+    nvim.lua_with("require('pi-ide.features.chat.acp').get('fake'):send(...)", vec!["stream 3".into()]);
+    wait_until("the answer", PATIENCE, || chat_text(&nvim).contains("c3"));
+    assert!(nvim.notes().iter().any(|n| n.contains("the checkpoint is taking long: the turn starts without waiting for it")), "{:?}", nvim.notes());
+    // Neovim stayed responsive throughout (the worker hangs, not the main loop).
+    responsive(&nvim, std::time::Duration::from_secs(5));
+}

@@ -69,6 +69,8 @@ pub struct Snapshot {
 /// Takes the workspace's snapshot. Retries once when a file vanished between the listing and
 /// the add (an agent still at work).
 pub fn take(git: &Git, limits: Limits) -> Result<Snapshot, String> {
+    // A workspace on a mount that never answers, for the tests.
+    crate::support::failpoint::hang_if_under(&git.work_tree);
     let mut tries = 0;
     loop {
         tries += 1;

@@ -134,7 +134,7 @@ function M.before_turn(agent, prompt, after, working)
       go()
     end
   end, PATIENCE_MS)
-  M.run({ op = "begin", agent = agent, prompt = prompt, folder = folder }, function(ok, r)
+  local function began(ok, r)
     pcall(function()
       timer:stop()
       timer:close()
@@ -149,7 +149,12 @@ function M.before_turn(agent, prompt, after, working)
       skipped(r)
     end
     go()
-  end)
+  end
+  -- Whatever fails here, the turn must not be held: its prompt waits in `starting`.
+  local queued, err = pcall(M.run, { op = "begin", agent = agent, prompt = prompt, folder = folder }, began)
+  if not queued then
+    began(false, err)
+  end
 end
 
 --- Ends `agent`'s turn: `done(turn)` with what it changed (nil when no turn was under way).
