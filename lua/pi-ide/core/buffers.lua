@@ -60,6 +60,14 @@ function M.uri(buf)
   return M.is_file(buf) and vim.uri_from_fname(vim.api.nvim_buf_get_name(buf)) or nil
 end
 
+--- Reloads buffer `buf` from disk, without the prompt 'noautoread' would show (for a file
+--- written behind Neovim: an agent's write, an undo). The caller leaves modified buffers alone.
+function M.reload(buf)
+  vim.api.nvim_buf_call(buf, function()
+    vim.cmd("setlocal autoread | silent! checktime " .. buf .. " | setlocal autoread<")
+  end)
+end
+
 -- vim.str_utfindex takes an encoding from 0.11 on (the old form is deprecated there).
 local NEW_UTFINDEX = vim.fn.has("nvim-0.11") == 1
 

@@ -4,6 +4,7 @@
 -- lasts until the next. What a turn changed that no review showed is counted for the statusline
 -- and the chat. :PiIde changes and :PiIde undo (changes.lua, undo.lua) read them.
 local log = require("pi-ide.core.log")
+local buffers = require("pi-ide.core.buffers")
 
 local M = {}
 
@@ -182,18 +183,16 @@ end
 --- whatever 'autoread' says (a shell write is not seen until Neovim checks).
 function M.reload(folder, paths)
   for _, p in ipairs(paths) do
-    local buf = require("pi-ide.core.buffers").find(folder .. "/" .. p)
+    local buf = buffers.find(folder .. "/" .. p)
     if buf and vim.api.nvim_buf_is_loaded(buf) and not vim.bo[buf].modified then
-      vim.api.nvim_buf_call(buf, function()
-        vim.cmd("setlocal autoread | silent! checktime " .. buf .. " | setlocal autoread<")
-      end)
+      buffers.reload(buf)
     end
   end
 end
 
 --- An agent in a terminal asked something after `checkpoints.idle_ms` of quiet (the core
---- tells): its turn begins, ending the one under way — unless a chat's turn is (the chat's Pi
---- asks through the same server).
+--- tells): its turn begins, ending the one under way — unless a chat's turn is (a chat's agent
+--- may ask through the same server).
 function M.activity(agent)
   if not cfg().enabled or M.chat_turn() then
     return

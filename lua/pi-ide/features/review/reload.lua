@@ -27,10 +27,7 @@ local function reload(path, state)
     end
     return
   end
-  -- 'autoread' for this one check, so that no prompt appears whatever the user's setting.
-  vim.api.nvim_buf_call(buf, function()
-    vim.cmd("setlocal autoread | silent! checktime " .. buf .. " | setlocal autoread<")
-  end)
+  buffers.reload(buf)
 end
 
 --- Watches `path` for the agent's write, and reloads the buffers showing it.
