@@ -105,6 +105,8 @@ fn a_shell_write_is_listed_taken_back_hunk_by_hunk_and_the_repository_is_untouch
     assert_eq!(repository_state(&dir), before);
 }
 
+const PROMPT_AREA: &str = "return table.concat(vim.api.nvim_buf_get_lines(vim.fn.bufnr('Fake prompt'), 0, -1, false), '\\n')";
+
 #[test]
 fn undo_in_a_folder_that_is_not_a_repository_puts_everything_back_and_gives_the_prompt_back() {
     let nvim = rig("");
@@ -117,12 +119,12 @@ fn undo_in_a_folder_that_is_not_a_repository_puts_everything_back_and_gives_the_
     nvim.lua("_G.asked = nil vim.fn.confirm = function(msg) _G.asked = msg return 1 end");
     nvim.command("PiIde undo").unwrap();
     nvim.wait_for("vim.fn.filereadable('new.txt') == 0 and vim.fn.filereadable('gone.bin') == 1", PATIENCE);
+    // The files are written on the checkpoints' thread; the prompt comes back when Neovim hears of it.
+    wait_until("the prompt back", PATIENCE, || nvim.lua(PROMPT_AREA).as_str() == Some(prompt));
     let asked = nvim.lua("return _G.asked").as_str().unwrap().to_owned();
     assert!(asked.contains("Undo turn 1 (fake)?") && asked.contains("put back a.txt") && asked.contains("delete (created by the turn) new.txt"), "{asked}");
     assert_eq!(std::fs::read(dir.join("a.txt")).unwrap(), b"one\r\ntwo\xff\n");
     assert_eq!(std::fs::read(dir.join("gone.bin")).unwrap(), b"\0\x01binary");
-    let prompt_area = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(vim.fn.bufnr('Fake prompt'), 0, -1, false), '\\n')");
-    assert_eq!(prompt_area.as_str().unwrap(), prompt);
     // Undone: the next undo has nothing of that turn to do.
     nvim.command("PiIde undo!").unwrap();
     wait_until("the note", PATIENCE, || nvim.notes().iter().any(|n| n.contains("every turn of this folder is undone")));
