@@ -194,6 +194,13 @@ pub fn roundtrip_vs_floor(n: usize) -> ((f64, f64), (f64, f64)) {
     ((med(&a, |x| x.0), med(&a, |x| x.1)), (med(&b, |x| x.0), med(&b, |x| x.1)))
 }
 
+/// What copilot on with a session adds (KiB), median of 3.
+pub fn copilot_adds() -> f64 {
+    let mut v: Vec<f64> = (0..3).map(|_| rss_copilot(|pid| crate::memory_bench::Rss::of(pid).total)).map(|(off, on)| on - off).collect();
+    v.sort_by(f64::total_cmp);
+    v[1]
+}
+
 /// Resident memory (KiB) of Neovim with the server up and one agent of each kind it serves
 /// connected: copilot off (a Pi client) and copilot on (a Pi client and a Copilot session).
 pub fn rss_copilot(rss_kib: fn(u32) -> f64) -> (f64, f64) {

@@ -6,6 +6,7 @@ mod chat_bench;
 mod checkpoint_bench;
 mod copilot_bench;
 mod mcp_bench;
+mod memory_bench;
 
 use std::path::Path;
 use std::process::Command;
@@ -480,37 +481,7 @@ fn percentile_of(mut v: Vec<f64>, p: f64) -> f64 {
 }
 
 fn rss_kib(pid: u32) -> f64 {
-    status_kib(pid, "VmRSS:")
-}
-
-/// A `/proc/<pid>/status` line in KiB (VmRSS, RssAnon, RssFile).
-fn status_kib(pid: u32, key: &str) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with(key))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
-}
-
-/// Resident memory of Neovim with the plugin (server up, an agent connected) minus without it,
-/// Neovim's own, and of the added: how much is anonymous (private to this process; the rest is
-/// mapped from files, mostly the library's code: clean pages the kernel can drop and reread).
-fn rss_added() -> (f64, f64, f64) {
-    let without = Nvim::start_with(pi_ide_peer::nvim::Options {
-        before: Some(format!("vim.opt.rtp:remove('{}')", plugin_root().display())),
-        ..Default::default()
-    });
-    let with = Nvim::start();
-    let _p = with.peer();
-    std::thread::sleep(Duration::from_millis(500));
-    for n in [&without, &with] {
-        n.lua("collectgarbage('collect')");
-    }
-    let (a, b) = (rss_kib(without.pid()), rss_kib(with.pid()));
-    let anon = status_kib(with.pid(), "RssAnon:") - status_kib(without.pid(), "RssAnon:");
-    (b - a, a, anon)
+    memory_bench::Rss::of(pid).total
 }
 
 /// The chat while Pi streams 2,000 deltas/s (5 s, or 2 s with --quick) and keys are typed in
@@ -589,13 +560,9 @@ fn main() {
         return;
     }
     if only.as_deref() == Some("rss") {
-        let mut v: Vec<(f64, f64)> = (0..3).map(|_| rss_added()).map(|(r, _, a)| (r, a)).collect();
-        v.sort_by(|x, y| x.0.total_cmp(&y.0));
-        println!(
-            "resident memory added (median of 3): {:.2} MiB, of which anonymous {:.2} MiB",
-            v[1].0 / 1024.0,
-            v[1].1 / 1024.0
-        );
+        for r in memory_bench::rows() {
+            println!("{r}");
+        }
         return;
     }
     let n = if quick { 200 } else { 1000 };
@@ -634,9 +601,8 @@ fn main() {
     let (sel50, sel99) = selection_latency(&nvim, sel_n);
     drop(nvim);
     let (base, plugin_added, start_added) = startup(runs);
-    let (rss_plus, rss_base, rss_anon) = rss_added();
+    let memory = memory_bench::rows();
     let ((c50, c99), (cf50, cf99)) = copilot_bench::roundtrip_vs_floor(n);
-    let (rss_off, rss_on) = copilot_bench::rss_copilot(rss_kib);
 
     let date = Command::new("date")
         .arg("-u")
@@ -681,9 +647,10 @@ fn main() {
     println!("| typing 20 characters that match the ghost text | {gh_requests} new requests; ghost text visible after {gh_visible} of 20 keystrokes | 0 requests, 20 of 20 |");
     println!("| time added to `nvim --headless --clean +qa` by the plugin on the runtimepath (median of {runs}) | {plugin_added:.2} ms (baseline {base:.1} ms) | < 3 ms |");
     println!("| time added when the server is also started and stopped in that run | {start_added:.2} ms | (stricter than asked) |");
-    println!("| resident memory added (server up, an agent connected) | {:.2} MiB (Neovim alone: {:.1} MiB); anonymous {:.2} MiB, the rest mapped from files (the library's code) | ≤ 1.5 MiB (pure-Lua plugins: 1.1–1.9 MiB) |", rss_plus / 1024.0, rss_base / 1024.0, rss_anon / 1024.0);
+    for r in &memory {
+        println!("{r}");
+    }
     println!("| Copilot: get_diagnostics round trip over the Unix socket, keep-alive client: ours / a bare hyper server answering the same bytes (floor) | p50 {c50:.3} / {cf50:.3} ms = {:.2}x, p99 {c99:.3} / {cf99:.3} ms | ≤ 1.2x the floor (p50) |", c50 / cf50);
-    println!("| Copilot: resident memory, copilot on with a session vs off (each with a Pi client) | +{:.2} MiB ({:.1} vs {:.1} MiB) | copilot off: unchanged |", (rss_on - rss_off) / 1024.0, rss_on / 1024.0, rss_off / 1024.0);
     let lib = std::fs::metadata(plugin_root().join("target/release/libpi_ide.so"))
         .map(|m| m.len() as f64 / 1048576.0)
         .unwrap_or(0.0);
