@@ -11,4 +11,42 @@ fn main() {
     println!("cargo:rerun-if-changed=src");
     let stamp = stamp::stamp(&root).expect("the sources are here");
     println!("cargo:rustc-env=PI_IDE_SOURCE_STAMP={stamp}");
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+        hot_code_first(&root);
+        if builds_for_a_glibc_with_relr() {
+            println!("cargo:rustc-cdylib-link-arg=-Wl,-z,pack-relative-relocs");
+        }
+    }
+}
+
+/// Relative relocations packed (DT_RELR): the loader reads 2 KiB of them instead of 60, and
+/// those pages do not stay resident. A glibc older than 2.36 refuses such a library, so only
+/// when the glibc building it is 2.36 or newer and it is built for this machine (a library
+/// built against this glibc needs it anyway).
+fn builds_for_a_glibc_with_relr() -> bool {
+    if std::env::var("TARGET").ok() != std::env::var("HOST").ok()
+        || std::env::var("CARGO_CFG_TARGET_ENV").as_deref() != Ok("gnu")
+    {
+        return false;
+    }
+    let Ok(out) = std::process::Command::new("getconf").arg("GNU_LIBC_VERSION").output() else {
+        return false;
+    };
+    // "glibc 2.36"
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut version = text.split_whitespace().nth(1).unwrap_or("").split('.');
+    let major: u32 = version.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    let minor: u32 = version.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+    (major, minor) >= (2, 36)
+}
+
+/// The code an idle server runs, placed together at the front (src/hot-code.ld, written by
+/// scripts/hot-code, which asks for the linker's map of where everything went).
+fn hot_code_first(root: &std::path::Path) {
+    println!("cargo:rerun-if-changed=src/hot-code.ld");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-T,{}", root.join("src/hot-code.ld").display());
+    println!("cargo:rerun-if-env-changed=PI_IDE_LINK_MAP");
+    if let Ok(map) = std::env::var("PI_IDE_LINK_MAP") {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-Map={map}");
+    }
 }

@@ -1,20 +1,63 @@
-"""Writes the linker script that places the traced functions first (see scripts/hot-code).
+"""The two halves of scripts/hot-code.
 
-Arguments: a callgrind trace and `nm` of the library with symbols. Symbol names are v0-mangled
-(.cargo/config.toml); the parts that change from one build or toolchain to another (crate
-disambiguators, back-references) become wildcards, unless that makes a name match more than the
-one function, in which case it is kept whole."""
+`pages PID`: the library's code pages resident in process PID, as addresses in the library.
+`script MAP TRACE MAPS PAGES`: the linker script that places first every function that ran in
+the callgrind TRACE (of a process whose library mappings are in MAPS) and every function on a
+page in PAGES, named through the linker's MAP of the same build.
+
+Names are v0-mangled (.cargo/config.toml); the parts that change from one build or toolchain to
+another (crate disambiguators, back-references, the number LLVM appends to a local copy) become
+wildcards, unless that makes a name match more than the one function: then it is kept whole."""
+import bisect
 import fnmatch
 import re
+import struct
 import sys
 
-trace, symbols = sys.argv[1], sys.argv[2]
+PAGE = 4096
 
-def ran(path):
-    """Functions with costs in the trace, in the order first seen: of libpi_ide, or of an object
-    callgrind could not name (it says ??? for some of ours); the symbols keep only ours."""
+
+def library_mappings(maps_lines):
+    """The library's load address and its code mappings, from /proc/<pid>/maps lines."""
+    base, code = None, []
+    for line in maps_lines:
+        f = line.split()
+        if len(f) < 6 or "libpi_ide" not in f[5]:
+            continue
+        start, end = (int(x, 16) for x in f[0].split("-"))
+        if int(f[2], 16) == 0 and base is None:
+            base = start
+        if "x" in f[1]:
+            code.append((start, end))
+    return base, code
+
+
+def resident_pages(pid):
+    base, code = library_mappings(open(f"/proc/{pid}/maps"))
+    with open(f"/proc/{pid}/pagemap", "rb") as pagemap:
+        for start, end in code:
+            pagemap.seek(start // PAGE * 8)
+            entries = pagemap.read((end - start) // PAGE * 8)
+            for i in range(len(entries) // 8):
+                if struct.unpack_from("<Q", entries, i * 8)[0] >> 63:
+                    print(hex(start + i * PAGE - base))
+
+
+def sections(map_path):
+    """(address, size, symbol) of every function section in the linker's map, by address."""
+    out = []
+    line_re = re.compile(r"^\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+\d+\s+\S*:\(\.text\.(?:unlikely\.)?([^)]+)\)")
+    for line in open(map_path, errors="replace"):
+        m = line_re.match(line)
+        if m and int(m.group(2), 16) > 0:
+            out.append((int(m.group(1), 16), int(m.group(2), 16), m.group(3)))
+    return sorted(out)
+
+
+def ran(trace_path):
+    """Functions with costs in the trace: names, or addresses where callgrind had no name."""
     objects, names, seen, obj = {}, {}, {}, None
-    for line in open(path, errors="replace"):
+    for line in open(trace_path, errors="replace"):
         m = re.match(r"^(ob|cob|fn|cfn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
         if not m:
             continue
@@ -28,28 +71,61 @@ def ran(path):
             seen.setdefault(re.sub(r"'\d+$", "", names[ref]), None)
     return list(seen)
 
+
+def section_at(secs, starts, addr):
+    i = bisect.bisect_right(starts, addr) - 1
+    if i >= 0 and secs[i][0] <= addr < secs[i][0] + secs[i][1]:
+        return secs[i][2]
+    return None
+
+
 def loose(name):
     if name.startswith("_R"):
         name = re.sub(r"Cs[0-9a-zA-Z]*_", "C*", name)
         name = re.sub(r"B[0-9a-zA-Z]*_", "B*", name)
+    name = re.sub(r"\.[0-9]+$", ".*", name)
     return name.replace("$", "?")
 
-functions = set()
-for line in open(symbols):
-    parts = line.split()
-    if len(parts) == 3 and parts[1] in "tT":
-        functions.add(parts[2])
 
-print("/* Written by scripts/hot-code: the code an idle server with one agent runs, placed first. */")
-print("SECTIONS {\n  .text.hot : {")
-for name in ran(trace):
-    if name not in functions:
-        continue
-    pattern = loose(name)
-    matcher = re.compile(fnmatch.translate(pattern))
-    if pattern != name and sum(1 for f in functions if matcher.match(f)) != 1:
-        pattern = name.replace("$", "?")
-    print(f"    *(.text.{pattern} .text.unlikely.{pattern})")
-print("  }\n}\nINSERT BEFORE .text;")
-print("/* Read only when a panic unwinds: away from the read-only data that is read at every start. */")
-print("SECTIONS {\n  .gcc_except_table : { *(.gcc_except_table .gcc_except_table.*) }\n}\nINSERT AFTER .eh_frame;")
+def hot_functions(secs, trace_path, maps_path, pages_path):
+    starts = [s[0] for s in secs]
+    by_name = {s[2] for s in secs}
+    base, _ = library_mappings(open(maps_path))
+    found = []
+    for name in ran(trace_path):
+        if name in by_name:
+            found.append(name)
+        elif name.startswith("0x"):
+            addr = int(name, 16)
+            found.append(section_at(secs, starts, addr if addr < base else addr - base))
+    pages = sorted({int(line, 16) for line in open(pages_path) if line.strip()})
+    for page in pages:
+        i = bisect.bisect_right(starts, page) - 1
+        for s in secs[max(i, 0):]:
+            if s[0] >= page + PAGE:
+                break
+            if s[0] + s[1] > page:
+                found.append(s[2])
+    return [f for f in dict.fromkeys(found) if f]
+
+
+def script(map_path, trace_path, maps_path, pages_path):
+    secs = sections(map_path)
+    every = [s[2] for s in secs]
+    print("/* Written by scripts/hot-code: the code an idle server with one agent runs, placed first. */")
+    print("SECTIONS {\n  .text.hot : {")
+    for name in hot_functions(secs, trace_path, maps_path, pages_path):
+        pattern = loose(name)
+        matcher = re.compile(fnmatch.translate(pattern))
+        if pattern != name and sum(1 for f in every if matcher.match(f)) != 1:
+            pattern = name.replace("$", "?")
+        print(f"    *(.text.{pattern} .text.unlikely.{pattern})")
+    print("  }\n}\nINSERT BEFORE .text;")
+    print("/* Read only when a panic unwinds: away from the read-only data that is read at every start. */")
+    print("SECTIONS {\n  .gcc_except_table : { *(.gcc_except_table .gcc_except_table.*) }\n}\nINSERT AFTER .eh_frame;")
+
+
+if sys.argv[1] == "pages":
+    resident_pages(int(sys.argv[2]))
+else:
+    script(*sys.argv[2:6])
