@@ -41,7 +41,9 @@ require("pi-ide.features.suggest.keys").define_plugs()
 -- Start after VimEnter, so the first screen is never delayed; when the plugin is loaded later
 -- (lazy-loading), on the next turn of the loop, after setup() has run.
 local function autostart()
-  require("pi-ide").autostart()
+  require("pi-ide.core.gc").eager(function()
+    require("pi-ide").autostart()
+  end)
 end
 if vim.v.vim_did_enter == 1 then
   vim.schedule(autostart)

@@ -5,7 +5,8 @@ local M = {}
 --- Applies options (see :help pi-ide-options). Unknown or ill-typed keys are named in an error
 --- message and ignored.
 ---@param opts? PiIde.Config
-function M.setup(opts)
+-- setup()'s work: the options checked and taken, and a running server told.
+local function configure(opts)
   local config = require("pi-ide.core.config")
   local before = vim.deepcopy(config.values)
   config.setup(opts)
@@ -16,6 +17,10 @@ function M.setup(opts)
     server.configure()
     server.apply_start_options(before)
   end
+end
+
+function M.setup(opts)
+  require("pi-ide.core.gc").eager(configure, opts)
 end
 
 function M.start()

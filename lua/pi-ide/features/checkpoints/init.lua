@@ -75,7 +75,7 @@ function M.run(job, cb)
   end
   local c = cfg()
   job.folder, job.state = job.folder or M.folder(), vim.fn.stdpath("state") .. "/pi-ide"
-  job.max_files, job.max_file_bytes, job.max_new_bytes = c.max_files, c.max_file_mb * 2 ^ 20, c.max_new_mb * 2 ^ 20
+  job.max_files, job.max_file_bytes, job.max_new_bytes = c.max_files, c.max_file_mb * 1048576, c.max_new_mb * 1048576
   state.waiting[native.checkpoint_job(job)] = cb
 end
 
