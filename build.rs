@@ -21,11 +21,13 @@ fn main() {
 
 /// Relative relocations packed (DT_RELR): the loader reads 2 KiB of them instead of 60, and
 /// those pages do not stay resident. A glibc older than 2.36 refuses such a library, so only
-/// when the glibc building it is 2.36 or newer and it is built for this machine (a library
-/// built against this glibc needs it anyway).
+/// when the glibc building it is 2.36 or newer and it is built for this machine with its own
+/// linker (a library built against this glibc needs it anyway). A linker of one's choosing
+/// (the releases' cargo-zigbuild, which targets glibc 2.17) gets none.
 fn builds_for_a_glibc_with_relr() -> bool {
     if std::env::var("TARGET").ok() != std::env::var("HOST").ok()
         || std::env::var("CARGO_CFG_TARGET_ENV").as_deref() != Ok("gnu")
+        || std::env::var_os("RUSTC_LINKER").is_some()
     {
         return false;
     }
