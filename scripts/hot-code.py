@@ -1,9 +1,10 @@
 """The two halves of scripts/hot-code.
 
 `pages PID`: the library's code pages resident in process PID, as addresses in the library.
-`script MAP TRACE MAPS PAGES`: the linker script that places first every function that ran in
-the callgrind TRACE (of a process whose library mappings are in MAPS) and every function on a
-page in PAGES, named through the linker's MAP of the same build.
+`script MAP TRACE MAPS PAGES [LATER...]`: the linker script that places first every function
+that ran in the callgrind TRACE (of a process whose library mappings are in MAPS) and every
+function on a page in PAGES, then what ran in the LATER traces (features a user turns on:
+Copilot, Claude Code, the chat, reviews), named through the linker's MAP of the same build.
 
 Names are v0-mangled (.cargo/config.toml); the parts that change from one build or toolchain to
 another (crate disambiguators, back-references, the number LLVM appends to a local copy) become
@@ -55,7 +56,9 @@ def sections(map_path):
 
 
 def ran(trace_path):
-    """Functions with costs in the trace: names, or addresses where callgrind had no name."""
+    """What ran in the trace, in the order first seen: ("name", symbol) where callgrind knew it,
+    ("offset", n) for code of libpi_ide it could not name, and ("address", n) for code of an
+    object it could not name at all (some of ours shows so)."""
     objects, names, seen, obj = {}, {}, {}, None
     for line in open(trace_path, errors="replace"):
         m = re.match(r"^(ob|cob|fn|cfn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
@@ -68,7 +71,11 @@ def ran(trace_path):
         if kind == "ob":
             obj = objects[ref]
         elif kind == "fn" and obj and ("libpi_ide" in obj or obj == "???"):
-            seen.setdefault(re.sub(r"'\d+$", "", names[ref]), None)
+            name = re.sub(r"'\d+$", "", names[ref])
+            if not name.startswith("0x"):
+                seen.setdefault(("name", name), None)
+            else:
+                seen.setdefault(("offset" if "libpi_ide" in obj else "address", int(name, 16)), None)
     return list(seen)
 
 
@@ -87,17 +94,22 @@ def loose(name):
     return name.replace("$", "?")
 
 
-def hot_functions(secs, trace_path, maps_path, pages_path):
-    starts = [s[0] for s in secs]
+def traced(secs, starts, trace_path, base, size):
+    """The sections of what ran in a trace; `base` None: addresses cannot be placed."""
     by_name = {s[2] for s in secs}
-    base, _ = library_mappings(open(maps_path))
-    found = []
-    for name in ran(trace_path):
-        if name in by_name:
-            found.append(name)
-        elif name.startswith("0x"):
-            addr = int(name, 16)
-            found.append(section_at(secs, starts, addr if addr < base else addr - base))
+    out = []
+    for kind, value in ran(trace_path):
+        if kind == "name":
+            out.append(value if value in by_name else None)
+        elif kind == "offset":
+            out.append(section_at(secs, starts, value))
+        elif base is not None and base <= value < base + size:
+            out.append(section_at(secs, starts, value - base))
+    return out
+
+
+def on_pages(secs, starts, pages_path):
+    out = []
     pages = sorted({int(line, 16) for line in open(pages_path) if line.strip()})
     for page in pages:
         i = bisect.bisect_right(starts, page) - 1
@@ -105,16 +117,28 @@ def hot_functions(secs, trace_path, maps_path, pages_path):
             if s[0] >= page + PAGE:
                 break
             if s[0] + s[1] > page:
-                found.append(s[2])
+                out.append(s[2])
+    return out
+
+
+def hot_functions(secs, trace_path, maps_path, pages_path, later):
+    """Tier 1 (the traced scenario and the pages it read), then what the `later` traces ran."""
+    starts = [s[0] for s in secs]
+    base, code = library_mappings(open(maps_path))
+    size = max(end for _, end in code) - base
+    found = traced(secs, starts, trace_path, base, size) + on_pages(secs, starts, pages_path)
+    for path in later:
+        found += traced(secs, starts, path, None, 0)
     return [f for f in dict.fromkeys(found) if f]
 
 
-def script(map_path, trace_path, maps_path, pages_path):
+def script(map_path, trace_path, maps_path, pages_path, *later):
     secs = sections(map_path)
     every = [s[2] for s in secs]
-    print("/* Written by scripts/hot-code: the code an idle server with one agent runs, placed first. */")
+    print("/* Written by scripts/hot-code: the code an idle server with one agent runs, placed first,")
+    print("   then what the features a user turns on run. */")
     print("SECTIONS {\n  .text.hot : {")
-    for name in hot_functions(secs, trace_path, maps_path, pages_path):
+    for name in hot_functions(secs, trace_path, maps_path, pages_path, later):
         pattern = loose(name)
         matcher = re.compile(fnmatch.translate(pattern))
         if pattern != name and sum(1 for f in every if matcher.match(f)) != 1:
@@ -128,4 +152,4 @@ def script(map_path, trace_path, maps_path, pages_path):
 if sys.argv[1] == "pages":
     resident_pages(int(sys.argv[2]))
 else:
-    script(*sys.argv[2:6])
+    script(*sys.argv[2:])

@@ -404,6 +404,16 @@ impl Nvim {
 
 impl Drop for Nvim {
     fn drop(&mut self) {
+        // scripts/hot-code: a Neovim under callgrind writes its trace when it exits, not when
+        // it is killed.
+        if std::env::var_os("PI_IDE_NVIM_QUIT").is_some() {
+            // SAFETY: a plain kill(2) of the process this test started.
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            while std::time::Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
         if let Some(pid) = self.server_pid {
             // SAFETY: a plain kill(2) of a process this test started.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
