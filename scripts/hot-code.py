@@ -11,6 +11,7 @@ another (crate disambiguators, back-references, the number LLVM appends to a loc
 wildcards, unless that makes a name match more than the one function: then it is kept whole."""
 import bisect
 import fnmatch
+import os
 import re
 import struct
 import sys
@@ -128,7 +129,12 @@ def hot_functions(secs, trace_path, maps_path, pages_path, later):
     size = max(end for _, end in code) - base
     found = traced(secs, starts, trace_path, base, size) + on_pages(secs, starts, pages_path)
     for path in later:
-        found += traced(secs, starts, path, None, 0)
+        # Its mappings, saved beside it when its Neovim quit (peer/src/nvim.rs).
+        maps = re.sub(r"\.out$", ".maps", path)
+        lines = open(maps).readlines() if os.path.exists(maps) else []
+        base, code = library_mappings(lines)
+        size = max((end for _, end in code), default=0) - (base or 0)
+        found += traced(secs, starts, path, base, size)
     return [f for f in dict.fromkeys(found) if f]
 
 

@@ -405,8 +405,10 @@ impl Nvim {
 impl Drop for Nvim {
     fn drop(&mut self) {
         // scripts/hot-code: a Neovim under callgrind writes its trace when it exits, not when
-        // it is killed.
-        if std::env::var_os("PI_IDE_NVIM_QUIT").is_some() {
+        // it is killed; its mappings beside it place the code callgrind could not name.
+        if let Some(dir) = std::env::var_os("PI_IDE_NVIM_QUIT") {
+            let pid = self.child.id();
+            let _ = std::fs::copy(format!("/proc/{pid}/maps"), Path::new(&dir).join(format!("{pid}.maps")));
             // SAFETY: a plain kill(2) of the process this test started.
             unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
             let deadline = std::time::Instant::now() + Duration::from_secs(60);
