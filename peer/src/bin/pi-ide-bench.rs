@@ -651,10 +651,6 @@ fn main() {
         println!("{r}");
     }
     println!("| Copilot: get_diagnostics round trip over the Unix socket, keep-alive client: ours / a bare hyper server answering the same bytes (floor) | p50 {c50:.3} / {cf50:.3} ms = {:.2}x, p99 {c99:.3} / {cf99:.3} ms | ≤ 1.2x the floor (p50) |", c50 / cf50);
-    let lib = std::fs::metadata(plugin_root().join("target/release/libpi_ide.so"))
-        .map(|m| m.len() as f64 / 1048576.0)
-        .unwrap_or(0.0);
-    println!("| the library, target/release/libpi_ide.so | {lib:.2} MiB | |");
     for r in chat_numbers(quick) {
         println!("{r}");
     }
