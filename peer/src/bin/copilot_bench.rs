@@ -195,8 +195,8 @@ pub fn roundtrip_vs_floor(n: usize) -> ((f64, f64), (f64, f64)) {
 }
 
 /// What copilot on with a session adds (KiB), median of 3.
-pub fn copilot_adds() -> f64 {
-    let mut v: Vec<f64> = (0..3).map(|_| rss_copilot(|pid| crate::memory_bench::Rss::of(pid).total)).map(|(off, on)| on - off).collect();
+pub fn copilot_adds(rss_kib: fn(u32) -> f64) -> f64 {
+    let mut v: Vec<f64> = (0..3).map(|_| rss_copilot(rss_kib)).map(|(off, on)| on - off).collect();
     v.sort_by(f64::total_cmp);
     v[1]
 }

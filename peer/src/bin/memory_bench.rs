@@ -116,7 +116,6 @@ pub fn rows() -> Vec<String> {
         format!("| resident memory added, one agent connected that followed the cursor (median of 3; Neovim alone {:.1} MiB) | {} | ≤ 1.1 MiB |", a.base.total / 1024.0, a.client.mib()),
         format!("| the library's size | {lib:.0} KiB{hot} | |"),
         format!("| resident memory claude_code adds, Claude Code connected (vs off, a Pi client; median of 3) | +{:.2} MiB | |", claude_code_adds() / 1024.0),
-        format!("| resident memory copilot adds, a Copilot session (vs off, a Pi client; median of 3) | +{:.2} MiB | |", crate::copilot_bench::copilot_adds() / 1024.0),
     ]
 }
 

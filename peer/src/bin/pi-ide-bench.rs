@@ -480,6 +480,14 @@ fn percentile_of(mut v: Vec<f64>, p: f64) -> f64 {
     percentile(&v, p)
 }
 
+/// memory_bench's rows, and what copilot adds.
+fn memory_rows() -> Vec<String> {
+    let mut rows = memory_bench::rows();
+    let copilot = copilot_bench::copilot_adds(rss_kib) / 1024.0;
+    rows.push(format!("| resident memory copilot adds, a Copilot session (vs off, a Pi client; median of 3) | +{copilot:.2} MiB | |"));
+    rows
+}
+
 fn rss_kib(pid: u32) -> f64 {
     memory_bench::Rss::of(pid).total
 }
@@ -560,7 +568,7 @@ fn main() {
         return;
     }
     if only.as_deref() == Some("rss") {
-        for r in memory_bench::rows() {
+        for r in memory_rows() {
             println!("{r}");
         }
         return;
@@ -601,7 +609,7 @@ fn main() {
     let (sel50, sel99) = selection_latency(&nvim, sel_n);
     drop(nvim);
     let (base, plugin_added, start_added) = startup(runs);
-    let memory = memory_bench::rows();
+    let memory = memory_rows();
     let ((c50, c99), (cf50, cf99)) = copilot_bench::roundtrip_vs_floor(n);
 
     let date = Command::new("date")
