@@ -154,6 +154,28 @@ fn a_newer_request_cancels_the_older_whose_late_answer_is_dropped() {
 }
 
 #[test]
+fn an_event_that_changes_nothing_keeps_the_request_in_flight() {
+    // A completion menu or an auto-pair plugin can fire TextChangedI/CursorMovedI with the
+    // text and cursor as they were: the answer to the request already sent is the one wanted.
+    // (Asking again dropped it, and a loaded machine showed nothing: seen with LazyVim.)
+    let (nvim, mut p) = setup(Options::default(), "k.py", &[""]);
+    type_keys(&nvim, "ipri");
+    let first = suggestions_request(&mut p);
+    nvim.lua(
+        "vim.api.nvim_exec_autocmds('TextChangedI', {}) vim.api.nvim_exec_autocmds('CursorMovedI', {}) \
+         require('pi-ide.features.suggest').trigger(false)",
+    );
+    let s = nvim.lua("return require('pi-ide.features.suggest').stats()");
+    assert_eq!((s["requests"].clone(), s["cancelled"].clone()), (json!(1), json!(0)), "{s}");
+    answer(&mut p, &first, &["nt('kept')"]);
+    wait_ghost(&nvim, "nt('kept')");
+    // Asked for by hand, it is asked again.
+    nvim.lua("require('pi-ide.features.suggest').trigger(true)");
+    let again = suggestions_request(&mut p);
+    assert_ne!(again["id"], first["id"]);
+}
+
+#[test]
 fn leaving_insert_mode_or_the_window_cancels() {
     let (nvim, mut p) = setup(Options::default(), "l.py", &["", ""]);
     for leave in ["<Esc>", "<C-c>", "<C-o>:wincmd v<CR>"] {

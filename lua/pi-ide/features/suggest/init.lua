@@ -283,6 +283,13 @@ function M.trigger(manual)
     notify_waiters()
     return
   end
+  -- Nothing typed since the request in flight (an event that changed nothing: a completion
+  -- menu redrawn, an auto-pair's cursor move): its answer is the one wanted; asking again
+  -- would only cost the agent a second call and drop the first answer.
+  local f0 = state.inflight
+  if not manual and f0 and typed_since(f0.anchor, f0.buf, f0.win) == "" then
+    return
+  end
   -- The waiters want the answer to the request sent now, not the end of the old one.
   local waiting = waiters
   waiters = {}
