@@ -1,10 +1,11 @@
 """The two halves of scripts/hot-code.
 
 `pages PID`: the library's code pages resident in process PID, as addresses in the library.
-`script MAP TRACE MAPS PAGES [LATER...]`: the linker script that places first every function
-that ran in the callgrind TRACE (of a process whose library mappings are in MAPS) and every
-function on a page in PAGES, then what ran in the LATER traces (features a user turns on:
-Copilot, Claude Code, the chat, reviews), named through the linker's MAP of the same build.
+`script MAP START TRACE MAPS PAGES [LATER...]`: the linker script that places first every
+function that ran in the callgrind TRACE (after the start, of a process whose library mappings
+are in MAPS) and every function on a page in PAGES, then what ran in the LATER traces (features
+a user turns on: Copilot, Claude Code, the chat, reviews), then what ran only in START (the
+server's start), named through the linker's MAP of the same build.
 
 Names are v0-mangled (.cargo/config.toml); the parts that change from one build or toolchain to
 another (crate disambiguators, back-references, the number LLVM appends to a local copy) become
@@ -122,12 +123,9 @@ def on_pages(secs, starts, pages_path):
     return out
 
 
-def hot_functions(secs, trace_path, maps_path, pages_path, later):
-    """Tier 1 (the traced scenario and the pages it read), then what the `later` traces ran."""
-    starts = [s[0] for s in secs]
-    base, code = library_mappings(open(maps_path))
-    size = max(end for _, end in code) - base
-    found = traced(secs, starts, trace_path, base, size) + on_pages(secs, starts, pages_path)
+def later_traced(secs, starts, later):
+    """What the `later` traces ran, each placed through the mappings saved beside it."""
+    found = []
     for path in later:
         # Its mappings, saved beside it when its Neovim quit (peer/src/nvim.rs).
         maps = re.sub(r"\.out$", ".maps", path)
@@ -135,16 +133,29 @@ def hot_functions(secs, trace_path, maps_path, pages_path, later):
         base, code = library_mappings(lines)
         size = max((end for _, end in code), default=0) - (base or 0)
         found += traced(secs, starts, path, base, size)
-    return [f for f in dict.fromkeys(found) if f]
+    return found
 
 
-def script(map_path, trace_path, maps_path, pages_path, *later):
+def hot_functions(secs, start_path, trace_path, maps_path, pages_path, later):
+    """Tier 1: what ran after the start (the trace, the pages read); then what the `later`
+    traces ran; last what only the start ran (its pages are given back once the server is up)."""
+    starts = [s[0] for s in secs]
+    base, code = library_mappings(open(maps_path))
+    size = max(end for _, end in code) - base
+    steady = traced(secs, starts, trace_path, base, size) + on_pages(secs, starts, pages_path)
+    at_start = set(traced(secs, starts, start_path, base, size)) - set(steady)
+    features = [f for f in later_traced(secs, starts, later) if f not in at_start]
+    start_only = [f for f in traced(secs, starts, start_path, base, size) if f in at_start]
+    return [f for f in dict.fromkeys(steady + features + start_only) if f]
+
+
+def script(map_path, start_path, trace_path, maps_path, pages_path, *later):
     secs = sections(map_path)
     every = [s[2] for s in secs]
-    print("/* Written by scripts/hot-code: the code an idle server with one agent runs, placed first,")
-    print("   then what the features a user turns on run. */")
+    print("/* Written by scripts/hot-code: the code an idle server with one agent runs once it is up,")
+    print("   placed first, then what the features a user turns on run, then what only the start runs. */")
     print("SECTIONS {\n  .text.hot : {")
-    for name in hot_functions(secs, trace_path, maps_path, pages_path, later):
+    for name in hot_functions(secs, start_path, trace_path, maps_path, pages_path, later):
         pattern = loose(name)
         matcher = re.compile(fnmatch.translate(pattern))
         if pattern != name and sum(1 for f in every if matcher.match(f)) != 1:

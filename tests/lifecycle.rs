@@ -169,3 +169,43 @@ fn a_flooding_client_meets_backpressure_and_the_editor_stays_responsive() {
         assert_eq!(f.join().unwrap(), 3000);
     }
 }
+
+/// KiB of the library's read-only mappings (code, constants) resident in this Neovim, read by
+/// Lua in the same chunk as `before` runs.
+const RESIDENT_READ_ONLY: &str = r#"
+    local function resident()
+      local kib, ours = 0, false
+      for line in io.lines('/proc/self/smaps') do
+        local perms = line:match('^%x+%-%x+ (%S+)')
+        if perms then
+          ours = line:find('libpi_ide', 1, true) ~= nil and not perms:find('w', 1, true)
+        elseif ours then
+          kib = kib + tonumber(line:match('^Rss:%s+(%d+)') or 0)
+        end
+      end
+      return kib
+    end"#;
+
+#[test]
+fn what_only_loading_and_the_start_read_of_the_library_is_given_back() {
+    let nvim = Nvim::start();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    let native = "require('pi-ide.core.native').get()";
+    // Loading the library again touches much of it (relocations, luaopen); what the start
+    // did once is what the server does then.
+    let got = nvim.lua(&format!(
+        "{RESIDENT_READ_ONLY} local loaded = resident() local advised = {native}.release_load_pages() \
+         return {{ loaded = loaded, advised = advised, after = resident() }}"
+    ));
+    let kib = |k: &str| got[k].as_f64().unwrap();
+    assert!(kib("advised") > 1024.0 * 1024.0, "{got}: the code and constants are over 1 MiB");
+    // Left: the pages the return to Lua and a waking server thread touch (the kernel maps 64
+    // KiB around each page that faults: ~250 KiB here), not what loading and the start used
+    // (the code placed first alone is over 450 KiB).
+    assert!(kib("after") <= 400.0, "{got}");
+    // And everything still works: an agent connects and is answered.
+    let mut p = nvim.peer();
+    settle(&nvim, &mut p);
+    let r = p.request("tools/list", json!({})).unwrap();
+    assert!(r["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{r}");
+}

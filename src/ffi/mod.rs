@@ -355,6 +355,12 @@ fn realpath(_: &Lua, path: String) -> LuaResult<(Option<String>, Option<&'static
     })
 }
 
+/// Gives back the library's read-only pages that loading touched (support/pages.rs); returns
+/// the bytes advised.
+fn release_load_pages(_: &Lua, _: ()) -> LuaResult<usize> {
+    Ok(crate::support::pages::release_read_only())
+}
+
 /// Where a text stops being valid UTF-8: nil when it is valid, else the 0-based byte offset.
 fn utf8_error(_: &Lua, text: mlua::LuaString) -> LuaResult<Option<usize>> {
     Ok(std::str::from_utf8(&text.as_bytes()).err().map(|e| e.valid_up_to()))
@@ -526,6 +532,7 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         cancel => cancel,
         realpath => realpath,
         utf8_error => utf8_error,
+        release_load_pages => release_load_pages,
         log_configure => log_configure,
         log => log_write,
         chat_start => self::chat::chat_start,

@@ -1,8 +1,9 @@
 //! What every layer uses: the log file, fail points for tests, the source stamp, waking
-//! Neovim's main loop, and resolving paths off the main thread.
+//! Neovim's main loop, resolving paths off the main thread, and giving back pages only loading used.
 
 pub mod failpoint;
 pub mod log;
+pub mod pages;
 pub mod resolve;
 pub mod stamp;
 pub mod waker;

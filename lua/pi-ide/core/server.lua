@@ -224,6 +224,8 @@ function M.start()
   require("pi-ide.features.suggest.events").attach()
   require("pi-ide.core.typing").attach()
   user_event("PiIdeStarted", { port = info.port, lockfile = info.lockfile })
+  -- What only loading and starting ran need not stay resident (support/pages.rs).
+  log.debug("read-only pages given back after the start: %d KiB", native.release_load_pages() / 1024)
   return true
 end
 

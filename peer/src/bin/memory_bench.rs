@@ -2,7 +2,7 @@
 //! connected that has seen the cursor move, split into anonymous memory (private to this Neovim)
 //! and pages mapped from files (the library's code and read-only data, which the kernel can drop
 //! and read again). Also what `scripts/hot-code` traces: `PI_IDE_BENCH_HOLD` keeps both Neovims
-//! alive after the measure and prints their pids.
+//! alive after the measure and prints their pids; `PI_IDE_BENCH_GO` pauses after the start.
 
 use std::time::Duration;
 
@@ -62,6 +62,7 @@ pub fn added() -> Added {
     let with = Nvim::start();
     with.wait_for("require('pi-ide.core.server').running()", Duration::from_secs(30));
     let [base, idle] = settled([&without, &with]);
+    wait_for_go(&with);
     let mut p = with.peer();
     let path = with.cwd.join("moved.rs");
     let lines: Vec<String> = (0..100).map(|i| format!("fn f{i}() -> u32 {{ {i} }}")).collect();
@@ -83,6 +84,17 @@ pub fn added() -> Added {
         std::thread::sleep(Duration::from_secs(3600));
     }
     Added { base, idle: idle.minus(base), client: client.minus(base2) }
+}
+
+/// For `scripts/hot-code`, which traces what runs after the start apart from the start: with
+/// `PI_IDE_BENCH_GO` set, says "started PID" once the server is up and waits for that file.
+fn wait_for_go(with: &Nvim) {
+    let Some(go) = std::env::var_os("PI_IDE_BENCH_GO") else { return };
+    println!("started {}", with.pid());
+    let deadline = std::time::Instant::now() + Duration::from_secs(1800);
+    while !std::path::Path::new(&go).exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// The median of three measures, by the total with one agent connected.
