@@ -209,3 +209,41 @@ fn what_only_loading_and_the_start_read_of_the_library_is_given_back() {
     let r = p.request("tools/list", json!({})).unwrap();
     assert!(r["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{r}");
 }
+
+#[test]
+fn the_modules_an_idle_server_with_an_agent_loads_hold_no_decimal_literal() {
+    // LuaJIT reads a decimal literal with libm, whose tables then stay resident (56 KiB in
+    // every Neovim): fractions are written as divisions, which are folded without it.
+    let nvim = Nvim::start();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    let mut p = nvim.peer();
+    settle(&nvim, &mut p);
+    let found = nvim.lua(
+        r#"
+        local function code_of(text)
+          text = text:gsub('%-%-%[(=*)%[.-%]%1%]', ''):gsub('%[(=*)%[.-%]%1%]', '""')
+          text = text:gsub('"[^"\n]-\\\\"', '"'):gsub("'[^'\n]-\\\\'", "'")
+          text = text:gsub('"[^"\n]*"', '""'):gsub("'[^'\n]*'", "''")
+          return (text:gsub('%-%-[^\n]*', ''))
+        end
+        local found, scanned = {}, 0
+        for name in pairs(package.loaded) do
+          if name == 'pi-ide' or name:find('^pi%-ide%.') then
+            local rel = 'lua/' .. name:gsub('%.', '/')
+            local path = vim.api.nvim_get_runtime_file(rel .. '.lua', false)[1]
+              or vim.api.nvim_get_runtime_file(rel .. '/init.lua', false)[1]
+            scanned = scanned + 1
+            local code = code_of(table.concat(vim.fn.readfile(path), '\n'))
+            for literal in code:gmatch('%f[%w_.]%d*%.%d+') do
+              table.insert(found, name .. ': ' .. literal)
+            end
+            for literal in code:gmatch('%f[%w_.]%d+[eE][-+]?%d+') do
+              table.insert(found, name .. ': ' .. literal)
+            end
+          end
+        end
+        return { found = found, scanned = scanned }"#,
+    );
+    assert!(found["scanned"].as_u64().unwrap() > 10, "{found}");
+    assert_eq!(found["found"], json!([]), "decimal literals in modules loaded at start");
+}
