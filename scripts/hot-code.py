@@ -110,16 +110,22 @@ def traced(secs, starts, trace_path, base, size):
     return out
 
 
-def on_pages(secs, starts, pages_path):
+def on_pages(secs, starts, pages_path, explained):
+    """The functions on each page in PAGES that no function of `explained` (what the trace
+    names) is on: a page read for code valgrind never ran (this CPU's SHA or SIMD paths).
+    A page with a traced function on it was read for that one; its neighbours were not run."""
     out = []
     pages = sorted({int(line, 16) for line in open(pages_path) if line.strip()})
     for page in pages:
         i = bisect.bisect_right(starts, page) - 1
+        on_page = []
         for s in secs[max(i, 0):]:
             if s[0] >= page + PAGE:
                 break
             if s[0] + s[1] > page:
-                out.append(s[2])
+                on_page.append(s[2])
+        if not any(f in explained for f in on_page):
+            out += on_page
     return out
 
 
@@ -142,7 +148,8 @@ def hot_functions(secs, start_path, trace_path, maps_path, pages_path, later):
     starts = [s[0] for s in secs]
     base, code = library_mappings(open(maps_path))
     size = max(end for _, end in code) - base
-    steady = traced(secs, starts, trace_path, base, size) + on_pages(secs, starts, pages_path)
+    ran_after = traced(secs, starts, trace_path, base, size)
+    steady = ran_after + on_pages(secs, starts, pages_path, set(ran_after))
     at_start = set(traced(secs, starts, start_path, base, size)) - set(steady)
     features = [f for f in later_traced(secs, starts, later) if f not in at_start]
     start_only = [f for f in traced(secs, starts, start_path, base, size) if f in at_start]
