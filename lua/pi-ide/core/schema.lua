@@ -1,0 +1,341 @@
+-- The tree of every option (its default, types and check) and the check of what setup() was
+-- given against it. config.lua loads it when options are checked and lets it go afterwards:
+-- the rules and their checks are ~45 KiB of Lua heap that nothing needs in between.
+local S = {}
+
+local log_levels = { "off", "error", "warn", "info", "debug", "trace" }
+
+local o = require("pi-ide.core.options")
+local opt, ms, key, one_of, whole_number = o.opt, o.ms, o.key, o.one_of, o.whole_number
+local fraction_or_columns = o.fraction_or_columns
+local agents = require("pi-ide.agents")
+
+-- terminal.agents: per agent, cmd (the argv; :PiIde open's arguments are added) and env.
+local function check_agent(name, a)
+  if not vim.tbl_contains(agents.launched(), name) then
+    return ("has no agent %s (only %s)"):format(tostring(name), table.concat(agents.launched(), ", "))
+  elseif type(a) ~= "table" then
+    return ("%s must be a table { cmd = {...}, env = {...} }"):format(name)
+  end
+  for k, v in pairs(a) do
+    if k == "cmd" and not o.strings_only(v) then
+      return ("%s.cmd must be a list of strings, the program first"):format(name)
+    elseif k == "env" and not o.string_map(v) then
+      return ("%s.env must map variable names to strings"):format(name)
+    elseif k ~= "cmd" and k ~= "env" then
+      return ("%s has no option %s (only cmd, env)"):format(name, tostring(k))
+    end
+  end
+end
+
+local function agents_table(v)
+  for name, a in pairs(v) do
+    local problem = check_agent(name, a)
+    if problem then
+      return problem
+    end
+  end
+end
+
+-- chat.agents: per ACP agent, how it runs.
+local ACP_FIELDS = { cmd = true, env = true, label = true, mcp = true, install = true }
+local function acp_agents_table(v)
+  for name, a in pairs(v) do
+    if type(name) ~= "string" or not name:match("^[%w_-]+$") or name == "pi" then
+      return ("has a name that cannot be an agent's: %s"):format(tostring(name))
+    elseif type(a) ~= "table" then
+      return ("%s must be a table { cmd = {...}, env = {...} }"):format(name)
+    end
+    for k, x in pairs(a) do
+      if not ACP_FIELDS[k] then
+        return ("%s has no option %s (only cmd, env, label, mcp, install)"):format(name, tostring(k))
+      elseif k == "cmd" and not (o.strings_only(x) and #x > 0) then
+        return ("%s.cmd must be a list of strings, the program first"):format(name)
+      elseif k == "env" and not o.string_map(x) then
+        return ("%s.env must map variable names to strings"):format(name)
+      elseif k == "mcp" and x ~= false and x ~= "stdio" then
+        return ("%s.mcp must be \"stdio\" or false"):format(name)
+      elseif (k == "label" or k == "install") and type(x) ~= "string" then
+        return ("%s.%s must be a string"):format(name, k)
+      end
+    end
+  end
+end
+
+-- How each agent runs by default: its program, nothing added to the environment.
+local function agent_defaults()
+  local out = {}
+  for _, name in ipairs(agents.launched()) do
+    out[name] = { cmd = vim.deepcopy(agents.get(name).cmd), env = {} }
+  end
+  return out
+end
+
+-- Fractions are written as divisions: LuaJIT reads a decimal literal with libm, whose tables
+-- then stay resident (56 KiB in every Neovim; a division is folded without it).
+local spec = {
+  -- Start the server when Neovim starts (after VimEnter, so startup is never slowed).
+  auto_start = opt(true, { "boolean" }),
+  -- "off", "error", "warn", "info", "debug" or "trace"; the file is stdpath("log")/pi-ide.log.
+  log_level = opt("info", { "string" }, one_of(unpack(log_levels))),
+  -- The name Pi's /ide list shows for this editor; a string, or a function returning one.
+  -- nil: "Neovim", plus the terminal pane when one is known (tmux, WezTerm, kitty).
+  ide_name = opt(nil, { "nil", "string", "function" }, function(v)
+    if v == "" then
+      return "must not be empty"
+    end
+  end),
+  -- Frames larger than this many bytes are refused (the connection is closed with code 1009).
+  max_message_size = opt(64 * 1024 * 1024, { "number" }, whole_number(1024, "bytes")),
+  -- The agent waits for getDiagnostics before every model call; the core answers from a
+  -- snapshot, and only when Neovim must answer but cannot within this many milliseconds (a
+  -- hit-enter prompt, a blocking input(), a long :!command) from what it has.
+  diagnostics_timeout_ms = ms(500, 1),
+  -- selection_changed is sent once the cursor has been still this long (leaving visual mode
+  -- sends at once).
+  selection_debounce_ms = ms(100, 0),
+  -- The selected text sent to the agent is cut after this many lines.
+  selection_max_lines = opt(1000, { "number" }, whole_number(1, "lines")),
+  -- Reviews of the files the agent wants to write (openDiff).
+  diff = {
+    -- false: accept every proposal at once, without showing it.
+    review = opt(true, { "boolean" }),
+    -- "tab": a new tab page; "vsplit": two new windows in the current tab.
+    layout = opt("tab", { "string" }, one_of("tab", "vsplit")),
+    -- Buffer-local keys in both panes of a review; false turns one off.
+    keys = { accept = key("<leader>pa"), reject = key("<leader>pr") },
+  },
+  -- Inline completions from the agent, shown as ghost text in Insert mode.
+  suggestion = {
+    -- Ask while typing (after debounce_ms without a keystroke); :PiIde toggle flips it.
+    auto_trigger = opt(true, { "boolean" }),
+    debounce_ms = ms(75, 0),
+    -- An unanswered request ends quietly after this long.
+    timeout_ms = ms(10000, 1),
+    -- How many alternatives to ask for (1 to 3).
+    count = opt(3, { "number" }, function(v)
+      if v < 1 or v > 3 or v ~= math.floor(v) then
+        return "must be 1, 2 or 3"
+      end
+    end),
+    -- "provider/id" to ask the agent to use; :PiIde model picks one.
+    model = opt(nil, { "nil", "string" }),
+    -- Per filetype on/off; "*" for the rest. Merged with the default, key by key.
+    filetypes = opt({ ["*"] = true, gitcommit = false, gitrebase = false, help = false }, { "table" }, function(v)
+      for ft, on in pairs(v) do
+        if type(ft) ~= "string" or type(on) ~= "boolean" then
+          return "must map filetype names (or \"*\") to true or false"
+        end
+      end
+    end),
+    -- Larger buffers get no suggestions.
+    max_file_bytes = opt(2 * 1024 * 1024, { "number" }, whole_number(0, "bytes")),
+    -- Hide the ghost text while a completion menu (built-in, nvim-cmp, blink.cmp) is open; it
+    -- comes back when the menu closes. With blink.cmp, the "pi_ide" source (see :help
+    -- pi-ide-blink) shows the suggestion in the menu instead.
+    hide_during_completion = opt(true, { "boolean" }),
+    context = {
+      before_lines = opt(20, { "number" }, whole_number(0, "lines")),
+      after_lines = opt(10, { "number" }, whole_number(0, "lines")),
+      outline_max_bytes = opt(4000, { "number" }, whole_number(0, "bytes")),
+      scope_max_bytes = opt(4000, { "number" }, whole_number(0, "bytes")),
+    },
+    -- Insert-mode keys; false turns one off. Accept, word, line and dismiss act only while a
+    -- suggestion is shown; otherwise the key does what it did before.
+    keys = {
+      accept = key("<Tab>"),
+      accept_word = key("<M-Right>"),
+      accept_line = key("<M-C-Right>"),
+      next = key("<M-]>"),
+      prev = key("<M-[>"),
+      dismiss = key("<C-]>"),
+      trigger = key("<M-\\>"),
+    },
+  },
+  -- Agents launched from Neovim (:PiIde open), already connected to this Neovim.
+  terminal = {
+    -- The agent :PiIde open starts when given none.
+    agent = opt(agents.launched()[1], { "string" }, one_of(unpack(agents.launched()))),
+    -- "split": a :terminal in a vertical split; "float"; "snacks": snacks.nvim's terminal;
+    -- "external": a command of yours (below); "auto": snacks when installed, else split.
+    provider = opt("auto", { "string" }, one_of("auto", "split", "float", "snacks", "external")),
+    side = opt("right", { "string" }, one_of("left", "right")),
+    width = opt(40 / 100, { "number" }, fraction_or_columns),
+    float = {
+      width = opt(85 / 100, { "number" }, fraction_or_columns),
+      height = opt(85 / 100, { "number" }, fraction_or_columns),
+      border = opt("rounded", { "string" }),
+    },
+    -- "external": a command in which %s is replaced by the agent's command line (one shell
+    -- word), run by your shell: "tmux split-window -h %s", "wezterm cli split-pane -- sh -c %s".
+    external = opt(nil, { "nil", "string" }, function(v)
+      if not v:find("%s", 1, true) then
+        return "must contain %s (where the agent's command goes)"
+      end
+    end),
+    -- Close the agent's window when it exits with status 0 (an error stays on screen).
+    close_on_exit = opt(true, { "boolean" }),
+    -- :PiIde send and :PiIde add put you in the agent's terminal after sending.
+    focus_after_send = opt(true, { "boolean" }),
+    -- How each agent runs: cmd is the program and its first arguments, env is added to
+    -- Neovim's. Merged agent by agent with the defaults.
+    agents = opt(agent_defaults(), { "table" }, agents_table),
+  },
+  -- The chat window (:PiIde chat): Pi in RPC mode, run as terminal.agents.pi says.
+  chat = {
+    -- "split": at the side of the screen; "float": in the middle.
+    provider = opt("split", { "string" }, one_of("split", "float")),
+    side = opt("right", { "string" }, one_of("left", "right")),
+    width = opt(40 / 100, { "number" }, fraction_or_columns),
+    float = {
+      width = opt(80 / 100, { "number" }, fraction_or_columns),
+      height = opt(80 / 100, { "number" }, fraction_or_columns),
+      border = opt("rounded", { "string" }),
+    },
+    -- Lines of the prompt area under the conversation.
+    prompt_height = opt(3, { "number" }, function(v)
+      if v < 1 or v ~= math.floor(v) then
+        return "must be a whole number of lines, at least 1"
+      end
+    end),
+    -- A prompt sent while Pi works: "steer" (delivered after the current tool calls) or
+    -- "follow_up" (delivered when Pi is done).
+    while_working = opt("steer", { "string" }, one_of("steer", "follow_up")),
+    -- Lines of a tool's output shown in its block (the rest is counted).
+    tool_lines = opt(12, { "number" }, function(v)
+      if v < 0 or v ~= math.floor(v) then
+        return "must be a whole number of lines"
+      end
+    end),
+    -- Highlight the conversation with treesitter's Markdown parser instead of Vim's Markdown
+    -- syntax: richer, but it reparses the whole conversation on every streamed draw.
+    treesitter = opt(false, { "boolean" }),
+    -- Arguments added to Pi's command line after "--mode rpc" (e.g. { "--model", "x" }).
+    args = opt({}, { "table" }, function(v)
+      if #v > 0 and not o.strings_only(v) then
+        return "must be a list of strings"
+      end
+    end),
+    -- ACP agents for :PiIde chat {name}, beside those whose module says how (lua/pi-ide/agents/),
+    -- or changes to those: { name = { cmd = {...}, env = {...}, label = "...", mcp = "stdio"|false } }.
+    agents = opt({}, { "table" }, acp_agents_table),
+  },
+  -- The workspace recorded at each agent turn, for :PiIde changes and :PiIde undo.
+  checkpoints = {
+    enabled = opt(true, { "boolean" }),
+    -- An agent in a terminal starts a turn with its first request after this much quiet.
+    idle_ms = ms(20000, 0),
+    -- Over these the checkpoint is skipped (files, or new MiB stored by one checkpoint); a
+    -- single file over max_file_mb is left out of it.
+    max_files = opt(100000, { "number" }, whole_number(1, "files")),
+    max_file_mb = opt(16, { "number" }, whole_number(0, "MiB")),
+    max_new_mb = opt(256, { "number" }, whole_number(0, "MiB")),
+  },
+}
+
+-- Options of the agents' own (serving one from the start, and how), at the top level.
+for _, a in ipairs(agents.all()) do
+  for name, rule in pairs(a.options or {}) do
+    spec[name] = rule
+  end
+end
+
+--- The tree of every option, for what reads it whole (the help's and annotations' coverage).
+S.spec = spec
+
+-- The defaults, read from the tree.
+local function defaults_of(node)
+  local out = {}
+  for name, rule in pairs(node) do
+    if rule.is_option then
+      out[name] = vim.deepcopy(rule.default)
+    else
+      out[name] = defaults_of(rule)
+    end
+  end
+  return out
+end
+
+--- The defaults, a fresh copy.
+---@return PiIde.Config
+function S.defaults()
+  return defaults_of(spec)
+end
+
+local function distance(a, b)
+  local prev = {}
+  for j = 0, #b do
+    prev[j] = j
+  end
+  for i = 1, #a do
+    local cur = { [0] = i }
+    for j = 1, #b do
+      local cost = a:sub(i, i) == b:sub(j, j) and 0 or 1
+      cur[j] = math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+    end
+    prev = cur
+  end
+  return prev[#b]
+end
+
+local function suggestion(key, fields)
+  local best, best_d
+  for name in pairs(fields) do
+    local d = distance(key, name)
+    if d <= 3 and (not best_d or d < best_d) then
+      best, best_d = name, d
+    end
+  end
+  return best and (" (did you mean '%s'?)"):format(best) or ""
+end
+
+-- Checks one table of options against a node of the tree, merging the good ones into `merged`.
+local function check_fields(prefix, opts, node, merged, errors)
+  for key, value in pairs(opts) do
+    local name = prefix .. tostring(key)
+    local rule = type(key) == "string" and node[key]
+    if not rule then
+      table.insert(errors, ("unknown option '%s'%s"):format(name, suggestion(tostring(key), node)))
+    elseif not rule.is_option then
+      -- A group of options (diff, suggestion, keys...).
+      if type(value) ~= "table" then
+        table.insert(errors, ("option '%s' must be a table, got a %s"):format(name, type(value)))
+      else
+        check_fields(name .. ".", value, rule, merged[key], errors)
+      end
+    else
+      local msg
+      if not vim.tbl_contains(rule.types, type(value)) then
+        msg = ("must be a %s, got a %s"):format(table.concat(rule.types, " or "), type(value))
+      elseif rule.check and value ~= nil then
+        msg = rule.check(value)
+      end
+      if msg then
+        table.insert(errors, ("option '%s' %s"):format(name, msg))
+      elseif type(value) == "table" then
+        -- A table-valued option (filetypes) is merged key by key; over a boolean default
+        -- (mcp = true) the table is the whole value.
+        merged[key] = vim.tbl_extend("force", type(merged[key]) == "table" and merged[key] or {}, value)
+      else
+        merged[key] = value
+      end
+    end
+  end
+end
+
+--- Checks `opts` and returns the merged configuration and a list of error texts.
+function S.resolve(opts)
+  local errors = {}
+  local merged = defaults_of(spec)
+  if opts == nil then
+    return merged, errors
+  end
+  if type(opts) ~= "table" then
+    return merged, { ("setup() takes a table of options, got a %s"):format(type(opts)) }
+  end
+  check_fields("", opts, spec, merged, errors)
+  table.sort(errors)
+  return merged, errors
+end
+
+return S
