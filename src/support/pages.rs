@@ -3,7 +3,9 @@
 //! start), and the kernel maps 64 KiB around each page that faults; dropping the mappings of
 //! the code and read-only segments leaves resident only what runs from then on, which faults
 //! back in (from the page cache, a minor fault per 64 KiB). Only segments that were never
-//! written: RELRO and data hold relocated values and are not touched.
+//! written: RELRO and data hold relocated values and are not touched. (A debugger's
+//! breakpoints set in the library before the start are written into its code: they would be
+//! dropped too; set them after `:PiIde start`.)
 
 /// Drops this process's mappings of the library's read-only segments; returns the bytes
 /// advised (0 where this is not 64-bit Linux).
