@@ -211,6 +211,34 @@ fn what_only_loading_and_the_start_read_of_the_library_is_given_back() {
 }
 
 #[test]
+fn what_an_agent_s_handshake_and_its_first_checkpoint_ran_once_is_given_back() {
+    let nvim = Nvim::start();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    // Each time the pages are given back, what of them is resident right after.
+    nvim.lua(&format!(
+        "{RESIDENT_READ_ONLY} local server = require('pi-ide.core.server') local give = server.give_back_pages \
+         _G.given = {{}} server.give_back_pages = function(after) give(after) \
+         table.insert(_G.given, {{ after = after, kib = resident() }}) end"
+    ));
+    let mut p = nvim.peer();
+    // Its first request after a quiet time begins a turn: a checkpoint of the folder.
+    let r = p.call_tool("getDiagnostics", json!({})).unwrap();
+    assert!(r.get("result").is_some(), "{r}");
+    nvim.wait_for("vim.iter(_G.given):any(function(g) return g.after == 'a checkpoint' end)", PATIENCE);
+    let given = nvim.lua("return _G.given");
+    let afters: Vec<&str> = given.as_array().unwrap().iter().filter_map(|g| g["after"].as_str()).collect();
+    assert!(afters.contains(&"a handshake"), "{given}");
+    // Right after: the return to Lua and what other threads ran meanwhile, not the handshake's
+    // or the checkpoint's code (the code that runs once an agent is connected is over 400 KiB).
+    for g in given.as_array().unwrap() {
+        assert!(g["kib"].as_f64().unwrap() <= 400.0, "{given}");
+    }
+    // And the agent is still answered.
+    let r = p.call_tool("getDiagnostics", json!({})).unwrap();
+    assert!(r.get("result").is_some(), "{r}");
+}
+
+#[test]
 fn the_modules_an_idle_server_with_an_agent_loads_hold_no_decimal_literal() {
     // LuaJIT reads a decimal literal with libm, whose tables then stay resident (56 KiB in
     // every Neovim): fractions are written as divisions, which are folded without it.

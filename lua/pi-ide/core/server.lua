@@ -31,6 +31,7 @@ local function on_client_event(ev)
     require("pi-ide.features.selection").flush()
     vim.notify(("pi-ide.nvim: %s connected"):format(ev.name and (ev.name .. " " .. (ev.version or "")) or "an agent"), vim.log.levels.INFO)
     user_event("PiIdeClientConnected", { client = ev.client, name = ev.name, version = ev.version })
+    M.give_back_pages("a handshake")
   elseif ev.kind == "session_named" then
     log.info("client %d names its session %q", ev.client, ev.name)
     require("pi-ide.features.review").refresh()
@@ -224,9 +225,17 @@ function M.start()
   require("pi-ide.features.suggest.events").attach()
   require("pi-ide.core.typing").attach()
   user_event("PiIdeStarted", { port = info.port, lockfile = info.lockfile })
-  -- What only loading and starting ran need not stay resident (support/pages.rs).
-  log.debug("read-only pages given back after the start: %d KiB", native.release_load_pages() / 1024)
+  M.give_back_pages("the start")
   return true
+end
+
+--- Gives back the library's read-only pages (src/support/pages.rs): what ran once (loading and
+--- the start, an agent's handshake, a checkpoint) need not stay resident; what runs again comes
+--- back from the page cache. Called where the main loop is awake anyway: no timer of its own.
+function M.give_back_pages(after)
+  if state.native then
+    log.debug("read-only pages given back after %s: %d KiB", after, state.native.release_load_pages() / 1024)
+  end
 end
 
 --- Stops the server: every parked call is answered, clients get a Close frame, the lockfile

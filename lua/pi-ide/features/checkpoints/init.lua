@@ -41,7 +41,8 @@ end
 
 local function drain()
   local native = require("pi-ide.core.native").get()
-  for _, r in ipairs(native and native.checkpoint_drain() or {}) do
+  local results = native and native.checkpoint_drain() or {}
+  for _, r in ipairs(results) do
     local cb = state.waiting[r.id]
     state.waiting[r.id] = nil
     if cb then
@@ -50,6 +51,10 @@ local function drain()
         log.error("checkpoints: %s", tostring(err))
       end
     end
+  end
+  -- A checkpoint's code (walking the workspace, git) runs once a turn: it need not stay resident.
+  if #results > 0 and next(state.waiting) == nil then
+    require("pi-ide.core.server").give_back_pages("a checkpoint")
   end
 end
 
