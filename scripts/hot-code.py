@@ -1,10 +1,11 @@
 """The two halves of scripts/hot-code.
 
 `pages PID`: the library's code pages resident in process PID, as addresses in the library.
-`script MAP START TRACE MAPS PAGES [LATER...]`: the linker script that places first every
-function that ran in the callgrind TRACE (after the start, of a process whose library mappings
-are in MAPS) and every function on a page in PAGES, then what ran in the LATER traces (features
-a user turns on: Copilot, Claude Code, the chat, reviews), then what ran only in START (the
+`script MAP START ONCE LAST MAPS PAGES [LATER...]`: the linker script that places first every
+function that ran in the callgrind trace LAST (the agent's last round, of a process whose
+library mappings are in MAPS), then what ran in ONCE (its connection and first turn, after the
+start) and every function on a page in PAGES, then what ran in the LATER traces (features a
+user turns on: Copilot, Claude Code, the chat, reviews), then what ran only in START (the
 server's start), named through the linker's MAP of the same build.
 
 Names are v0-mangled (.cargo/config.toml); the parts that change from one build or toolchain to
@@ -60,9 +61,16 @@ def sections(map_path):
 def ran(trace_path):
     """What ran in the trace, in the order first seen: ("name", symbol) where callgrind knew it,
     ("offset", n) for code of libpi_ide it could not name, and ("address", n) for code of an
-    object it could not name at all (some of ours shows so)."""
+    object it could not name at all (some of ours shows so). Every instruction address the trace
+    lists (--dump-instr) counts too: a function entered by a jump (a tail call) has no name of
+    its own in a trace of a stripped library."""
     objects, names, seen, obj = {}, {}, {}, None
+    ours = None
     for line in open(trace_path, errors="replace"):
+        if line.startswith("0x"):
+            if ours:
+                seen.setdefault((ours, int(line.split()[0], 16)), None)
+            continue
         m = re.match(r"^(ob|cob|fn|cfn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
         if not m:
             continue
@@ -72,7 +80,10 @@ def ran(trace_path):
             table[ref] = name
         if kind == "ob":
             obj = objects[ref]
-        elif kind == "fn" and obj and ("libpi_ide" in obj or obj == "???"):
+        elif kind == "fn":
+            ours = obj and ("offset" if "libpi_ide" in obj else "address" if obj == "???" else None)
+            if not ours:
+                continue
             name = re.sub(r"'\d+$", "", names[ref])
             if not name.startswith("0x"):
                 seen.setdefault(("name", name), None)
@@ -110,10 +121,47 @@ def traced(secs, starts, trace_path, base, size):
     return out
 
 
+# A module or function named for a CPU feature: code the running CPU picks and valgrind's may not.
+CPU_FEATURE = re.compile(r"(?<![0-9])[0-9]+_?(sse[0-9]*|ssse3|avx[0-9a-z_]*|sha[0-9a-z_]*|neon|pclmul[a-z]*|aes[a-z_]*)[0-9]")
+
+
+# What gives the pages back (src/support/pages.rs) runs right after they are dropped: it and its
+# callers (the Lua function that asks for it, which calls dl_iterate_phdr with it inlined) go in
+# the first tier, or each release would make their pages resident again.
+RELEASE = re.compile(r"7support5pages|^dl_iterate_phdr$")
+
+
+def callers_of(secs, starts, trace_path, base, size, callee):
+    """The sections that call, in the trace, a section whose name `callee` matches."""
+    by_name = {s[2] for s in secs}
+
+    def section(name):
+        if not name.startswith("0x"):
+            return name if name in by_name else None
+        value = int(name, 16)
+        value = value - base if base is not None and base <= value < base + size else value
+        return section_at(secs, starts, value)
+
+    names, caller, out = {}, None, set()
+    for line in open(trace_path, errors="replace"):
+        m = re.match(r"^(fn|cfn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+        if not m:
+            continue
+        kind, ref, name = m.groups()
+        if name:
+            names[ref] = re.sub(r"'\d+$", "", name)
+        if kind == "fn":
+            caller = section(names[ref])
+        elif caller and callee.search(section(names[ref]) or names[ref]):
+            out.add(caller)
+    return out
+
+
 def on_pages(secs, starts, pages_path, explained):
-    """The functions on each page in PAGES that no function of `explained` (what the trace
-    names) is on: a page read for code valgrind never ran (this CPU's SHA or SIMD paths).
-    A page with a traced function on it was read for that one; its neighbours were not run."""
+    """The functions on each page in PAGES read for code valgrind never ran (this CPU's SHA or
+    SIMD paths): every function on a page no function of `explained` (what the trace names) is
+    on, and on the other pages those named for a CPU feature. A page with a traced function on
+    it was read for that one; its other neighbours were not run."""
     out = []
     pages = sorted({int(line, 16) for line in open(pages_path) if line.strip()})
     for page in pages:
@@ -126,6 +174,8 @@ def on_pages(secs, starts, pages_path, explained):
                 on_page.append(s[2])
         if not any(f in explained for f in on_page):
             out += on_page
+        else:
+            out += [f for f in on_page if f not in explained and CPU_FEATURE.search(f)]
     return out
 
 
@@ -142,13 +192,17 @@ def later_traced(secs, starts, later):
     return found
 
 
-def hot_functions(secs, start_path, trace_path, maps_path, pages_path, later):
-    """Tier 1: what ran after the start (the trace, the pages read); then what the `later`
-    traces ran; last what only the start ran (its pages are given back once the server is up)."""
+def hot_functions(secs, start_path, once_path, last_path, maps_path, pages_path, later):
+    """Tier 1: what runs again and again (the last round); then what ran once after the start
+    (the trace, the pages read); then what the `later` traces ran; last what only the start ran.
+    The pages of what ran once are given back after it (lua/pi-ide/core/server.lua)."""
     starts = [s[0] for s in secs]
     base, code = library_mappings(open(maps_path))
     size = max(end for _, end in code) - base
-    ran_after = traced(secs, starts, trace_path, base, size)
+    release = [s[2] for s in secs if RELEASE.search(s[2])]
+    release += callers_of(secs, starts, start_path, base, size, RELEASE)
+    again = release + traced(secs, starts, last_path, base, size)
+    ran_after = again + traced(secs, starts, once_path, base, size)
     steady = ran_after + on_pages(secs, starts, pages_path, set(ran_after))
     at_start = set(traced(secs, starts, start_path, base, size)) - set(steady)
     features = [f for f in later_traced(secs, starts, later) if f not in at_start]
@@ -156,13 +210,14 @@ def hot_functions(secs, start_path, trace_path, maps_path, pages_path, later):
     return [f for f in dict.fromkeys(steady + features + start_only) if f]
 
 
-def script(map_path, start_path, trace_path, maps_path, pages_path, *later):
+def script(map_path, start_path, once_path, last_path, maps_path, pages_path, *later):
     secs = sections(map_path)
     every = [s[2] for s in secs]
-    print("/* Written by scripts/hot-code: the code an idle server with one agent runs once it is up,")
-    print("   placed first, then what the features a user turns on run, then what only the start runs. */")
+    print("/* Written by scripts/hot-code: the code a server with one agent runs again and again placed")
+    print("   first, then what its connection and first turn ran once, then what the features a user")
+    print("   turns on run, then what only the start runs. */")
     print("SECTIONS {\n  .text.hot : {")
-    for name in hot_functions(secs, start_path, trace_path, maps_path, pages_path, later):
+    for name in hot_functions(secs, start_path, once_path, last_path, maps_path, pages_path, later):
         pattern = loose(name)
         matcher = re.compile(fnmatch.translate(pattern))
         if pattern != name and sum(1 for f in every if matcher.match(f)) != 1:

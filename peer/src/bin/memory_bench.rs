@@ -1,8 +1,9 @@
 //! What the plugin adds to Neovim's resident memory: with the server idle and with one agent
-//! connected that has seen the cursor move, split into anonymous memory (private to this Neovim)
-//! and pages mapped from files (the library's code and read-only data, which the kernel can drop
-//! and read again). Also what `scripts/hot-code` traces: `PI_IDE_BENCH_HOLD` keeps both Neovims
-//! alive after the measure and prints their pids; `PI_IDE_BENCH_GO` pauses after the start.
+//! connected as Pi is (it has seen the cursor move and asked for the diagnostics), split into
+//! anonymous memory (private to this Neovim) and pages mapped from files (the library's code and
+//! read-only data, which the kernel can drop and read again). Also what `scripts/hot-code`
+//! traces: `PI_IDE_BENCH_HOLD` keeps both Neovims alive after the measure and prints their pids;
+//! `PI_IDE_BENCH_GO` pauses after the start.
 
 use std::time::Duration;
 
@@ -41,7 +42,8 @@ pub struct Added {
     pub base: Rss,
     /// The server up, no agent.
     pub idle: Rss,
-    /// One agent connected; the cursor moved in a file and it was told.
+    /// One agent connected as Pi does; the cursor moved in a file and it was told, and it asked
+    /// for the diagnostics.
     pub client: Rss,
 }
 
@@ -62,22 +64,35 @@ pub fn added() -> Added {
     let with = Nvim::start();
     with.wait_for("require('pi-ide.core.server').running()", Duration::from_secs(30));
     let [base, idle] = settled([&without, &with]);
-    wait_for_go(&with);
-    let mut p = with.peer();
+    wait_for_go(&with, "started");
+    with.lua("vim.g.pi_ide_bench_turns = 0 vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeCheckpoint', callback = function() vim.g.pi_ide_bench_turns = vim.g.pi_ide_bench_turns + 1 end })");
+    let mut p = pi_like_client(&with);
     let path = with.cwd.join("moved.rs");
     let lines: Vec<String> = (0..100).map(|i| format!("fn f{i}() -> u32 {{ {i} }}")).collect();
     std::fs::write(&path, lines.join("\n")).unwrap();
-    // The same file opened and the same moves in both: Neovim's own share (filetype detection)
-    // is not the plugin's.
+    // The same file opened, the same moves and the diagnostics read in both: Neovim's own share
+    // (filetype detection, its vim.diagnostic module, which LSP loads anyway) is not the plugin's.
     for n in [&without, &with] {
         n.lua_with("vim.cmd.edit(...)", vec![path.to_string_lossy().to_string().into()]);
+        n.lua("vim.diagnostic.get()");
     }
-    for line in [10u64, 40, 70] {
+    let mut round = |line: u64| {
         for n in [&without, &with] {
             n.lua_with("vim.api.nvim_win_set_cursor(0, { ..., 2 }) vim.api.nvim_exec_autocmds('CursorMoved', {})", vec![line.into()]);
         }
         p.wait_notification("selection_changed", Duration::from_secs(5)).unwrap();
+        // Pi asks for the diagnostics before every model call.
+        let r = p.call_tool("getDiagnostics", serde_json::json!({})).unwrap();
+        assert!(r.get("result").is_some(), "{r}");
+    };
+    for line in [10u64, 40, 70] {
+        round(line);
     }
+    // Its first request began a turn: the checkpoint (whose pages are given back once it is
+    // taken) is measured after it, with the cursor followed and diagnostics asked once more.
+    with.wait_for("vim.g.pi_ide_bench_turns > 0", Duration::from_secs(30));
+    wait_for_go(&with, "settled");
+    round(20);
     let [base2, client] = settled([&without, &with]);
     if std::env::var_os("PI_IDE_BENCH_HOLD").is_some() {
         println!("without {} with {}", without.pid(), with.pid());
@@ -86,13 +101,29 @@ pub fn added() -> Added {
     Added { base, idle: idle.minus(base), client: client.minus(base2) }
 }
 
-/// For `scripts/hot-code`, which traces what runs after the start apart from the start: with
-/// `PI_IDE_BENCH_GO` set, says "started PID" once the server is up and waits for that file.
-fn wait_for_go(with: &Nvim) {
+/// A client that connects as the Pi extension does (PROTOCOL.md): it offers permessage-deflate
+/// (declined), initializes, and then only calls tools.
+fn pi_like_client(nvim: &Nvim) -> pi_ide_peer::Peer {
+    let l = nvim.lockfile();
+    let headers = [
+        (pi_ide_peer::peer::AUTH_HEADER, l.auth_token.as_str()),
+        ("Sec-WebSocket-Extensions", "permessage-deflate; client_max_window_bits"),
+    ];
+    let mut p = pi_ide_peer::Peer::connect_with_headers(l.port, &headers).expect("connect");
+    let r = p.initialize().expect("initialize");
+    assert!(r.get("result").is_some(), "{r}");
+    p
+}
+
+/// For `scripts/hot-code`, which traces what runs after the start apart from the start, and the
+/// last round apart from what ran once: with `PI_IDE_BENCH_GO` set, says "`what` PID" and waits
+/// for the file named by it and `what`.
+fn wait_for_go(with: &Nvim, what: &str) {
     let Some(go) = std::env::var_os("PI_IDE_BENCH_GO") else { return };
-    println!("started {}", with.pid());
+    println!("{what} {}", with.pid());
+    let go = std::path::PathBuf::from(go).with_extension(what);
     let deadline = std::time::Instant::now() + Duration::from_secs(1800);
-    while !std::path::Path::new(&go).exists() && std::time::Instant::now() < deadline {
+    while !go.exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -125,9 +156,9 @@ pub fn rows() -> Vec<String> {
     let hot = hot.map(|h| format!(", of which {h:.0} KiB of code placed first (src/hot-code.ld)")).unwrap_or_default();
     vec![
         format!("| resident memory added, server up, no agent (median of 3) | {} | |", a.idle.mib()),
-        format!("| resident memory added, one agent connected that followed the cursor (median of 3; Neovim alone {:.1} MiB) | {} | ≤ 1.1 MiB |", a.base.total / 1024.0, a.client.mib()),
+        format!("| resident memory added, one agent connected as Pi is (cursor followed, diagnostics asked; median of 3; Neovim alone {:.1} MiB) | {} | ≤ 1.1 MiB |", a.base.total / 1024.0, a.client.mib()),
         format!("| the library's size | {lib:.0} KiB{hot} | |"),
-        format!("| resident memory claude_code adds, Claude Code connected (vs off, a Pi client; median of 3) | +{:.2} MiB | |", claude_code_adds() / 1024.0),
+        format!("| resident memory claude_code adds, Claude Code connected (vs off, a Pi client; median of 3) | {:+.2} MiB | |", claude_code_adds() / 1024.0),
     ]
 }
 

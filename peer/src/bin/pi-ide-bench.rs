@@ -484,7 +484,7 @@ fn percentile_of(mut v: Vec<f64>, p: f64) -> f64 {
 fn memory_rows() -> Vec<String> {
     let mut rows = memory_bench::rows();
     let copilot = copilot_bench::copilot_adds(rss_kib) / 1024.0;
-    rows.push(format!("| resident memory copilot adds, a Copilot session (vs off, a Pi client; median of 3) | +{copilot:.2} MiB | |"));
+    rows.push(format!("| resident memory copilot adds, a Copilot session (vs off, a Pi client; median of 3) | {copilot:+.2} MiB | |"));
     rows
 }
 
@@ -546,7 +546,7 @@ fn main() {
         println!("get_diagnostics over the Unix socket: ours p50 {o50:.3} ms p99 {o99:.3} ms; hyper floor p50 {f50:.3} ms p99 {f99:.3} ms; ratio p50 {:.2}", o50 / f50);
         let mut v: Vec<(f64, f64)> = (0..3).map(|_| copilot_bench::rss_copilot(rss_kib)).collect();
         v.sort_by(|x, y| (x.1 - x.0).total_cmp(&(y.1 - y.0)));
-        println!("resident memory, copilot off {:.2} MiB, on with a session {:.2} MiB: +{:.2} MiB (median of 3)", v[1].0 / 1024.0, v[1].1 / 1024.0, (v[1].1 - v[1].0) / 1024.0);
+        println!("resident memory, copilot off {:.2} MiB, on with a session {:.2} MiB: {:+.2} MiB (median of 3)", v[1].0 / 1024.0, v[1].1 / 1024.0, (v[1].1 - v[1].0) / 1024.0);
         return;
     }
     if only.as_deref() == Some("mcp") {
