@@ -1,11 +1,11 @@
-//! Giving back the library's read-only pages once the server is up. Loading touches much that
-//! never runs again (the relocation and symbol tables ld.so reads, `luaopen`, the server's
-//! start), and the kernel maps 64 KiB around each page that faults; dropping the mappings of
-//! the code and read-only segments leaves resident only what runs from then on, which faults
-//! back in (from the page cache, a minor fault per 64 KiB). Only segments that were never
-//! written: RELRO and data hold relocated values and are not touched. (A debugger's
-//! breakpoints set in the library before the start are written into its code: they would be
-//! dropped too; set them after `:PiIde start`.)
+//! Giving back the library's read-only pages once the server is up, and again after what runs
+//! once an agent is there (its handshake, a checkpoint: lua/pi-ide/core/server.lua). Loading
+//! touches much that never runs again (the relocation and symbol tables ld.so reads, `luaopen`,
+//! the server's start), and the kernel maps 64 KiB around each page that faults; dropping the
+//! mappings of the code and read-only segments leaves resident only what runs from then on,
+//! which faults back in (from the page cache, a minor fault per 64 KiB). Only segments that were
+//! never written: RELRO and data hold relocated values and are not touched. (A debugger's
+//! breakpoints set in the library are written into its code: they are dropped too.)
 
 /// Drops this process's mappings of the library's read-only segments; returns the bytes
 /// advised (0 where this is not 64-bit Linux).
