@@ -3,7 +3,7 @@
 //! anonymous memory (private to this Neovim) and pages mapped from files (the library's code and
 //! read-only data, which the kernel can drop and read again). Also what `scripts/hot-code`
 //! traces: `PI_IDE_BENCH_HOLD` keeps both Neovims alive after the measure and prints their pids;
-//! `PI_IDE_BENCH_GO` pauses after the start.
+//! `PI_IDE_BENCH_GO` pauses after the start and before the agent's last round.
 
 use std::time::Duration;
 
