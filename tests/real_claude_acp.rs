@@ -338,7 +338,8 @@ fn an_edit_is_reviewed_whole_and_claude_writes_it_only_after_a_typed_w() {
         "the whole file as it will be, read-only (Claude Code writes it, not us): {panes:?}"
     );
     assert!(panes.iter().any(|p| p[1] == "one|two|three"), "the file as it is: {panes:?}");
-    assert!(rig.text().contains("⚖ review: a.txt"), "{}", rig.text());
+    // The chat says so (its own event, handled apart from the review's: it may come a moment later).
+    rig.wait_text("⚖ review: a.txt");
     // Claude Code waits on the question: the file stays as it is, and the model has no result.
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\nthree\n", "written before the :w");
     assert!(rig.mock.turns().iter().all(|t| result_of(t, "Edit").is_none()), "the Edit ran before the :w");
