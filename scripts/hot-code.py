@@ -107,18 +107,22 @@ def loose(name):
     return name.replace("$", "?")
 
 
+def placed(secs, starts, by_name, kind, value, base, size):
+    """The section of one thing `ran` (or `callers_of`) saw; `base` None: addresses cannot be
+    placed."""
+    if kind == "name":
+        return value if value in by_name else None
+    if kind == "offset":
+        return section_at(secs, starts, value)
+    if base is not None and base <= value < base + size:
+        return section_at(secs, starts, value - base)
+    return None
+
+
 def traced(secs, starts, trace_path, base, size):
-    """The sections of what ran in a trace; `base` None: addresses cannot be placed."""
+    """The sections of what ran in a trace."""
     by_name = {s[2] for s in secs}
-    out = []
-    for kind, value in ran(trace_path):
-        if kind == "name":
-            out.append(value if value in by_name else None)
-        elif kind == "offset":
-            out.append(section_at(secs, starts, value))
-        elif base is not None and base <= value < base + size:
-            out.append(section_at(secs, starts, value - base))
-    return out
+    return [placed(secs, starts, by_name, kind, value, base, size) for kind, value in ran(trace_path)]
 
 
 # A module or function named for a CPU feature: code the running CPU picks and valgrind's may not.
@@ -136,11 +140,12 @@ def callers_of(secs, starts, trace_path, base, size, callee):
     by_name = {s[2] for s in secs}
 
     def section(name):
+        # A call names its callee by symbol, or by address (absolute or, in our library, offset).
         if not name.startswith("0x"):
-            return name if name in by_name else None
+            return placed(secs, starts, by_name, "name", name, base, size)
         value = int(name, 16)
-        value = value - base if base is not None and base <= value < base + size else value
-        return section_at(secs, starts, value)
+        absolute = base is not None and base <= value < base + size
+        return placed(secs, starts, by_name, "address" if absolute else "offset", value, base, size)
 
     names, caller, out = {}, None, set()
     for line in open(trace_path, errors="replace"):
