@@ -239,6 +239,28 @@ fn what_an_agent_s_handshake_and_its_first_checkpoint_ran_once_is_given_back() {
 }
 
 #[test]
+fn pages_that_cannot_be_given_back_disturb_nothing() {
+    let nvim = Nvim::start();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    nvim.lua(
+        "_G.connected = 0 vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeClientConnected', \
+         callback = function() _G.connected = _G.connected + 1 end }) \
+         require('pi-ide.core.native').get().release_load_pages = function() error('no madvise here') end",
+    );
+    let mut p = nvim.peer();
+    // The handshake's handler goes on past it (the user hears of the agent), and so does the
+    // checkpoint's: the agent is answered and the turn recorded.
+    nvim.wait_for("_G.connected == 1", PATIENCE);
+    let r = p.call_tool("getDiagnostics", json!({})).unwrap();
+    assert!(r.get("result").is_some(), "{r}");
+    nvim.wait_for("require('pi-ide.features.checkpoints').status_line():find('last turn 1') ~= nil", PATIENCE);
+    let log = std::fs::read_to_string(nvim.lua("return require('pi-ide.core.log').path()").as_str().unwrap()).unwrap();
+    assert!(log.contains("could not give back the library's pages after a handshake"), "{log}");
+    let r = p.call_tool("getDiagnostics", json!({})).unwrap();
+    assert!(r.get("result").is_some(), "{r}");
+}
+
+#[test]
 fn the_modules_an_idle_server_with_an_agent_loads_hold_no_decimal_literal() {
     // LuaJIT reads a decimal literal with libm, whose tables then stay resident (56 KiB in
     // every Neovim): fractions are written as divisions, which are folded without it.

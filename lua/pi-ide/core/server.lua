@@ -232,9 +232,16 @@ end
 --- Gives back the library's read-only pages (src/support/pages.rs): what ran once (loading and
 --- the start, an agent's handshake, a checkpoint) need not stay resident; what runs again comes
 --- back from the page cache. Called where the main loop is awake anyway: no timer of its own.
+--- Whatever fails here is only logged: the handler that calls it goes on.
 function M.give_back_pages(after)
-  if state.native then
-    log.debug("read-only pages given back after %s: %d KiB", after, state.native.release_load_pages() / 1024)
+  if not state.native then
+    return
+  end
+  local ok, bytes = pcall(state.native.release_load_pages)
+  if ok then
+    log.debug("read-only pages given back after %s: %d KiB", after, bytes / 1024)
+  else
+    log.warn("could not give back the library's pages after %s: %s", after, tostring(bytes))
   end
 end
 
