@@ -239,6 +239,29 @@ fn what_an_agent_s_handshake_and_its_first_checkpoint_ran_once_is_given_back() {
 }
 
 #[test]
+fn what_a_review_ran_is_given_back_once_it_closes() {
+    let nvim = Nvim::start();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    nvim.lua(&format!(
+        "{RESIDENT_READ_ONLY} local server = require('pi-ide.core.server') local give = server.give_back_pages \
+         _G.given = {{}} server.give_back_pages = function(after) give(after) \
+         table.insert(_G.given, {{ after = after, kib = resident() }}) end"
+    ));
+    let mut p = nvim.peer();
+    let path = file_with(&nvim, "r.txt", "x\n");
+    open_review(&nvim, &mut p, "r", &path, "y\n", "pi-write:r", 1);
+    type_keys(&nvim, ":q<CR>");
+    let r = p.wait_response(&json!("r")).unwrap();
+    assert!(r.to_string().contains("DIFF_REJECTED"), "{r}");
+    nvim.wait_for("vim.iter(_G.given):any(function(g) return g.after == 'a review' end)", PATIENCE);
+    let given = nvim.lua("return _G.given");
+    for g in given.as_array().unwrap() {
+        assert!(g["kib"].as_f64().unwrap() <= 400.0, "{given}");
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "x\n");
+}
+
+#[test]
 fn pages_that_cannot_be_given_back_disturb_nothing() {
     let nvim = Nvim::start();
     nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
