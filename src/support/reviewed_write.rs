@@ -1,0 +1,339 @@
+//! Writing the text a user accepted in a review onto the file they reviewed — and only onto that
+//! file. What the review showed is looked at when it opens ([`Seen::look`]): the file's real
+//! folder (links resolved then, so a dotfile linked elsewhere is written where it lives) and the
+//! file's identity (device, inode, size, mtime), or that there was none. The write
+//! ([`Seen::write`]) happens in that very folder (its identity checked through the handle every
+//! step uses), only if the file is still the one reviewed, through a new temporary file renamed
+//! over it: a link, a pipe or another file swapped in since is refused by name, never followed
+//! or opened; a full disk or a crash leaves the old file or the new one, never half of one.
+//!
+//! Blocking (fsync): run it off any thread that serves an agent or Neovim.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::io::{AsRawFd, FromRawFd};
+use std::path::{Component, Path, PathBuf};
+
+// mode_t is u32 on Linux, u16 on macOS.
+#[allow(clippy::unnecessary_cast)]
+const FILE: u32 = libc::S_IFREG as u32;
+#[allow(clippy::unnecessary_cast)]
+const LINK: u32 = libc::S_IFLNK as u32;
+
+/// A mode's file type bits.
+#[allow(clippy::unnecessary_cast)]
+fn kind(mode: u32) -> u32 {
+    mode & libc::S_IFMT as u32
+}
+
+/// What a file's identity was when it was reviewed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+    mode: u32,
+}
+
+/// The file a review showed, as it was then.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    /// Its real form then: the nearest existing folder (canonical), the folders to create
+    /// below it, and the file's name.
+    folder: PathBuf,
+    folder_id: (u64, u64),
+    missing: Vec<OsString>,
+    name: OsString,
+    /// None: there was no file.
+    file: Option<Stamp>,
+}
+
+impl Seen {
+    /// Looks at `path` (absolute) as the review opens. Err: it cannot be a reviewed write (not
+    /// absolute, not a regular file, a folder on the way that is not one).
+    pub fn look(path: &Path) -> Result<Seen, String> {
+        if !path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
+            return Err(format!("{} is not an absolute path without `..`", path.display()));
+        }
+        // A link to the file is followed now, once: the review showed the file it leads to.
+        let real = match std::fs::canonicalize(path) {
+            Ok(real) => real,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => path.to_path_buf(),
+            Err(e) => return Err(format!("cannot look at {}: {e}", path.display())),
+        };
+        let name = real.file_name().ok_or_else(|| format!("{} names no file", path.display()))?.to_owned();
+        let (mut folder, mut missing) = (real.parent().unwrap_or(Path::new("/")).to_path_buf(), Vec::new());
+        while !folder.exists() {
+            missing.push(folder.file_name().ok_or("no folder on the way exists")?.to_owned());
+            folder = folder.parent().unwrap_or(Path::new("/")).to_path_buf();
+        }
+        missing.reverse();
+        let folder = std::fs::canonicalize(&folder).map_err(|e| format!("cannot look at {}: {e}", folder.display()))?;
+        let dir = open_dir(None, folder.as_os_str())?;
+        let meta = dir.metadata().map_err(|e| e.to_string())?;
+        let file = if missing.is_empty() { stat_at(&dir, &name)? } else { None };
+        if let Some(s) = &file {
+            if kind(s.mode) != FILE {
+                return Err(format!("{} is not a regular file", path.display()));
+            }
+        }
+        Ok(Seen { folder, folder_id: (meta.dev(), meta.ino()), missing, name, file })
+    }
+
+    /// Whether there was a file when it was reviewed.
+    pub fn existed(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Writes `bytes` as the file, if it is still the one reviewed. Err says what stood in the
+    /// way (the file is then as it was), as in "{path} was not written: {why}".
+    pub fn write(&self, bytes: &[u8]) -> Result<(), String> {
+        let mut dir = open_dir(None, self.folder.as_os_str()).map_err(|e| format!("its folder is gone ({e})"))?;
+        let meta = dir.metadata().map_err(|e| e.to_string())?;
+        if (meta.dev(), meta.ino()) != self.folder_id {
+            return Err(format!("its folder {} was replaced since the review", self.folder.display()));
+        }
+        for part in &self.missing {
+            dir = make_dir_at(&dir, part)?;
+        }
+        let now = stat_at(&dir, &self.name)?;
+        if now != self.file {
+            return Err(changed(self.file.as_ref(), now.as_ref()));
+        }
+        let mode = self.file.as_ref().map(|s| s.mode & 0o7777);
+        let tmp = OsString::from(format!(".{}.pi-ide-{}", self.name.to_string_lossy(), uuid::Uuid::new_v4().simple()));
+        let written = write_new_at(&dir, &tmp, bytes, mode).and_then(|()| self.put_in_place(&dir, &tmp));
+        if written.is_err() {
+            let _ = unlink_at(&dir, &tmp);
+        }
+        written
+    }
+
+    /// Moves the written temporary file over the reviewed one (checked once more right before),
+    /// or into the free name, never over a file that appeared meanwhile.
+    fn put_in_place(&self, dir: &File, tmp: &OsStr) -> Result<(), String> {
+        if self.file.is_none() {
+            link_at(dir, tmp, &self.name).map_err(|e| match e.raw_os_error() {
+                Some(libc::EEXIST) => "a file appeared there since the review".to_string(),
+                _ => e.to_string(),
+            })?;
+            return unlink_at(dir, tmp).map_err(|e| e.to_string());
+        }
+        let now = stat_at(dir, &self.name)?;
+        if now != self.file {
+            return Err(changed(self.file.as_ref(), now.as_ref()));
+        }
+        rename_at(dir, tmp, &self.name).map_err(|e| e.to_string())
+    }
+}
+
+/// Why the file is not the one reviewed.
+fn changed(was: Option<&Stamp>, now: Option<&Stamp>) -> String {
+    let kind = |s: &Stamp| kind(s.mode);
+    match (was, now) {
+        (Some(_), None) => "it was deleted since the review".into(),
+        (None, Some(_)) => "a file appeared there since the review".into(),
+        (Some(_), Some(n)) if kind(n) == LINK => "it was replaced by a link since the review".into(),
+        (Some(_), Some(n)) if kind(n) != FILE => "it is no longer a regular file".into(),
+        (Some(w), Some(n)) if (w.dev, w.ino) != (n.dev, n.ino) => "it was replaced by another file since the review".into(),
+        _ => "it changed on disk since the review".into(),
+    }
+}
+
+fn c_name(name: &OsStr) -> Result<CString, String> {
+    CString::new(name.as_bytes()).map_err(|_| "a name with a NUL byte".to_string())
+}
+
+/// Opens folder `name` (under `dir`, or an absolute path) without following a link as its
+/// last part.
+fn open_dir(dir: Option<&File>, name: &OsStr) -> Result<File, String> {
+    let c = c_name(name)?;
+    let at = dir.map_or(libc::AT_FDCWD, AsRawFd::as_raw_fd);
+    // SAFETY: a valid C string and fd; the result is owned below.
+    let fd = unsafe { libc::openat(at, c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(format!("{}: {}", name.to_string_lossy(), std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd is a new descriptor nobody else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// The folder `name` under `dir`, created (0777 less the umask) when missing; never a link.
+fn make_dir_at(dir: &File, name: &OsStr) -> Result<File, String> {
+    let c = c_name(name)?;
+    // SAFETY: a valid C string and fd.
+    if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o777) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            return Err(format!("cannot create folder {}: {e}", name.to_string_lossy()));
+        }
+    }
+    open_dir(Some(dir), name)
+}
+
+/// The identity of `name` in `dir`, not following a link; None when there is none.
+fn stat_at(dir: &File, name: &OsStr) -> Result<Option<Stamp>, String> {
+    let c = c_name(name)?;
+    // SAFETY: stat is plain data, filled in by fstatat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid fd, C string and stat buffer.
+    if unsafe { libc::fstatat(dir.as_raw_fd(), c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENOENT) => Ok(None),
+            _ => Err(format!("cannot look at {}: {e}", name.to_string_lossy())),
+        };
+    }
+    #[allow(clippy::unnecessary_cast)] // the field types differ between platforms
+    Ok(Some(Stamp {
+        dev: st.st_dev as u64,
+        ino: st.st_ino as u64,
+        size: st.st_size as u64,
+        mtime_ns: st.st_mtime as i128 * 1_000_000_000 + st.st_mtime_nsec as i128,
+        mode: st.st_mode as u32,
+    }))
+}
+
+/// Creates `name` in `dir` (it must not exist; never a link), writes `bytes`, gives it `mode`
+/// (None: a new file's, 0666 less the umask) and makes it durable before it is renamed.
+fn write_new_at(dir: &File, name: &OsStr, bytes: &[u8], mode: Option<u32>) -> Result<(), String> {
+    let c = c_name(name)?;
+    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: a valid C string and fd; the result is owned below.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags, if mode.is_some() { 0o600 } else { 0o666 } as libc::c_uint) };
+    if fd < 0 {
+        return Err(format!("cannot create a temporary file: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: fd is a new descriptor nobody else owns.
+    let mut f = unsafe { File::from_raw_fd(fd) };
+    if let Some(mode) = mode {
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(mode)).map_err(|e| e.to_string())?;
+    }
+    f.write_all(bytes).and_then(|()| f.sync_all()).map_err(|e| e.to_string())
+}
+
+fn rename_at(dir: &File, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
+    let (from, to) = (c_name(from).map_err(std::io::Error::other)?, c_name(to).map_err(std::io::Error::other)?);
+    let fd = dir.as_raw_fd();
+    // SAFETY: valid C strings and fd.
+    match unsafe { libc::renameat(fd, from.as_ptr(), fd, to.as_ptr()) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+fn link_at(dir: &File, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
+    let (from, to) = (c_name(from).map_err(std::io::Error::other)?, c_name(to).map_err(std::io::Error::other)?);
+    let fd = dir.as_raw_fd();
+    // SAFETY: valid C strings and fd.
+    match unsafe { libc::linkat(fd, from.as_ptr(), fd, to.as_ptr(), 0) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+fn unlink_at(dir: &File, name: &OsStr) -> std::io::Result<()> {
+    let c = c_name(name).map_err(std::io::Error::other)?;
+    // SAFETY: a valid C string and fd.
+    match unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_reviewed_file_is_replaced_whole_keeping_its_mode_and_a_new_one_gets_its_folders() {
+        let d = crate::scratch_dir("reviewed-write");
+        let f = d.join("a.txt");
+        std::fs::write(&f, "old\n").unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o750)).unwrap();
+        let seen = Seen::look(&f).unwrap();
+        assert!(seen.existed());
+        seen.write(b"new\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "new\n");
+        assert_eq!(std::fs::metadata(&f).unwrap().permissions().mode() & 0o777, 0o750);
+        let n = d.join("x/y/new.txt");
+        let seen = Seen::look(&n).unwrap();
+        assert!(!seen.existed());
+        seen.write(b"hi").unwrap();
+        assert_eq!(std::fs::read_to_string(&n).unwrap(), "hi");
+        assert_eq!(std::fs::read_dir(d.join("x/y")).unwrap().count(), 1, "no temporary file left");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_link_a_pipe_another_file_or_a_change_since_the_review_is_refused_and_nothing_is_written() {
+        let d = crate::scratch_dir("reviewed-write-swap");
+        let outside = d.join("outside.txt");
+        std::fs::write(&outside, "secret\n").unwrap();
+        let f = d.join("a.txt");
+        let cases: [(&str, &dyn Fn()); 5] = [
+            ("replaced by a link", &|| {
+                std::fs::remove_file(&f).unwrap();
+                std::os::unix::fs::symlink(&outside, &f).unwrap();
+            }),
+            ("no longer a regular file", &|| {
+                std::fs::remove_file(&f).unwrap();
+                let c = CString::new(f.as_os_str().as_bytes()).unwrap();
+                // SAFETY: a valid C string.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            }),
+            ("replaced by another file", &|| {
+                std::fs::write(d.join("other"), "other\n").unwrap();
+                std::fs::rename(d.join("other"), &f).unwrap();
+            }),
+            ("changed on disk", &|| std::fs::write(&f, "edited meanwhile, longer\n").unwrap()),
+            ("deleted", &|| std::fs::remove_file(&f).unwrap()),
+        ];
+        for (said, swap) in cases {
+            let _ = std::fs::remove_file(&f);
+            std::fs::write(&f, "old\n").unwrap();
+            let seen = Seen::look(&f).unwrap();
+            swap();
+            let e = seen.write(b"accepted\n").unwrap_err();
+            assert!(e.contains(said), "{said}: {e}");
+            assert_eq!(std::fs::read_to_string(&outside).unwrap(), "secret\n");
+            assert!(std::fs::read_dir(&d).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().contains("pi-ide")));
+        }
+        // A new file's name taken meanwhile; a folder swapped for a link to elsewhere.
+        let n = d.join("new.txt");
+        let seen = Seen::look(&n).unwrap();
+        std::fs::write(&n, "theirs\n").unwrap();
+        assert!(seen.write(b"mine\n").unwrap_err().contains("appeared"));
+        assert_eq!(std::fs::read_to_string(&n).unwrap(), "theirs\n");
+        let sub = d.join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let seen = Seen::look(&sub.join("f.txt")).unwrap();
+        std::fs::rename(&sub, d.join("sub.old")).unwrap();
+        let elsewhere = crate::scratch_dir("reviewed-write-elsewhere");
+        std::os::unix::fs::symlink(&elsewhere, &sub).unwrap();
+        assert!(seen.write(b"mine\n").is_err());
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "nothing written through the link");
+        std::fs::remove_dir_all(&d).unwrap();
+        std::fs::remove_dir_all(&elsewhere).unwrap();
+    }
+
+    #[test]
+    fn a_file_linked_from_elsewhere_is_written_where_it_lives_and_the_link_stays() {
+        let d = crate::scratch_dir("reviewed-write-link");
+        std::fs::create_dir(d.join("dotfiles")).unwrap();
+        std::fs::write(d.join("dotfiles/rc"), "old\n").unwrap();
+        std::os::unix::fs::symlink(d.join("dotfiles/rc"), d.join("rc")).unwrap();
+        Seen::look(&d.join("rc")).unwrap().write(b"new\n").unwrap();
+        assert!(std::fs::symlink_metadata(d.join("rc")).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(d.join("dotfiles/rc")).unwrap(), "new\n");
+        assert!(Seen::look(Path::new("relative.txt")).is_err());
+        assert!(Seen::look(&d.join("dotfiles")).unwrap_err().contains("not a regular file"));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
