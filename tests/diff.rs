@@ -238,6 +238,30 @@ fn the_same_tab_name_twice_rejects_the_first() {
 }
 
 #[test]
+fn an_id_that_waits_already_is_refused_at_once_and_each_review_keeps_its_own_file() {
+    let nvim = Nvim::start();
+    let a = setup(&nvim, "a.txt", "a\n");
+    let b = setup(&nvim, "b.txt", "b\n");
+    let mut p = nvim.peer();
+    open_diff(&nvim, &mut p, "d1", &a, "A\n", "pi-edit:a");
+    // Another call with the id that waits: refused at once (as a rejection: an error would let
+    // the Pi extension write unreviewed), never shown.
+    p.send_json(&json!({"jsonrpc": "2.0", "id": "d1", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
+        "old_file_path": b, "new_file_path": b, "new_file_contents": "B\n", "tab_name": "pi-edit:b"}}}))
+        .unwrap();
+    assert_eq!(answer(&mut p, "d1"), vec!["DIFF_REJECTED".to_string(), "pi-edit:b".to_string()]);
+    assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(1));
+    assert!(nvim.lua("return require('pi-ide.features.review').list()[1].path").as_str().unwrap().ends_with("a.txt"));
+    // A call of another tool with that id is refused too, with an error.
+    p.send_json(&json!({"jsonrpc": "2.0", "id": "d1", "method": "tools/call", "params": {"name": "getWorkspaceFolders", "arguments": {}}}))
+        .unwrap();
+    let r = p.wait_response(&json!("d1")).unwrap();
+    assert_eq!(r["error"]["code"], -32600, "{r}");
+    type_keys(&nvim, ":w<CR>");
+    assert_eq!(answer(&mut p, "d1"), vec!["FILE_SAVED".to_string(), "A\n".to_string()]);
+}
+
+#[test]
 fn close_tab_closes_an_open_review_and_is_a_no_op_otherwise() {
     let nvim = Nvim::start();
     let path = setup(&nvim, "ct.txt", "x\n");

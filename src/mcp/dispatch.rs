@@ -185,6 +185,14 @@ async fn call_tool(
     args: serde_json::Value,
     shared: &Arc<Shared>,
 ) -> Vec<String> {
+    // An id that already names a call of this client that waits would make its answer ambiguous
+    // (the agent could take it for the other's): refused at once, shown nowhere.
+    if shared.call_waits(client, &id) {
+        let why = RpcError::new(jsonrpc::INVALID_REQUEST, format!("the id {} is already in use by a call that waits for its answer", id.raw()));
+        info!("client {client}: {} refused: {}", tool.name, why.message);
+        let context = tool.abandon_context(&args);
+        return vec![jsonrpc::outcome_frame(&id, &tool.owed(Err(why), context.as_deref()))];
+    }
     if let Some(event) = shared.turn_began(client) {
         shared.events.push(event).await;
     }

@@ -26,6 +26,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::protocol::jsonrpc::Id;
+
 use self::clients::{ClientStatus, Clients};
 use self::events::{Event, EventQueue};
 use self::parked::ParkedCalls;
@@ -112,6 +114,12 @@ pub struct ClientSnapshot {
 }
 
 impl Shared {
+    /// Whether `client` has a call with JSON-RPC id `id` that waits for its answer (parked for
+    /// Lua, or a review).
+    pub fn call_waits(&self, client: u64, id: &Id) -> bool {
+        self.parked.req_of(client, id).is_some() || self.reviews.has_call(client, id)
+    }
+
     pub fn new(settings: Settings) -> Self {
         Shared {
             events: EventQueue::default(),

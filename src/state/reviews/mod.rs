@@ -130,6 +130,11 @@ impl Reviews {
         self.take_where(|r| r.client == client && r.id.raw() == id.raw()).pop()
     }
 
+    /// Whether a review of `client`'s call `id` is open.
+    pub fn has_call(&self, client: u64, id: &Id) -> bool {
+        self.map.lock().values().any(|r| r.client == client && r.id.raw() == id.raw())
+    }
+
     /// Takes out every review of `client`, in order of their numbers.
     pub fn take_client(&self, client: u64) -> Vec<Review> {
         self.take_where(|r| r.client == client)
