@@ -253,7 +253,7 @@ fn a_permission_without_a_change_is_asked_with_the_agents_options() {
     let rig = rig(&[]);
     rig.nvim.lua(
         "_G.asked = nil vim.ui.select = function(items, opts, cb) _G.asked = vim.tbl_map(opts.format_item, items) \
-         cb(items[3]) end",
+         cb(items[2]) end",
     );
     rig.open();
     // Asked while the user types: it waits for Normal mode, taking none of their keys.
@@ -263,8 +263,9 @@ fn a_permission_without_a_change_is_asked_with_the_agents_options() {
     assert_eq!(rig.nvim.lua("return _G.asked"), serde_json::Value::Null, "not asked while typing");
     type_keys(&rig.nvim, "<Esc>");
     rig.wait_text("[rejected]");
+    // Never a standing "always" answer: the agent's once options only.
     let asked = rig.nvim.lua("return _G.asked");
-    assert_eq!(asked, serde_json::json!(["Allow (allow once)", "Always allow (always allow)", "Reject (reject)"]));
+    assert_eq!(asked, serde_json::json!(["Allow (allow once)", "Reject (reject)"]));
     assert!(rig.text().contains("❓ Fake asks: Run make"), "{}", rig.text());
 }
 
@@ -418,4 +419,133 @@ fn ask_and_abort_go_to_the_chat_in_front() {
     for want in ["pi", "claude", "copilot", "gemini", "fake", "mode", "model"] {
         assert!(names.contains(&want), "{want} in {names:?}");
     }
+}
+
+#[test]
+fn a_change_whose_shape_is_unknown_is_asked_without_always_and_says_it_could_not_be_shown() {
+    let rig = rig(&[]);
+    // A picker that would take the agent's "always" if it were offered (or forged).
+    rig.nvim.lua(
+        "_G.prompts = {} vim.ui.select = function(items, opts, cb) table.insert(_G.prompts, { opts.prompt, #items }) \
+         cb({ optionId = 'always', kind = 'allow_always' }) end",
+    );
+    rig.open();
+    rig.send("ask_edit src/x.rs");
+    rig.wait_text("[cancelled]");
+    let prompts = rig.nvim.lua("return _G.prompts");
+    assert!(prompts[0][0].as_str().unwrap().contains("the change could not be shown"), "{prompts}");
+    assert_eq!(prompts[0][1], 2, "allow once and reject once, no always: {prompts}");
+    assert!(rig.text().contains("the change could not be shown here"), "{}", rig.text());
+    // The forged "always" never reached the agent: the core answered cancelled.
+    let answer = rig.received().into_iter().find(|m| m["id"] == 1 && m.get("result").is_some()).unwrap();
+    assert_eq!(answer["result"]["outcome"]["outcome"], "cancelled", "{answer}");
+}
+
+#[test]
+fn an_id_reused_while_its_question_waits_is_refused_and_the_accepted_text_lands_in_its_own_file() {
+    let rig = rig(&[]);
+    let (first, second) = (rig.nvim.cwd.join("first.txt"), rig.nvim.cwd.join("second.txt"));
+    rig.open();
+    rig.send(&format!("twice {} {}", first.display(), second.display()));
+    // The second write, with the id of the first that waits, is refused at once and shown nowhere.
+    rig.wait_text("twice: {\"error\"");
+    rig.review_on_screen();
+    assert_eq!(rig.nvim.lua("return #require('pi-ide.features.review').list()"), 1, "one review: the first");
+    assert!(rig.text().contains("first.txt") && !rig.text().contains("⚖ review: second.txt"), "{}", rig.text());
+    type_keys(&rig.nvim, ":w<CR>");
+    rig.no_review();
+    wait_until("the accepted write", PATIENCE, || first.exists());
+    assert_eq!(std::fs::read_to_string(&first).unwrap(), "first\n");
+    assert!(!second.exists(), "nothing lands in the other file");
+    let answers: Vec<_> = rig.received().into_iter().filter(|m| m["id"] == 7777).collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(answers[0]["error"]["code"], -32600, "{answers:?}");
+    assert!(answers[1]["result"].is_null() && answers[1].get("error").is_none(), "{answers:?}");
+}
+
+#[test]
+fn an_agent_that_writes_other_text_than_accepted_is_caught_when_its_call_ends_or_its_turn_does() {
+    let rig = rig(&[]);
+    let path = file(&rig, "a.txt", "one\ntwo\n");
+    rig.nvim.lua("_G.other = {} vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeWroteOther', callback = function(e) table.insert(_G.other, e.data.path) end })");
+    rig.open();
+    // Honest: nothing said.
+    rig.send(&format!("edit {path} two 2"));
+    rig.review_on_screen();
+    type_keys(&rig.nvim, ":w<CR>");
+    rig.wait_text("[allowed]");
+    rig.idle();
+    // Lying, and saying so (its call completes): told at once.
+    rig.send(&format!("lie {path} 2 3 EVIL"));
+    rig.review_on_screen();
+    type_keys(&rig.nvim, ":w<CR>");
+    rig.wait_text("⚠ a.txt: Fake wrote other text than you accepted");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\nEVIL\n");
+    rig.idle();
+    // Lying, and never saying its call ended: told when its turn ends.
+    rig.send(&format!("lie {path} EVIL 4 WORSE late"));
+    rig.review_on_screen();
+    type_keys(&rig.nvim, ":w<CR>");
+    wait_until("two warnings", PATIENCE, || rig.text().matches("wrote other text than you accepted").count() == 2);
+    assert_eq!(rig.nvim.lua("return #_G.other"), 2);
+    assert_eq!(rig.text().matches("wrote other text").count(), 2, "the honest edit is not flagged: {}", rig.text());
+}
+
+#[test]
+fn an_accepted_write_refuses_a_link_or_a_pipe_swapped_in_since_the_review() {
+    let rig = rig(&[]);
+    let outside = pi_ide_peer::nvim::temp_dir("acp-victim").join("victim.txt");
+    std::fs::write(&outside, "precious\n").unwrap();
+    let path = file(&rig, "w.txt", "old\n");
+    rig.open();
+    rig.send(&format!("write {path} hi"));
+    rig.review_on_screen();
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(&outside, &path).unwrap();
+    type_keys(&rig.nvim, ":w<CR>");
+    rig.wait_text("✗ w.txt was not written: it was replaced by a link since the review");
+    rig.wait_text("write: {\"error\"");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
+    rig.idle();
+    // A named pipe: refused, never opened (a write into it would block until someone reads).
+    let fifo = file(&rig, "p.txt", "old\n");
+    rig.send(&format!("write {fifo} hi"));
+    rig.review_on_screen();
+    std::fs::remove_file(&fifo).unwrap();
+    let c = std::ffi::CString::new(fifo.clone()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    type_keys(&rig.nvim, ":w<CR>");
+    rig.wait_text("✗ p.txt was not written: it is no longer a regular file");
+    rig.idle();
+    rig.send("stream 3");
+    rig.wait_text("c3 ");
+    // No temporary file is left beside them.
+    let left: Vec<_> = std::fs::read_dir(&rig.nvim.cwd).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.iter().all(|n| !n.to_string_lossy().contains("pi-ide")), "{left:?}");
+}
+
+#[test]
+fn a_prompt_sent_from_insert_mode_leaves_it_so_the_review_shows_and_a_waiting_review_says_why() {
+    let rig = rig(&[]);
+    let path = file(&rig, "a.txt", "one\ntwo\n");
+    rig.open();
+    let in_prompt = "vim.api.nvim_get_current_buf() == require('pi-ide.features.chat.acp').get('fake'):prompt_buf()";
+    rig.nvim.wait_for(in_prompt, PATIENCE);
+    rig.nvim.command("startinsert").unwrap();
+    type_keys(&rig.nvim, &format!("edit {path} two 2<C-s>"));
+    rig.review_on_screen();
+    assert_eq!(rig.nvim.lua("return vim.api.nvim_get_mode().mode"), "n");
+    assert!(!rig.text().contains("waiting until"), "{}", rig.text());
+    type_keys(&rig.nvim, ":q<CR>");
+    rig.wait_text("[rejected]");
+    rig.idle();
+    // Typing in a file meanwhile: the review waits, and the chat says so.
+    rig.nvim.command("tabnew").unwrap();
+    rig.nvim.command("startinsert").unwrap();
+    rig.send(&format!("edit {path} two 2"));
+    rig.wait_text("waiting until you leave Insert mode");
+    assert_eq!(rig.nvim.lua("return #require('pi-ide.features.review').list()"), 1);
+    type_keys(&rig.nvim, "<Esc>");
+    rig.review_on_screen();
 }

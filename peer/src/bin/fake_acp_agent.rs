@@ -11,7 +11,13 @@
 //! - `gemini PATH NEW`: Gemini CLI's: fs/read_text_file, a permission with the whole file before
 //!   and after (NEW appended), then fs/write_text_file with the whole file.
 //! - `write PATH TEXT`: fs/write_text_file only.
+//! - `twice PATH1 PATH2`: a lying agent: fs/write_text_file of PATH1 ("first") and, while it
+//!   waits, of PATH2 ("second") with the same request id (the answers are in the log).
+//! - `lie PATH OLD NEW OTHER [late]`: a lying agent: `edit`'s permission (OLD replaced by NEW),
+//!   but once allowed it writes OTHER instead of NEW; with `late`, it never says the call
+//!   completed (only the turn's end shows it).
 //! - `ask`: a permission with no change (an `execute` call).
+//! - `ask_edit PATH`: a permission for an `edit` call whose change is in no shape a client knows.
 //! - `shell SCRIPT`: runs SCRIPT with `sh -c` (an agent's shell tool: nothing asked, nothing
 //!   reviewed).
 //! - `withdraw PATH`: a permission carrying a new file, withdrawn with `$/cancel_request` 0.8 s
@@ -108,6 +114,33 @@ fn edit(agent: &Agent, path: &str, old: Option<&str>, new: &str) -> String {
     said
 }
 
+/// `edit`'s permission, but once allowed the file gets `other` instead of `new`.
+fn lie(agent: &Agent, path: &str, old: &str, new: &str, other: &str, late: bool) -> String {
+    let diff = json!({"type": "diff", "path": path, "oldText": old, "newText": new});
+    agent.update(json!({"sessionUpdate": "tool_call", "toolCallId": "l1", "title": format!("Edit {path}"), "kind": "edit", "status": "pending", "content": [diff]}));
+    let said = permission(agent, json!({"toolCallId": "l1", "title": format!("Edit {path}"), "kind": "edit", "content": [diff]}));
+    if said == "allowed" {
+        let text = std::fs::read_to_string(path).unwrap_or_default().replacen(old, other, 1);
+        std::fs::write(path, text).unwrap();
+        if !late {
+            agent.update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "l1", "status": "completed"}));
+        }
+    }
+    said
+}
+
+/// Two writes with the same request id, the second while the first waits for the user.
+fn twice(agent: &Agent, first: &str, second: &str) -> String {
+    const ID: u64 = 7777;
+    let (tx, rx) = channel();
+    agent.waiting.lock().unwrap().insert(ID, tx);
+    for (path, text) in [(first, "first\n"), (second, "second\n")] {
+        agent.write(&json!({"jsonrpc": "2.0", "id": ID, "method": "fs/write_text_file", "params": {"sessionId": "s1", "path": path, "content": text}}));
+    }
+    let answer = rx.recv().unwrap_or(json!({"error": "stdin closed"}));
+    format!("twice: {answer}")
+}
+
 fn unified(agent: &Agent, path: &str) -> String {
     let fragment = json!({"type": "diff", "path": path, "oldText": "two", "newText": "TWO"});
     agent.update(json!({"sessionUpdate": "tool_call", "toolCallId": "u1", "title": "Edit", "kind": "edit", "status": "pending", "content": [fragment]}));
@@ -189,6 +222,9 @@ fn turn(agent: &Arc<Agent>, text: &str) -> String {
             format!("write: {wrote}")
         }
         "ask" => permission(agent, json!({"toolCallId": "x1", "title": "Run make", "kind": "execute", "rawInput": {"command": "make"}})),
+        "ask_edit" => permission(agent, json!({"toolCallId": "x2", "title": format!("Patch {}", arg(1)), "kind": "edit", "rawInput": {"patch": "*** Begin Patch"}})),
+        "twice" => twice(agent, arg(1), arg(2)),
+        "lie" => lie(agent, arg(1), arg(2), arg(3), arg(4), arg(5) == "late"),
         "shell" => shell(agent, text.trim_start().trim_start_matches("shell").trim()),
         "withdraw" => withdraw(agent, arg(1)),
         "crash" => {

@@ -46,6 +46,17 @@ pub fn of_raw_input(tool_call: &Value) -> Option<Change> {
     Some(Change::Unified { path, diff })
 }
 
+/// Whether a tool call that carries no change we can read is still about changing a file (its
+/// kind says so, or it has a diff in a shape we do not know): the dialog that asks about it says
+/// that the change could not be shown.
+pub fn looks_like_change(tool_call: &Value) -> bool {
+    let kind = tool_call.get("kind").and_then(Value::as_str);
+    let items = tool_call.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    matches!(kind, Some("edit" | "delete" | "move"))
+        || items.iter().any(|i| i.get("type").and_then(Value::as_str) == Some("diff"))
+        || tool_call.pointer("/rawInput/diff").is_some()
+}
+
 /// The file as it will be, from what is on disk now (None: no such file). Err: why it does
 /// not apply.
 pub fn apply(change: &Change, disk: Option<&str>) -> Result<String, String> {

@@ -8,14 +8,20 @@
 //!   file as it will be (change.rs), through the editor's one review state machine (a client of
 //!   this process: server/local.rs, behind [`Reviewer`]). `:w` answers the allow-once option
 //!   (or writes the user's text), `:q` the reject; never an "always" option;
-//! - other permissions and `fs/read_text_file` go to Lua (a dialog; unsaved buffer text), which
-//!   answers through [`Acp::answer`]; a read of a file no buffer holds is read here;
+//! - other permissions and `fs/read_text_file` go to Lua (a dialog, never offering an "always"
+//!   option; unsaved buffer text), which answers through [`Acp::answer`]; a read of a file no
+//!   buffer holds is read here;
 //! - anything else is answered "method not found".
 //!
 //! Every question asked is answered exactly once: by the user, by a cancel (`cancelled`, and
-//! the reviews taken away), or, when the agent is gone, by no one, since nobody can read it.
+//! the reviews taken away), or, when the agent is gone, by no one, since nobody can read it. A
+//! question whose id is one that already waits is refused at once and shown nowhere: the answer
+//! to one must never land on the other. What we write is written as the review showed it
+//! (support/reviewed_write.rs), off the thread that reads the agent; what the agent writes
+//! itself after an allow is read back and compared with what the user accepted (landed.rs).
 
 pub mod change;
+mod landed;
 mod updates;
 
 use std::collections::{HashMap, HashSet};
@@ -28,13 +34,17 @@ use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
 use self::change::Change;
+use self::landed::Landing;
 use super::op::Op;
 use crate::agents::acp::{Done, Proposal};
 use crate::protocol::tools::Verdict;
+use crate::support::blob::blob_id;
+use crate::support::reviewed_write::Seen;
 
 /// The largest file a review or a read takes from disk.
 pub const MAX_FILE: u64 = 32 << 20;
 const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_REQUEST: i64 = -32600;
 const REFUSED: i64 = -32000;
 /// What the texts kept of the agent's reads may weigh.
 const SERVED_BYTES: usize = 16 << 20;
@@ -57,12 +67,36 @@ pub trait Reviewer: Send + Sync {
 
 /// A question of the agent's, not answered yet.
 enum Asked {
-    /// `through_us`: the change it reviews comes back as our write (the user's text is kept for
-    /// it). Unreviewed (no change in it): Lua asks the user.
-    Permission { id: Value, options: Vec<Value>, through_us: Option<String> },
-    /// `proposed`: the agent's text (the user's may differ: the agent is then told).
-    Write { id: Value, path: String, proposed: String },
+    /// `call`: the tool call it is about; `path`: the file its change writes, when it carries
+    /// one (reviewed), else Lua asks the user; `through_us`: that change comes back as our write
+    /// (the user's text is kept for it), and the file as the review showed it.
+    Permission { id: Value, options: Vec<Value>, call: String, path: Option<String>, through_us: Option<Seen> },
+    /// `proposed`: the agent's text (the user's may differ: the agent is then told); `seen`: the
+    /// file as the review showed it.
+    Write { id: Value, path: String, proposed: String, seen: Seen },
     Read { id: Value, params: Value },
+}
+
+impl Asked {
+    fn id(&self) -> &Value {
+        match self {
+            Asked::Permission { id, .. } | Asked::Write { id, .. } | Asked::Read { id, .. } => id,
+        }
+    }
+}
+
+/// What a review shows while it waits: the proposal, and the blob id of the file it replaces
+/// (None: there was none).
+struct Shown {
+    proposal: String,
+    before: Option<String>,
+}
+
+/// What the user accepted in a permission's review of a change that comes back as our write.
+struct Accepted {
+    shown: String,
+    text: String,
+    seen: Seen,
 }
 
 /// Where ops that come of a decision go (the chat's queue): a verdict arrives on another thread.
@@ -82,11 +116,13 @@ pub struct Acp {
     /// Files the agent read through us: it writes them through us too, so its
     /// permission's review is editable and the user's text is what gets written.
     read_through_us: Mutex<HashSet<String>>,
-    /// What the user accepted in such a review, by path, for the write that follows: (the
-    /// proposal shown, the text accepted). Only a write of that very proposal takes it.
-    accepted: Mutex<HashMap<String, (String, String)>>,
-    /// The proposal each review shows, by the question's key, while it waits.
-    shown: Mutex<HashMap<String, String>>,
+    /// What the user accepted in such a review, by path, for the write that follows. Only a
+    /// write of that very proposal takes it.
+    accepted: Mutex<HashMap<String, Accepted>>,
+    /// What each review shows, by the question's key, while it waits.
+    shown: Mutex<HashMap<String, Shown>>,
+    /// Changes allowed that the agent writes itself, to read back.
+    landing: Landing,
     /// The whole text we last gave the agent of each file it read (a buffer's unsaved text, or
     /// the disk's): a change whose "before" is that text is the whole file.
     served: Arc<Mutex<HashMap<String, String>>>,
@@ -105,6 +141,7 @@ impl Acp {
             read_through_us: Mutex::default(),
             accepted: Mutex::default(),
             shown: Mutex::default(),
+            landing: Landing::default(),
             served: Arc::default(),
             reviews: AtomicU64::new(0),
         }
@@ -120,19 +157,35 @@ impl Acp {
             (None, Some(method)) if method == "session/update" => {
                 let update = params.get("update")?;
                 self.remember_fragment(update);
+                self.call_ended(update);
                 updates::op(update, cap_lines)
             }
             (None, Some(method)) => Some(Op::Event { kind: Some(method), event: params }),
-            (Some(id), None) => Some(response(id, msg)),
+            (Some(id), None) => {
+                if msg.get("result").and_then(|r| r.get("stopReason")).is_some() {
+                    self.check_landed(self.landing.turn_ended());
+                }
+                Some(response(id, msg))
+            }
             (None, None) => None,
         }
     }
 
     fn request(self: &Arc<Self>, id: Value, method: &str, params: Value) -> Option<Op> {
         let key = id.to_string();
-        if self.asked.lock().len() >= MAX_ASKED {
-            crate::warn!("acp: the agent asked more than {MAX_ASKED} questions at once; {method} refused");
-            self.reply(&id, Err((REFUSED, format!("more than {MAX_ASKED} questions wait for the user"))));
+        let refused = {
+            let asked = self.asked.lock();
+            if asked.contains_key(&key) {
+                Some((INVALID_REQUEST, format!("the id {key} is already in use by a request that waits for its answer")))
+            } else if asked.len() >= MAX_ASKED {
+                Some((REFUSED, format!("more than {MAX_ASKED} questions wait for the user")))
+            } else {
+                None
+            }
+        };
+        if let Some((code, why)) = refused {
+            crate::warn!("acp: the agent's {method} refused: {why}");
+            self.reply(&id, Err((code, why)));
             return None;
         }
         match method {
@@ -151,19 +204,36 @@ impl Acp {
         }
     }
 
-    fn permission(self: &Arc<Self>, key: String, id: Value, params: Value) -> Option<Op> {
+    fn permission(self: &Arc<Self>, key: String, id: Value, mut params: Value) -> Option<Op> {
         let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
         let options = params.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
-        let remembered = || self.fragments.lock().get(str_of(&call, "toolCallId")).cloned();
+        let call_id = str_of(&call, "toolCallId").to_owned();
+        let remembered = || self.fragments.lock().get(&call_id).cloned();
         let change = change::of_content(&call).or_else(remembered).or_else(|| change::of_raw_input(&call));
-        let path = change.as_ref().map(|c| c.path().to_owned());
-        let through_us = path.filter(|p| self.read_through_us.lock().contains(p));
+        let Some(change) = change else {
+            // A question Lua asks: the agent's options less any "always" (a standing answer the
+            // user never gave), and whether it changes a file we could not show.
+            params["options"] = Value::Array(options.iter().filter(|o| is_once(o)).cloned().collect());
+            params["unshown_change"] = Value::Bool(change::looks_like_change(&call));
+            self.asked.lock().insert(key.clone(), Asked::Permission { id, options, call: call_id, path: None, through_us: None });
+            return Some(Op::AgentRequest { id: key, method: "session/request_permission".into(), params });
+        };
+        let path = change.path().to_owned();
+        let through_us = match self.read_through_us.lock().contains(&path) {
+            true => Some(Seen::look(Path::new(&path))),
+            false => None,
+        };
+        let through_us = match through_us.transpose() {
+            Ok(seen) => seen,
+            Err(why) => {
+                self.reply(&id, Ok(reject(&options)));
+                return Some(refused(&path, &why, Some(&call)));
+            }
+        };
         let editable = through_us.is_some();
-        self.asked.lock().insert(key.clone(), Asked::Permission { id, options, through_us });
-        match change {
-            Some(change) => self.propose(key, &change, Some((&call, !editable))),
-            None => Some(Op::AgentRequest { id: key, method: "session/request_permission".into(), params }),
-        }
+        let asked = Asked::Permission { id, options, call: call_id, path: Some(path), through_us };
+        self.asked.lock().insert(key.clone(), asked);
+        self.propose(key, &change, Some((&call, !editable)))
     }
 
     fn write(self: &Arc<Self>, key: String, id: Value, params: Value) -> Option<Op> {
@@ -171,15 +241,63 @@ impl Acp {
         let content = str_of(&params, "content").to_owned();
         // The user accepted this very change in the permission's review: what they accepted is
         // written. Any other write of the file (a later change) is reviewed anew.
-        let accepted = self.accepted.lock().remove(&path).filter(|(shown, _)| *shown == content);
-        if let Some((_, text)) = accepted {
-            let answer = write_file(&path, &text).map(|_| Value::Null).map_err(|e| (REFUSED, e));
-            self.reply(&id, answer);
-            return Some(written(&path, text != content));
+        let accepted = self.accepted.lock().remove(&path).filter(|a| a.shown == content);
+        if let Some(a) = accepted {
+            let edited = a.text != content;
+            self.write_accepted(id, path, a.text, a.seen, edited);
+            return None;
         }
-        let asked = Asked::Write { id, path: path.clone(), proposed: content.clone() };
+        let seen = match Seen::look(Path::new(&path)) {
+            Ok(seen) => seen,
+            Err(why) => {
+                self.reply(&id, Err((REFUSED, format!("cannot review this write: {why}"))));
+                return Some(refused(&path, &why, None));
+            }
+        };
+        let asked = Asked::Write { id, path: path.clone(), proposed: content.clone(), seen };
         self.asked.lock().insert(key.clone(), asked);
         self.propose(key, &Change::Whole { path, text: content }, None)
+    }
+
+    /// Writes what the user accepted onto the file the review showed, on a thread of its own
+    /// (never the one that reads the agent: a slow disk must not hold it); answers the agent and
+    /// tells the chat how it went.
+    fn write_accepted(self: &Arc<Self>, id: Value, path: String, text: String, seen: Seen, edited: bool) {
+        let me = self.clone();
+        std::thread::spawn(move || {
+            let done = seen.write(text.as_bytes());
+            me.reply(&id, done.clone().map(|()| Value::Null).map_err(|why| (REFUSED, format!("{path} was not written: {why}"))));
+            match done {
+                Ok(()) => (me.events)(written(&path, edited)),
+                Err(why) => {
+                    crate::warn!("acp: {path} was not written: {why}");
+                    (me.events)(Op::Event { kind: Some("write_refused".into()), event: json!({ "path": path, "why": why }) });
+                }
+            }
+        });
+    }
+
+    /// A `tool_call_update` that ends a call: the change it was allowed to write is read back.
+    fn call_ended(self: &Arc<Self>, update: &Value) {
+        let ended = matches!(update.get("status").and_then(Value::as_str), Some("completed") | Some("failed"));
+        if !ended || str_of(update, "sessionUpdate") != "tool_call_update" {
+            return;
+        }
+        let expected = self.landing.call_ended(str_of(update, "toolCallId"));
+        // A failed call wrote nothing the agent stands by; the turn's checkpoint still compares
+        // whatever it left with what was accepted.
+        if update.get("status").and_then(Value::as_str) == Some("completed") {
+            self.check_landed(expected);
+        }
+    }
+
+    /// Reads back, on a worker, what the agent wrote of the changes the user allowed.
+    fn check_landed(self: &Arc<Self>, expected: Vec<landed::Expected>) {
+        if expected.is_empty() {
+            return;
+        }
+        let me = self.clone();
+        std::thread::spawn(move || landed::check(&expected, &|op| (me.events)(op)));
     }
 
     /// Works out the whole file and opens its review; a change that cannot be shown is refused
@@ -191,10 +309,10 @@ impl Acp {
         let path = change.path().to_owned();
         let served = self.served.lock().get(&path).cloned();
         let whole = match change {
-            Change::Replace { old, new, .. } if served.as_deref() == Some(old.as_str()) => Ok(new.clone()),
+            Change::Replace { old, new, .. } if served.as_deref() == Some(old.as_str()) => Ok((served, new.clone())),
             _ => whole_file(change),
         };
-        let contents = match whole {
+        let (before, contents) = match whole {
             Ok(c) => c,
             Err(why) => {
                 self.decided(&key, Verdict::Rejected);
@@ -206,7 +324,8 @@ impl Acp {
         let name = Path::new(&path).file_name().map_or(path.clone(), |f| f.to_string_lossy().into_owned());
         let tab = format!("{name} ({n})");
         self.tabs.lock().insert(key.clone(), tab.clone());
-        self.shown.lock().insert(key.clone(), contents.clone());
+        let before = before.map(|b| blob_id(b.as_bytes()));
+        self.shown.lock().insert(key.clone(), Shown { proposal: contents.clone(), before });
         let proposal = Proposal { tab, path: path.clone(), contents, read_only };
         let me = self.clone();
         self.reviewer.review(proposal, Box::new(move |verdict| me.decided(&key, verdict)));
@@ -214,32 +333,30 @@ impl Acp {
     }
 
     /// The user's verdict on question `key` (nothing if it was answered already: cancelled).
-    fn decided(&self, key: &str, verdict: Verdict) {
+    fn decided(self: &Arc<Self>, key: &str, verdict: Verdict) {
         self.tabs.lock().remove(key);
         let shown = self.shown.lock().remove(key);
         let Some(asked) = self.asked.lock().remove(key) else { return };
         match (asked, verdict) {
-            (Asked::Permission { id, options, through_us }, Verdict::Accepted(text)) => {
+            (Asked::Permission { id, options, call, path, through_us }, Verdict::Accepted(text)) => {
                 let Some(allow) = option_of(&options, "allow_once") else {
                     crate::warn!("acp: the agent offers no allow-once option; answered as a rejection");
                     return self.reply(&id, Ok(reject(&options)));
                 };
-                if let (Some(path), Some(shown)) = (through_us, shown) {
-                    self.accepted.lock().insert(path, (shown, text));
+                match (path, shown, through_us) {
+                    (Some(path), Some(shown), Some(seen)) => {
+                        self.accepted.lock().insert(path, Accepted { shown: shown.proposal, text, seen });
+                    }
+                    // The agent writes it: what lands is read back and compared.
+                    (Some(path), shown, None) => self.landing.expect(&call, &path, &text, shown.and_then(|s| s.before)),
+                    _ => {}
                 }
                 self.reply(&id, Ok(selected(allow)));
             }
             (Asked::Permission { id, options, .. }, _) => self.reply(&id, Ok(reject(&options))),
-            (Asked::Write { id, path, proposed }, Verdict::Accepted(text)) => {
-                if text != proposed {
-                    (self.events)(written(&path, true));
-                }
-                // Off the thread that decided (the server's): a slow disk must not hold it.
-                let out = self.out.lock().clone();
-                std::thread::spawn(move || {
-                    let answer = write_file(&path, &text).map(|_| Value::Null).map_err(|e| (REFUSED, e));
-                    send(out.as_ref(), &id, answer);
-                });
+            (Asked::Write { id, path, proposed, seen }, Verdict::Accepted(text)) => {
+                let edited = text != proposed;
+                self.write_accepted(id, path, text, seen, edited);
             }
             (Asked::Write { id, .. }, _) => self.reply(&id, Err((REFUSED, "the user rejected this change in the editor".into()))),
             (Asked::Read { id, .. }, _) => self.reply(&id, Err((REFUSED, "not answered".into()))),
@@ -251,6 +368,11 @@ impl Acp {
     /// already.
     pub fn answer(&self, key: &str, result: Option<Value>, error: Option<String>) -> bool {
         let Some(asked) = self.asked.lock().remove(key) else { return false };
+        // A dialog may pick only a once option the agent offered: anything else is no answer.
+        let result = match &asked {
+            Asked::Permission { options, .. } => result.map(|r| once_only(r, options)),
+            _ => result,
+        };
         let id = match asked {
             Asked::Read { id, params } if result.is_none() && error.is_none() => {
                 let (out, served) = (self.out.lock().clone(), self.served.clone());
@@ -265,7 +387,7 @@ impl Acp {
                 remember_read(&self.served, &params, result.as_ref());
                 id
             }
-            Asked::Permission { id, .. } | Asked::Write { id, .. } => id,
+            other => other.id().clone(),
         };
         match error {
             Some(e) => self.reply(&id, Err((REFUSED, e))),
@@ -309,10 +431,12 @@ impl Acp {
     }
 
     /// The agent is gone, or the chat stops: nothing more is written to it, its reviews go.
-    pub fn ended(&self) {
+    /// What it was allowed to write and may have written before it went is read back.
+    pub fn ended(self: &Arc<Self>) {
         self.out.lock().take();
         self.asked.lock().clear();
         self.reviewer.end();
+        self.check_landed(self.landing.turn_ended());
     }
 
     fn remember_fragment(&self, update: &Value) {
@@ -367,6 +491,30 @@ fn selected(option: &str) -> Value {
     json!({ "outcome": { "outcome": "selected", "optionId": option } })
 }
 
+/// An option that answers this question only (allow once, reject once), not a standing rule.
+fn is_once(option: &Value) -> bool {
+    matches!(str_of(option, "kind"), "allow_once" | "reject_once")
+}
+
+/// A dialog's answer, if it selects a once option among `options`; else `cancelled`.
+fn once_only(result: Value, options: &[Value]) -> Value {
+    let picked = result.pointer("/outcome/optionId").and_then(Value::as_str);
+    let offered = |id: &str| options.iter().any(|o| o.get("optionId").and_then(Value::as_str) == Some(id) && is_once(o));
+    match picked {
+        Some(id) if !offered(id) => {
+            crate::warn!("acp: the answer {id} is not a once option the agent offered; answered cancelled");
+            json!({ "outcome": { "outcome": "cancelled" } })
+        }
+        _ => result,
+    }
+}
+
+/// The chat's line for a change that cannot be reviewed (`call`: the tool call asking, if any).
+fn refused(path: &str, why: &str, call: Option<&Value>) -> Op {
+    let event = json!({ "path": path, "why": why, "tool": call.map(tool_of) });
+    Op::Event { kind: Some("change_refused".into()), event }
+}
+
 /// The reject-once option; else "cancelled" (never a standing "always" answer on the user's
 /// behalf).
 fn reject(options: &[Value]) -> Value {
@@ -397,8 +545,8 @@ fn written(path: &str, edited: bool) -> Op {
     Op::Event { kind: Some("written".into()), event: json!({ "path": path, "edited": edited }) }
 }
 
-/// The whole file a change leaves, from the file on disk.
-fn whole_file(change: &Change) -> Result<String, String> {
+/// The file on disk (None: there is none) and the whole file the change leaves.
+fn whole_file(change: &Change) -> Result<(Option<String>, String), String> {
     let path = Path::new(change.path());
     if !path.is_absolute() {
         return Err(format!("{} is not an absolute path", change.path()));
@@ -409,7 +557,8 @@ fn whole_file(change: &Change) -> Result<String, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e.to_string()),
     };
-    change::apply(change, disk.as_deref())
+    let after = change::apply(change, disk.as_deref())?;
+    Ok((disk, after))
 }
 
 /// A file's text, at most [`MAX_FILE`] bytes of it (a file that grows while read is cut off
@@ -423,17 +572,6 @@ fn read_bounded(path: &Path) -> Result<String, String> {
         return Err(format!("the file is larger than {} MiB", MAX_FILE >> 20));
     }
     String::from_utf8(bytes).map_err(|_| "the file is not UTF-8 text".to_owned())
-}
-
-fn write_file(path: &str, text: &str) -> Result<(), String> {
-    let p = Path::new(path);
-    if !p.is_absolute() {
-        return Err(format!("{path} is not an absolute path"));
-    }
-    if let Some(dir) = p.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    std::fs::write(p, text).map_err(|e| format!("cannot write {path}: {e}"))
 }
 
 /// `fs/read_text_file` from disk: `line` (1-based) and `limit` honoured; a file that does not

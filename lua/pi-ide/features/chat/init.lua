@@ -307,13 +307,15 @@ function M.send(text)
   return true
 end
 
---- Sends what the prompt area holds and empties it.
+--- Sends what the prompt area holds and empties it; whether it was sent.
 function M.send_prompt_area()
   local buf = prompt_buf()
   local text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
   if M.send(text) then
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
+    return true
   end
+  return false
 end
 
 --- Puts `text` in the prompt area after what it holds, the cursor after it (for :PiIde ask

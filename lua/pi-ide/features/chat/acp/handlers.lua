@@ -47,18 +47,28 @@ local function ensure_block(chat, tool)
   chat.view.tool_start(tool.id, text_or_nil(tool.title) or text_or_nil(tool.kind) or "tool", raw)
 end
 
+-- Never a standing answer the user did not give (the core leaves them out too).
+local function once_options(options)
+  return vim.tbl_filter(function(o)
+    return type(o) == "table" and (o.kind == "allow_once" or o.kind == "reject_once")
+  end, type(options) == "table" and options or {})
+end
+
 local function permission(chat, key, params)
   local call = type(params.toolCall) == "table" and params.toolCall or {}
   ensure_block(chat, { id = call.toolCallId, title = call.title, kind = call.kind, rawInput = call.rawInput })
-  local options = type(params.options) == "table" and params.options or {}
-  chat.view.lines({ ("❓ %s asks: %s"):format(chat:label(), tostring(call.title or call.kind or "permission")) })
+  local options = once_options(params.options)
+  local title = tostring(call.title or call.kind or "permission")
+  -- A change in a shape we cannot read: allowing it allows what no one has seen.
+  local unshown = params.unshown_change and " (it changes a file, but the change could not be shown here)" or ""
+  chat.view.lines({ ("❓ %s asks: %s%s"):format(chat:label(), title, unshown) })
   notify_if_hidden(chat, "needs your answer")
   when_not_typing(chat, function()
     if not chat.asking[key] then
       return -- cancelled meanwhile
     end
     vim.ui.select(options, {
-      prompt = ("%s: %s"):format(chat:label(), tostring(call.title or "allow?")),
+      prompt = ("%s: %s%s"):format(chat:label(), tostring(call.title or "allow?"), unshown),
       format_item = function(o)
         return ("%s (%s)"):format(tostring(o.name), KIND[o.kind] or tostring(o.kind))
       end,
@@ -133,8 +143,27 @@ local events = {
   end,
   review = function(chat, ev)
     ensure_block(chat, ev.tool)
-    chat.view.lines({ ("⚖ review: %s (:w accepts, :q rejects)"):format(vim.fn.fnamemodify(tostring(ev.path), ":~:.")) })
+    local typing = require("pi-ide.core.typing")
+    -- A review opens only once the user is out of Insert, Visual or Command-line mode.
+    local waits = typing.busy_mode() and (", waiting until you leave %s mode"):format(typing.mode_name()) or ""
+    chat.view.lines({ ("⚖ review: %s (:w accepts, :q rejects%s)"):format(vim.fn.fnamemodify(tostring(ev.path), ":~:."), waits) })
     notify_if_hidden(chat, "proposes a change: its review is open")
+  end,
+  -- What the agent wrote after an allow is not what the user accepted (or it is not there).
+  wrote_other = function(chat, ev)
+    local name = vim.fn.fnamemodify(tostring(ev.path), ":~:.")
+    local why = type(ev.why) == "string" and (" (%s)"):format(ev.why) or ""
+    chat.view.lines({
+      ("⚠ %s: %s wrote other text than you accepted%s"):format(name, chat:label(), why),
+      "  :PiIde changes shows it, :PiIde undo takes the turn back",
+    })
+    require("pi-ide.core.events").fire("PiIdeWroteOther", { path = ev.path, agent = chat.name })
+    notify_if_hidden(chat, ("wrote other text to %s than you accepted"):format(name))
+  end,
+  -- An accepted change we were to write could not be (the file changed or was swapped since).
+  write_refused = function(chat, ev)
+    chat.view.lines({ ("✗ %s was not written: %s"):format(vim.fn.fnamemodify(tostring(ev.path), ":~:."), tostring(ev.why)) })
+    notify_if_hidden(chat, "could not write a change you accepted")
   end,
   change_refused = function(chat, ev)
     ensure_block(chat, ev.tool)

@@ -84,12 +84,14 @@ function methods:toggle()
   end
 end
 
---- Sends what the prompt area holds and empties it.
+--- Sends what the prompt area holds and empties it; whether it was sent.
 function methods:send_prompt_area()
   local buf = self:prompt_buf()
   if self:send(table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")) then
     vim.api.nvim_buf_set_lines(buf, 0, -1, false, {})
+    return true
   end
+  return false
 end
 
 --- Puts `text` in the prompt area after what it holds (:PiIde ask with a range).

@@ -1,0 +1,151 @@
+//! What lands after an allow. An agent that writes the file itself once the user allowed its
+//! change (Claude Code, Copilot) could write any text: what the user accepted is kept, by its
+//! blob id, under the tool call that asked; when the agent says that call completed (or its turn
+//! ends, whichever comes first) the file is read back on a worker and compared. A difference is
+//! told at once (`wrote_other`), so the chat, the statusline and `:PiIde changes` can say that
+//! no review showed this text.
+
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+
+use parking_lot::Mutex;
+use serde_json::json;
+
+use super::MAX_FILE;
+use crate::chat::op::Op;
+use crate::support::blob::blob_id;
+
+/// Allowed changes whose write has not been checked yet; more than this (an agent that never
+/// says its calls completed) drops the oldest.
+const KEPT: usize = 256;
+
+/// An allowed change: the text accepted for `path` (its blob id), by the call that will write
+/// it, and the file's blob id when it was reviewed (None: there was none).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expected {
+    pub call: String,
+    pub path: String,
+    pub blob: String,
+    pub before: Option<String>,
+}
+
+#[derive(Default)]
+pub struct Landing {
+    /// Oldest first.
+    expected: Mutex<Vec<Expected>>,
+}
+
+impl Landing {
+    /// The user accepted `text` for `path` (whose blob id was `before`), which the agent's call
+    /// `call` writes.
+    pub fn expect(&self, call: &str, path: &str, text: &str, before: Option<String>) {
+        let mut expected = self.expected.lock();
+        if expected.len() >= KEPT {
+            expected.remove(0);
+        }
+        let (call, path, blob) = (call.to_owned(), path.to_owned(), blob_id(text.as_bytes()));
+        expected.push(Expected { call, path, blob, before });
+    }
+
+    /// The agent says call `call` is over: its write, if one was allowed, is checked now.
+    pub fn call_ended(&self, call: &str) -> Vec<Expected> {
+        let mut expected = self.expected.lock();
+        let (ended, waiting) = expected.drain(..).partition(|e| e.call == call);
+        *expected = waiting;
+        ended
+    }
+
+    /// The turn is over: every write not checked yet is, each file against the last text
+    /// accepted for it (a later change of the same file in the turn supersedes an earlier one).
+    pub fn turn_ended(&self) -> Vec<Expected> {
+        let all = std::mem::take(&mut *self.expected.lock());
+        let mut last: Vec<Expected> = Vec::new();
+        for e in all {
+            last.retain(|l| l.path != e.path);
+            last.push(e);
+        }
+        last
+    }
+}
+
+/// Reads each file back and says, for every one that holds other text than the user accepted,
+/// `wrote_other` (`{ path, why }`) through `tell`. A file still as it was reviewed was not
+/// written (the call failed, or the turn was cancelled first): nothing to tell.
+pub fn check(expected: &[Expected], tell: &dyn Fn(Op)) {
+    for e in expected {
+        // `why`: none when the file simply holds other text.
+        let why = match read_back(&e.path) {
+            Ok(Some(bytes)) => match blob_id(&bytes) {
+                id if id == e.blob || Some(&id) == e.before.as_ref() => continue,
+                _ => None,
+            },
+            Ok(None) if e.before.is_none() => continue,
+            Ok(None) => Some("the file is gone".to_owned()),
+            Err(why) => Some(why),
+        };
+        crate::warn!("acp: the agent's write of {} is not what the user accepted: {}", e.path, why.as_deref().unwrap_or("other text"));
+        tell(Op::Event { kind: Some("wrote_other".into()), event: json!({ "path": e.path, "why": why }) });
+    }
+}
+
+/// The file's bytes (None: there is no file), if it is a regular file of at most [`MAX_FILE`]
+/// bytes (opened without blocking: a pipe swapped in is refused, never waited on).
+fn read_back(path: &str) -> Result<Option<Vec<u8>>, String> {
+    let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("it is no longer a regular file".into());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    Ok(Some(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_is_checked_once_when_its_call_ends_or_else_the_last_per_file_at_the_turn_end() {
+        let l = Landing::default();
+        l.expect("c1", "/a", "one\n", None);
+        l.expect("c2", "/a", "two\n", None);
+        l.expect("c3", "/b", "b\n", None);
+        assert_eq!(l.call_ended("c3").len(), 1);
+        assert!(l.call_ended("c3").is_empty(), "checked once");
+        let left = l.turn_ended();
+        assert_eq!(left.iter().map(|e| e.call.as_str()).collect::<Vec<_>>(), ["c2"]);
+        assert!(l.turn_ended().is_empty());
+    }
+
+    #[test]
+    fn other_text_a_missing_file_or_a_pipe_is_told_and_the_accepted_text_or_an_unwritten_file_is_not() {
+        let d = crate::scratch_dir("acp-landed");
+        let (same, other, fifo, unwritten) = (d.join("same"), d.join("other"), d.join("fifo"), d.join("unwritten"));
+        std::fs::write(&same, "accepted\n").unwrap();
+        std::fs::write(&other, "something else\n").unwrap();
+        std::fs::write(&unwritten, "before\n").unwrap();
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let before = Some(blob_id(b"before\n"));
+        let expect = |p: &std::path::Path| Expected { call: "c".into(), path: p.display().to_string(), blob: blob_id(b"accepted\n"), before: before.clone() };
+        let new_file = Expected { before: None, ..expect(&d.join("never-written")) };
+        let told = Mutex::new(Vec::new());
+        let all = [expect(&same), expect(&other), expect(&d.join("gone")), expect(&fifo), expect(&unwritten), new_file];
+        check(&all, &|op| told.lock().push(op));
+        let told: Vec<String> = told.into_inner().into_iter().map(|op| match op {
+            Op::Event { event, .. } => format!("{} {}", event["path"].as_str().unwrap(), event["why"].as_str().unwrap_or("differs")),
+            other => panic!("{other:?}"),
+        }).collect();
+        assert_eq!(told.len(), 3, "{told:?}");
+        assert!(told[0].contains("other") && told[0].contains("differs"), "{told:?}");
+        assert!(told[1].contains("gone"), "{told:?}");
+        assert!(told[2].contains("regular file"), "{told:?}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
