@@ -469,11 +469,11 @@ fn an_agent_that_writes_other_text_than_accepted_is_caught_when_its_call_ends_or
     let path = file(&rig, "a.txt", "one\ntwo\n");
     rig.nvim.lua("_G.other = {} vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeWroteOther', callback = function(e) table.insert(_G.other, e.data.path) end })");
     rig.open();
-    // Honest: nothing said.
+    // Honest: read back, and said to be as accepted.
     rig.send(&format!("edit {path} two 2"));
     rig.review_on_screen();
     type_keys(&rig.nvim, ":w<CR>");
-    rig.wait_text("[allowed]");
+    rig.wait_text("✎ Fake wrote a.txt, as you accepted it");
     rig.idle();
     // Lying, and saying so (its call completes): told at once.
     rig.send(&format!("lie {path} 2 3 EVIL"));

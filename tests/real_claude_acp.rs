@@ -353,6 +353,9 @@ fn an_edit_is_reviewed_whole_and_claude_writes_it_only_after_a_typed_w() {
     rig.idle();
     // The call's block has the name the adapter gives it only after it began.
     assert!(rig.text().contains("⚙ Edit a.txt ✓"), "{}", rig.text());
+    // What Claude Code wrote is read back when its call completes (or its turn ends): the accepted text.
+    rig.wait_text("wrote a.txt, as you accepted it");
+    assert!(!rig.text().contains("wrote other text"), "{}", rig.text());
     rig.no_review();
     rig.wait("the open buffer reloaded", || {
         let lines = rig.nvim.lua_with("return vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false)", vec![path.clone().into()]);

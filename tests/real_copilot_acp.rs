@@ -138,6 +138,9 @@ fn an_edit_is_reviewed_whole_and_read_only_and_lands_only_after_w() {
     wait_until("Copilot's write", AGENT_PATIENCE, || read(&path) == "one\nTWO\nthree\n");
     rig.wait_text("The edit is done.");
     assert!(!rig.edit_result().to_lowercase().contains("denied"));
+    // What Copilot wrote is read back when its call completes (or its turn ends): the accepted text.
+    rig.wait_text("✎ Copilot wrote a.txt, as you accepted it");
+    assert!(!rig.text().contains("wrote other text"), "{}", rig.text());
 }
 
 #[test]

@@ -1,9 +1,9 @@
 //! What lands after an allow. An agent that writes the file itself once the user allowed its
 //! change (Claude Code, Copilot) could write any text: what the user accepted is kept, by its
 //! blob id, under the tool call that asked; when the agent says that call completed (or its turn
-//! ends, whichever comes first) the file is read back on a worker and compared. A difference is
-//! told at once (`wrote_other`), so the chat, the statusline and `:PiIde changes` can say that
-//! no review showed this text.
+//! ends, whichever comes first) the file is read back on a worker and compared. The outcome is
+//! told at once (`landed`): the accepted text, or other text, which the chat, the statusline and
+//! `:PiIde changes` then say no review showed.
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -68,23 +68,26 @@ impl Landing {
     }
 }
 
-/// Reads each file back and says, for every one that holds other text than the user accepted,
-/// `wrote_other` (`{ path, why }`) through `tell`. A file still as it was reviewed was not
-/// written (the call failed, or the turn was cancelled first): nothing to tell.
+/// Reads each file back and tells, through `tell`, `landed` (`{ path, as_accepted, why }`):
+/// whether it holds the text the user accepted (`why`, when it does not and it is not simply
+/// other text). A file still as it was reviewed was not written (the call failed, or the turn
+/// was cancelled first): nothing to tell.
 pub fn check(expected: &[Expected], tell: &dyn Fn(Op)) {
     for e in expected {
-        // `why`: none when the file simply holds other text.
-        let why = match read_back(&e.path) {
+        let (as_accepted, why) = match read_back(&e.path) {
             Ok(Some(bytes)) => match blob_id(&bytes) {
-                id if id == e.blob || Some(&id) == e.before.as_ref() => continue,
-                _ => None,
+                id if id == e.blob => (true, None),
+                id if Some(&id) == e.before.as_ref() => continue,
+                _ => (false, None),
             },
             Ok(None) if e.before.is_none() => continue,
-            Ok(None) => Some("the file is gone".to_owned()),
-            Err(why) => Some(why),
+            Ok(None) => (false, Some("the file is gone".to_owned())),
+            Err(why) => (false, Some(why)),
         };
-        crate::warn!("acp: the agent's write of {} is not what the user accepted: {}", e.path, why.as_deref().unwrap_or("other text"));
-        tell(Op::Event { kind: Some("wrote_other".into()), event: json!({ "path": e.path, "why": why }) });
+        if !as_accepted {
+            crate::warn!("acp: the agent's write of {} is not what the user accepted: {}", e.path, why.as_deref().unwrap_or("other text"));
+        }
+        tell(Op::Event { kind: Some("landed".into()), event: json!({ "path": e.path, "as_accepted": as_accepted, "why": why }) });
     }
 }
 
@@ -139,13 +142,14 @@ mod tests {
         let all = [expect(&same), expect(&other), expect(&d.join("gone")), expect(&fifo), expect(&unwritten), new_file];
         check(&all, &|op| told.lock().push(op));
         let told: Vec<String> = told.into_inner().into_iter().map(|op| match op {
-            Op::Event { event, .. } => format!("{} {}", event["path"].as_str().unwrap(), event["why"].as_str().unwrap_or("differs")),
+            Op::Event { event, .. } => format!("{} {} {}", event["path"].as_str().unwrap(), event["as_accepted"], event["why"].as_str().unwrap_or("differs")),
             other => panic!("{other:?}"),
         }).collect();
-        assert_eq!(told.len(), 3, "{told:?}");
-        assert!(told[0].contains("other") && told[0].contains("differs"), "{told:?}");
-        assert!(told[1].contains("gone"), "{told:?}");
-        assert!(told[2].contains("regular file"), "{told:?}");
+        assert_eq!(told.len(), 4, "{told:?}");
+        assert!(told[0].ends_with("same true differs"), "{told:?}");
+        assert!(told[1].contains("other false differs"), "{told:?}");
+        assert!(told[2].contains("false the file is gone"), "{told:?}");
+        assert!(told[3].contains("false it is no longer a regular file"), "{told:?}");
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

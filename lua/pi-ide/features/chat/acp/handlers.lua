@@ -149,9 +149,12 @@ local events = {
     chat.view.lines({ ("⚖ review: %s (:w accepts, :q rejects%s)"):format(vim.fn.fnamemodify(tostring(ev.path), ":~:."), waits) })
     notify_if_hidden(chat, "proposes a change: its review is open")
   end,
-  -- What the agent wrote after an allow is not what the user accepted (or it is not there).
-  wrote_other = function(chat, ev)
+  -- What the agent wrote after an allow, read back: the text the user accepted, or not.
+  landed = function(chat, ev)
     local name = vim.fn.fnamemodify(tostring(ev.path), ":~:.")
+    if ev.as_accepted then
+      return chat.view.lines({ ("✎ %s wrote %s, as you accepted it"):format(chat:label(), name) })
+    end
     local why = type(ev.why) == "string" and (" (%s)"):format(ev.why) or ""
     chat.view.lines({
       ("⚠ %s: %s wrote other text than you accepted%s"):format(name, chat:label(), why),
