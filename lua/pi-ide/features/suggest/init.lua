@@ -24,7 +24,13 @@ local state = {
   key_time = nil, -- when the keystroke that led to the pending trigger happened
 }
 
-local stats = { requests = 0, cancelled = 0, shown = 0, accepted = 0, errors = 0, samples = {} }
+local stats = { requests = 0, cancelled = 0, shown = 0, accepted = 0, errors = 0 }
+
+-- The latencies of the last SAMPLES suggestions shown, per part, in rings of plain numbers (a
+-- table per sample would hold ~100 KiB of Lua memory for as long as Neovim runs).
+local SAMPLES = 500
+local PARTS = { "total", "debounce", "agent", "render" }
+local samples = { n = 0, next = 1, total = {}, debounce = {}, agent = {}, render = {} }
 
 -- Callbacks waiting for the answer to the request in flight (or about to be sent), e.g. the
 -- blink.cmp source: each runs once, when the answer was handled or the request ended.
@@ -202,16 +208,13 @@ local function record_sample(f)
   if not f.t_key then
     return
   end
-  local now = hr()
-  table.insert(stats.samples, {
-    debounce = (f.t_sent - f.t_key) / 1e6,
-    agent = (f.t_answer - f.t_sent) / 1e6,
-    render = (now - f.t_answer) / 1e6,
-    total = (now - f.t_key) / 1e6,
-  })
-  if #stats.samples > 500 then
-    table.remove(stats.samples, 1)
-  end
+  local now, i = hr(), samples.next
+  samples.debounce[i] = (f.t_sent - f.t_key) / 1e6
+  samples.agent[i] = (f.t_answer - f.t_sent) / 1e6
+  samples.render[i] = (now - f.t_answer) / 1e6
+  samples.total[i] = (now - f.t_key) / 1e6
+  samples.next = i % SAMPLES + 1
+  samples.n = math.min(samples.n + 1, SAMPLES)
 end
 
 local show_answer
@@ -528,13 +531,9 @@ end
 --- Numbers for :PiIde stats.
 function M.stats()
   local out = vim.deepcopy(stats)
-  out.samples = nil
   out.accept_rate = stats.shown > 0 and stats.accepted / stats.shown or nil
-  for _, part in ipairs({ "total", "debounce", "agent", "render" }) do
-    local v = {}
-    for _, s in ipairs(stats.samples) do
-      table.insert(v, s[part])
-    end
+  for _, part in ipairs(PARTS) do
+    local v = { unpack(samples[part], 1, samples.n) }
     out[part] = { p50 = percentile(v, 0.5), p95 = percentile(v, 0.95), n = #v }
   end
   return out
