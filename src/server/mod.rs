@@ -22,7 +22,7 @@ use crate::protocol::lockfile::{self, LockInfo};
 use crate::state::Shared;
 use crate::transport::auth::{self, Credentials};
 use crate::transport::STOP_GRACE;
-use crate::{debug, info};
+use crate::{debug, info, warn};
 
 use self::served::{LockDir, OwnSide, Served};
 
@@ -53,13 +53,16 @@ pub struct Server {
     debounce: Option<std::thread::JoinHandle<()>>,
     /// The chats' clients in this process (local.rs).
     locals: local::Locals,
+    /// The agents asked for at the start that could not be served, and why (Lua says so once).
+    pub refused: Vec<(&'static str, String)>,
 }
 
 impl Server {
     /// Binds, spawns the server thread and serves the agents. Errors are sentences for the user.
     /// On an error nothing is left running and the waker is detached (Lua may close its handle).
+    /// An agent besides the home one that cannot be served is left out, with why, in `refused`.
     pub fn start(opts: Options, shared: Arc<Shared>) -> Result<Server, String> {
-        let server = match Self::spawn(&opts, shared.clone()) {
+        let mut server = match Self::spawn(&opts, shared.clone()) {
             Ok(s) => s,
             Err(e) => {
                 shared.selection.stop();
@@ -67,11 +70,15 @@ impl Server {
                 return Err(e);
             }
         };
-        let home = std::iter::once((agents::HOME, Value::Null));
-        for (agent, options) in home.chain(opts.serve) {
+        if let Err(e) = server.serve(agents::HOME, &Value::Null) {
+            server.stop();
+            return Err(e);
+        }
+        // Another agent that cannot be served (its folder refused) is left out, not the server.
+        for (agent, options) in opts.serve {
             if let Err(e) = server.serve(agent, &options) {
-                server.stop();
-                return Err(e);
+                warn!("not serving {}: {e}", agent.name);
+                server.refused.push((agent.name, e));
             }
         }
         info!("listening on 127.0.0.1:{}, lockfile {}", server.port, server.lock_path().display());
@@ -108,6 +115,7 @@ impl Server {
             done,
             debounce: Some(debounce),
             locals: local::Locals::default(),
+            refused: Vec::new(),
         })
     }
 
