@@ -49,7 +49,7 @@ pub fn path_for(dir: &Path, port: u16) -> PathBuf {
     dir.join(format!("{port}.lock"))
 }
 
-/// Opens our lock folder `dir`, made when missing, by the rules of support/safe_dir.rs: every
+/// Opens our lock folder `dir`, made when missing, by the rules of support/safe_dir/: every
 /// folder on the way ours or root's, no link of another user's, the folder itself ours. One of
 /// ours that group or others can write to (a umask of 002 makes them so) loses that write
 /// permission, through its handle, and the log says so.

@@ -15,7 +15,7 @@
 //! - A link on the way belongs to us or to root (a link of another user's, in a shared folder,
 //!   may point elsewhere at any moment) and is followed; the folder it leads to is checked as
 //!   if it stood there. A folder of ours may be reached through a link only where `links` says
-//!   so (lock folders: `~/.claude -> dotfiles`); a runtime folder never.
+//!   so (lock folders: `~/.agent -> dotfiles/agent`); a runtime folder never.
 
 mod runtime;
 mod walk;

@@ -79,12 +79,12 @@ fn a_folder_of_ours_others_may_write_to_is_fixed_or_refused_with_the_fix() {
 #[test]
 fn links_of_ours_are_followed_where_allowed_and_never_for_a_runtime_folder() {
     let d = scratch("links");
-    let dotfiles = d.join("dotfiles/claude");
+    let dotfiles = d.join("dotfiles/agent");
     fs::create_dir_all(dotfiles.join("ide")).unwrap();
-    // ~/.claude -> dotfiles/claude (relative, through ..): an ancestor and a lock folder.
+    // ~/.agent -> dotfiles/agent (relative, through ..): an ancestor and a lock folder.
     fs::create_dir(d.join("home")).unwrap();
-    symlink("../dotfiles/claude", d.join("home/.claude")).unwrap();
-    let f = open(&d.join("home/.claude/ide"), LOCK_FIX).unwrap();
+    symlink("../dotfiles/agent", d.join("home/.agent")).unwrap();
+    let f = open(&d.join("home/.agent/ide"), LOCK_FIX).unwrap();
     f.write(OsStr::new("x.lock"), b"x").unwrap();
     assert!(dotfiles.join("ide/x.lock").exists());
     symlink(dotfiles.join("ide"), d.join("ide-link")).unwrap();
