@@ -2,7 +2,8 @@
 //! it, against real headless Neovims: the handshake with and without a Neovim, finding the
 //! right Neovim, the tools, the review answered on every path (accepted with `:w` typed,
 //! rejected, the client giving up by cancelling, closing stdin or being killed), bad input,
-//! and another user's process kept out.
+//! another user's process kept out, and another user's records folder, link, record and
+//! process refused before anything is sent to them.
 
 mod common;
 
