@@ -506,10 +506,26 @@ fn give_to_nobody(path: &Path, mode: u32) {
 }
 
 /// A folder that plays /tmp: everyone may write there, the sticky bit keeps each one's names.
-fn shared_tmp(tag: &str) -> PathBuf {
+/// Removed with what the test and the other user left in it.
+struct SharedTmp(PathBuf);
+
+fn shared_tmp(tag: &str) -> SharedTmp {
     let tmp = temp_dir(tag);
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    tmp
+    SharedTmp(tmp)
+}
+
+impl std::ops::Deref for SharedTmp {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for SharedTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Another user's process (nobody's) that plays Neovim on a Unix socket in `lair` (a folder of
