@@ -271,3 +271,87 @@ fn a_lock_folder_others_can_write_to_is_made_private_and_another_users_is_refuse
     drop(nvim);
     std::fs::remove_dir_all(&home).ok();
 }
+
+/// Root can act as another user (nobody, 65534) here; as another user these cases are skipped.
+fn as_root(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("{test}: skipped (only root can act as another user here)");
+    }
+    root
+}
+
+#[test]
+fn a_lock_folder_reached_through_another_users_link_or_folder_is_refused() {
+    if !as_root("a_lock_folder_reached_through_another_users_link_or_folder") {
+        return;
+    }
+    use std::os::unix::fs::{lchown, symlink};
+    // A shared folder, as /tmp is: everyone may write there, the sticky bit keeps each one's names.
+    let shared = pi_ide_peer::nvim::temp_dir("sticky");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let ours = shared.join("ours");
+    std::fs::create_dir(&ours).unwrap();
+    std::fs::set_permissions(&ours, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let start = |dir: &std::path::Path| {
+        Nvim::start_with(pi_ide_peer::nvim::Options {
+            lock_dir: Some(dir.to_path_buf()),
+            before: Some("require('pi_ide_test').record_notify()".into()),
+            ..Default::default()
+        })
+    };
+    let refused = |nvim: &Nvim, named: &std::path::Path, why: &str| {
+        nvim.wait_t("has_note", json!(["cannot start the server"]), PATIENCE);
+        let said = nvim.notes().join("\n");
+        assert!(said.contains(&*named.to_string_lossy()) && said.contains(why), "{said}");
+        assert_eq!(nvim.lua("return require('pi-ide').info().running"), json!(false));
+        assert_eq!(lock::read_all(&ours).len(), 0, "no token written");
+    };
+    // A link another user planted, even to a folder of ours: they may point it elsewhere at any
+    // moment (between our check and our write).
+    let planted = shared.join("locks");
+    symlink(&ours, &planted).unwrap();
+    lchown(&planted, Some(65534), Some(65534)).unwrap();
+    refused(&start(&planted), &planted, "a symbolic link of another user (uid 65534)");
+    // A folder of another user on the way: they may rename ours away and put theirs there.
+    let theirs = shared.join("theirs");
+    std::fs::create_dir_all(theirs.join("ide")).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+    refused(&start(&theirs.join("ide")), &theirs, "belongs to another user (uid 65534)");
+    // A link of ours to a folder of ours (dotfiles) is ordinary: served.
+    let mine = shared.join("mine");
+    symlink(&ours, &mine).unwrap();
+    let nvim = start(&mine);
+    nvim.wait_for("require('pi-ide').info().running", PATIENCE);
+    assert_eq!(lock::read_all(&ours).len(), 1);
+    drop(nvim);
+    std::fs::remove_dir_all(&shared).ok();
+}
+
+#[test]
+fn an_agents_lock_folder_refused_leaves_the_others_served_and_is_said_once() {
+    if !as_root("an_agents_lock_folder_refused") {
+        return;
+    }
+    // Claude Code's folder is another user's: Pi is still served; Neovim says so once.
+    let home = pi_ide_peer::nvim::temp_dir("claude-theirs");
+    let claude = home.join("claude");
+    std::fs::create_dir_all(claude.join("ide")).unwrap();
+    std::os::unix::fs::chown(claude.join("ide"), Some(65534), Some(65534)).unwrap();
+    let nvim = Nvim::start_with(pi_ide_peer::nvim::Options {
+        env: vec![("CLAUDE_CONFIG_DIR".into(), claude.to_string_lossy().into())],
+        before: Some("require('pi_ide_test').record_notify()".into()),
+        after: Some("require('pi-ide').stop() require('pi-ide').setup({claude_code = true}) require('pi-ide').start()".into()),
+        ..Default::default()
+    });
+    nvim.wait_for("require('pi-ide').info().running", PATIENCE);
+    let said: Vec<String> = nvim.notes().into_iter().filter(|n| n.contains("not serving Claude Code")).collect();
+    assert_eq!(said.len(), 1, "{:?}", nvim.notes());
+    assert!(said[0].contains(&*claude.join("ide").to_string_lossy()) && said[0].contains("another user (uid 65534)"), "{said:?}");
+    assert_eq!(lock::read_all(&claude.join("ide")).len(), 0);
+    let mut p = nvim.peer();
+    assert!(p.initialize().unwrap()["result"].is_object(), "Pi is served");
+    drop(nvim);
+    std::fs::remove_dir_all(&home).ok();
+}

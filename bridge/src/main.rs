@@ -1,13 +1,19 @@
 //! `pi-ide-mcp`: an MCP server on stdio (newline-delimited JSON-RPC) for any MCP client, that
 //! relays to the Neovim the client works in. It finds that Neovim by the records Neovims with
-//! pi-ide.nvim keep (find.rs), connects to its private socket, and relays tool calls (relay.rs);
+//! pi-ide.nvim keep (find.rs), connects to its private socket (once the kernel says its peer
+//! is this user: peer.rs), and relays tool calls (relay.rs);
 //! what needs no Neovim it answers itself (session.rs), so that a client's handshake works
 //! before any Neovim runs. Only JSON-RPC goes to stdout; anything else goes to stderr.
 //!
 //! Usage: pi-ide-mcp [--nvim <socket, server address or pid>]   (or PI_IDE_NVIM)
 
 mod find;
+mod peer;
 mod relay;
+// Folders opened without following another user's links: the core's own module, shared.
+#[allow(dead_code, unused_imports)]
+#[path = "../../src/support/safe_dir/mod.rs"]
+mod safe_dir;
 mod session;
 
 use std::io::{BufRead, Write};

@@ -1,5 +1,5 @@
-//! The connection to a Neovim, made when a call needs one: the record's socket, an `initialize`
-//! of our own (carrying the client's name, so Neovim shows it), then the client's calls relayed
+//! The connection to a Neovim, made when a call needs one: the record's socket (refused unless
+//! its peer is this user: peer.rs), an `initialize` of our own (carrying the client's name, so Neovim shows it), then the client's calls relayed
 //! line for line. Answers come back on a thread of their own. When the connection drops (Neovim
 //! quit), the calls still waiting are answered with an error result, and the next call looks
 //! for a Neovim again.
@@ -85,9 +85,11 @@ impl Relay {
 
     fn connect(&self) -> Result<Conn, String> {
         let cwd = std::env::current_dir().map_err(|e| format!("cannot read the current folder: {e}"))?;
-        let record = find::pick(&self.wanted, &find::records(&find::dir()), &cwd)?;
+        let record = find::pick(&self.wanted, &find::look(), &cwd)?;
         let mut stream = UnixStream::connect(&record.socket_path)
             .map_err(|e| format!("cannot connect to Neovim (pid {}) at {}: {e}", record.pid, record.socket_path))?;
+        // Before anything is sent: the socket must be this user's.
+        crate::peer::check(&stream, &record)?;
         let params = self.init.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_else(default_init);
         let hello = serde_json::json!({"jsonrpc": "2.0", "id": "pi-ide-mcp/initialize", "method": "initialize", "params": params});
         let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;

@@ -58,6 +58,9 @@ local function check_server()
       h.ok(("lockfile %s (mode 600, token matches)"):format(l.path))
     end
   end
+  for name, why in pairs(info.refused or {}) do
+    h.error(("not serving %s: %s"):format(require("pi-ide.agents").get(name).label, why), { "then :PiIde stop and :PiIde start" })
+  end
   for _, d in ipairs(require("pi-ide.core.native").get().check_lock_dirs()) do
     if d.problem then
       h.error(d.problem)

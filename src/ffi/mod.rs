@@ -89,6 +89,12 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
     info.set("port", server.port)?;
     info.set("lockfile", server.lock_path().to_string_lossy().into_owned())?;
     info.set("served", served_table(lua, &server)?)?;
+    // `{ [agent] = why }`: agents asked for that could not be served.
+    let refused = lua.create_table()?;
+    for (name, why) in &server.refused {
+        refused.set(*name, why.as_str())?;
+    }
+    info.set("refused", refused)?;
     *slot = Some(server);
     Ok(info)
 }

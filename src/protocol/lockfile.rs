@@ -2,12 +2,12 @@
 //! 0600, written whole (temp file + rename) so a reader never sees half of it. An agent with a
 //! lockfile of its own format writes it with the helpers here (in its module, src/agents/).
 
-use std::fs::{self, DirBuilder, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::support::safe_dir::{self, Folder, Problem};
 
 /// Exactly the fields of the protocol, in its spelling.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,65 +49,50 @@ pub fn path_for(dir: &Path, port: u16) -> PathBuf {
     dir.join(format!("{port}.lock"))
 }
 
-/// Why `dir` is no place for our token: owned by another user, or writable by group or others
-/// (a shared folder named by an agent's variable: anyone who can write there can plant a
-/// lockfile that sends the agent elsewhere, or swap ours). None when it is private enough.
+/// Opens our lock folder `dir`, made when missing, by the rules of support/safe_dir/: every
+/// folder on the way ours or root's, no link of another user's, the folder itself ours. One of
+/// ours that group or others can write to (a umask of 002 makes them so) loses that write
+/// permission, through its handle, and the log says so.
+pub fn open_dir(dir: &Path) -> Result<Folder, String> {
+    let folder = safe_dir::open(dir, safe_dir::LOCK_FIX).map_err(|p| refusal(dir, &p))?;
+    for (path, was) in &folder.fixed {
+        crate::info!("made the lock folder {} private (it was mode {was:o}; group and others may no longer write there)", path.display());
+    }
+    Ok(folder)
+}
+
+/// Why `dir` is no place for our token, checked without changing anything: a folder on the
+/// way or the folder itself of another user, a link of another user's, or a folder others may
+/// write to (anyone who can write there can plant a lockfile that sends the agent elsewhere,
+/// or swap ours). None when it is private enough, or not there.
 pub fn check_dir(dir: &Path) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = fs::metadata(dir).ok()?;
-    if let Some(problem) = not_ours(dir, &meta) {
-        return Some(problem);
+    match safe_dir::open(dir, safe_dir::LOCK_CHECK) {
+        Ok(_) | Err(Problem::Missing(_)) => None,
+        Err(p) => Some(refusal(dir, &p)),
     }
-    let mode = meta.mode() & 0o777;
-    (mode & 0o022 != 0).then(|| {
-        format!(
-            "the lock folder {} is writable by group or others (mode {mode:o}): run `chmod go-w {}`",
-            dir.display(),
+}
+
+fn refusal(dir: &Path, problem: &Problem) -> String {
+    match problem {
+        Problem::Refused(_) => format!(
+            "the lock folder {} is refused: {problem}; the token must stay private: point the variable that names it to a folder of your own",
             dir.display()
-        )
-    })
-}
-
-fn not_ours(dir: &Path, meta: &fs::Metadata) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    (meta.uid() != me).then(|| {
-        format!(
-            "the lock folder {} belongs to another user (uid {}): the token must stay private; point the variable that names it to a folder of your own",
-            dir.display(),
-            meta.uid()
-        )
-    })
-}
-
-/// Makes our lock folder private: one of another user's is refused (we cannot make it ours);
-/// one of ours that group or others can write to (a umask of 002 makes them so) loses that
-/// write permission, through the folder itself (no path is followed twice). Returns the mode
-/// it had when it was changed.
-pub fn make_private(dir: &Path) -> Result<Option<u32>, String> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let folder = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY)
-        .open(dir)
-        .map_err(|e| format!("cannot open lock folder {}: {e}", dir.display()))?;
-    let meta = folder.metadata().map_err(|e| e.to_string())?;
-    if let Some(problem) = not_ours(dir, &meta) {
-        return Err(problem);
+        ),
+        Problem::Mode(_) | Problem::Missing(_) => format!("the lock folder {}: {problem}", dir.display()),
     }
-    let mode = meta.mode() & 0o7777;
-    if mode & 0o022 == 0 {
-        return Ok(None);
-    }
-    folder
-        .set_permissions(fs::Permissions::from_mode(mode & !0o022))
-        .map_err(|e| format!("the lock folder {} is writable by group or others and cannot be made private: {e}", dir.display()))?;
-    Ok(Some(mode & 0o777))
 }
 
-/// Writes the lockfile atomically, creating the folder (0700) when it is missing. The folder
-/// must be private ([`check_dir`]); the temp file is new (O_EXCL) and never a link (O_NOFOLLOW).
+/// The folder holding `path` (only checked) and the file's name in it.
+pub fn in_folder(path: &Path) -> Result<(Folder, &OsStr), String> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(format!("{} names no file", path.display()));
+    };
+    let folder = safe_dir::open(dir, safe_dir::LOCK_CHECK).map_err(|p| p.to_string())?;
+    Ok((folder, name))
+}
+
+/// Writes the lockfile atomically, creating the folder (0700) when it is missing (see
+/// [`open_dir`]); the temp file is new (O_EXCL) and never a link (O_NOFOLLOW), 0600.
 /// No fsync: the rename is what readers need, and after a crash the pid is dead anyway.
 pub fn write(dir: &Path, port: u16, info: &LockInfo) -> Result<PathBuf, String> {
     let body = serde_json::to_vec(info).map_err(|e| e.to_string())?;
@@ -116,45 +101,20 @@ pub fn write(dir: &Path, port: u16, info: &LockInfo) -> Result<PathBuf, String> 
 
 /// Writes `dir/name` atomically (see [`write`]).
 pub fn write_named(dir: &Path, name: &str, body: &[u8]) -> Result<PathBuf, String> {
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| format!("cannot create lock folder {}: {e}", dir.display()))?;
-    if let Some(was) = make_private(dir)? {
-        crate::info!("made the lock folder {} private (it was mode {was:o}; group and others may no longer write there)", dir.display());
-    }
     let path = dir.join(name);
-    let tmp = dir.join(format!(".{name}.{}.tmp", uuid::Uuid::new_v4().simple()));
-    let result = write_new(&tmp, body).and_then(|()| fs::rename(&tmp, &path));
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(format!("cannot write lockfile {}: {e}", path.display()));
-    }
+    open_dir(dir)?.write(OsStr::new(name), body).map_err(|e| format!("cannot write lockfile {}: {e}", path.display()))?;
     Ok(path)
-}
-
-/// Creates `path` (it must not exist, and is not followed if it is a link), mode 0600.
-fn write_new(path: &Path, body: &[u8]) -> std::io::Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .mode(0o600)
-        .open(path)?;
-    f.write_all(body)
 }
 
 /// Whether the lockfile at `path` is there, private, and says what `expected` says (for
 /// :checkhealth).
 pub fn check(path: &Path, expected: &LockInfo) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = fs::metadata(path).map_err(|e| format!("missing: {e}"))?;
-    let mode = meta.permissions().mode() & 0o777;
+    let (folder, name) = in_folder(path)?;
+    let mode = folder.mode(name).map_err(|e| format!("missing: {e}"))? & 0o777;
     if mode != 0o600 {
         return Err(format!("mode is {mode:o}, not 600"));
     }
-    let text = fs::read(path).map_err(|e| format!("unreadable: {e}"))?;
+    let text = folder.read(name).map_err(|e| format!("unreadable: {e}"))?;
     let on_disk: LockInfo = serde_json::from_slice(&text).map_err(|e| format!("not a lockfile: {e}"))?;
     if &on_disk != expected {
         return Err("it does not match this server (token, pid or folders differ)".into());
@@ -165,16 +125,20 @@ pub fn check(path: &Path, expected: &LockInfo) -> Result<(), String> {
 /// Removes our lockfile, but only if it still holds our token (another editor may have taken
 /// the port number since, and its lockfile is not ours to delete).
 pub fn remove(path: &Path, token: &str) {
-    if let Ok(text) = fs::read(path) {
-        if let Ok(info) = serde_json::from_slice::<LockInfo>(&text) {
-            if info.auth_token != token {
-                return;
-            }
-        }
-        let _ = fs::remove_file(path);
+    remove_if(path, |text| serde_json::from_slice::<LockInfo>(text).map_or(true, |info| info.auth_token == token));
+}
+
+/// Removes the file at `path` when `still_ours(its contents)` says so; read and removed
+/// through its folder's handle (a link there is removed itself, never followed).
+pub fn remove_if(path: &Path, still_ours: impl Fn(&[u8]) -> bool) {
+    let Ok((folder, name)) = in_folder(path) else { return };
+    if folder.read(name).is_ok_and(|text| still_ours(&text)) {
+        let _ = folder.remove(name);
     }
 }
 
+/// Whether `pid` may be alive: only "no such process" (ESRCH) is dead, so that a live editor
+/// of ours is never taken for dead (a sweep deletes what a dead one left).
 pub fn pid_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
@@ -202,21 +166,29 @@ pub fn remove_stale_by(
     read: impl Fn(&[u8]) -> Option<(String, u32)>,
     is_ours: impl Fn(&str) -> bool,
 ) -> Vec<PathBuf> {
+    match safe_dir::open(dir, safe_dir::LOCK_CHECK) {
+        Ok(folder) => remove_stale_in(&folder, read, is_ours),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// [`remove_stale_by`] in a folder already opened.
+pub fn remove_stale_in(
+    folder: &Folder,
+    read: impl Fn(&[u8]) -> Option<(String, u32)>,
+    is_ours: impl Fn(&str) -> bool,
+) -> Vec<PathBuf> {
     let mut removed = Vec::new();
-    let Ok(entries) = fs::read_dir(dir) else {
-        return removed;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("lock") {
+    for name in folder.names().unwrap_or_default() {
+        if Path::new(&name).extension().and_then(|e| e.to_str()) != Some("lock") {
             continue;
         }
-        let Ok(text) = fs::read(&path) else { continue };
-        let Some((name, pid)) = read(&text) else {
+        let Ok(text) = folder.read(&name) else { continue };
+        let Some((ide, pid)) = read(&text) else {
             continue;
         };
-        if is_ours(&name) && !pid_alive(pid) && fs::remove_file(&path).is_ok() {
-            removed.push(path);
+        if is_ours(&ide) && !pid_alive(pid) && folder.remove(&name).is_ok() {
+            removed.push(folder.path().join(&name));
         }
     }
     removed
@@ -225,6 +197,7 @@ pub fn remove_stale_by(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
     use std::os::unix::fs::PermissionsExt;
 
     fn tmpdir(name: &str) -> PathBuf {
@@ -309,13 +282,14 @@ mod tests {
         assert!(check_dir(&dir).is_none(), "others may read a folder, not write to it");
         fs::remove_file(dir.join("1.lock")).unwrap();
         assert!(check_dir(Path::new("/")).is_some() || unsafe { libc::geteuid() } == 0);
-        // A link planted where the temp file goes is not followed.
+        // A link planted where the lockfile goes is replaced, never followed; nor is one read.
         let victim = dir.join("victim");
         fs::write(&victim, "mine").unwrap();
-        let planted = dir.join(".tmp");
-        std::os::unix::fs::symlink(&victim, &planted).unwrap();
-        assert!(write_new(&planted, b"token").is_err());
+        std::os::unix::fs::symlink(&victim, dir.join("2.lock")).unwrap();
+        assert!(check(&dir.join("2.lock"), &info(7, "Neovim", "tok")).is_err());
+        write(&dir, 2, &info(7, "Neovim", "tok")).unwrap();
         assert_eq!(fs::read_to_string(&victim).unwrap(), "mine");
+        assert!(check(&dir.join("2.lock"), &info(7, "Neovim", "tok")).is_ok());
         fs::remove_dir_all(&dir).unwrap();
     }
 

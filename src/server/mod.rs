@@ -22,7 +22,7 @@ use crate::protocol::lockfile::{self, LockInfo};
 use crate::state::Shared;
 use crate::transport::auth::{self, Credentials};
 use crate::transport::STOP_GRACE;
-use crate::{debug, info};
+use crate::{debug, info, warn};
 
 use self::served::{LockDir, OwnSide, Served};
 
@@ -53,13 +53,16 @@ pub struct Server {
     debounce: Option<std::thread::JoinHandle<()>>,
     /// The chats' clients in this process (local.rs).
     locals: local::Locals,
+    /// The agents asked for at the start that could not be served, and why (Lua says so once).
+    pub refused: Vec<(&'static str, String)>,
 }
 
 impl Server {
     /// Binds, spawns the server thread and serves the agents. Errors are sentences for the user.
     /// On an error nothing is left running and the waker is detached (Lua may close its handle).
+    /// An agent besides the home one that cannot be served is left out, with why, in `refused`.
     pub fn start(opts: Options, shared: Arc<Shared>) -> Result<Server, String> {
-        let server = match Self::spawn(&opts, shared.clone()) {
+        let mut server = match Self::spawn(&opts, shared.clone()) {
             Ok(s) => s,
             Err(e) => {
                 shared.selection.stop();
@@ -67,11 +70,15 @@ impl Server {
                 return Err(e);
             }
         };
-        let home = std::iter::once((agents::HOME, Value::Null));
-        for (agent, options) in home.chain(opts.serve) {
+        if let Err(e) = server.serve(agents::HOME, &Value::Null) {
+            server.stop();
+            return Err(e);
+        }
+        // Another agent that cannot be served (its folder refused) is left out, not the server.
+        for (agent, options) in opts.serve {
             if let Err(e) = server.serve(agent, &options) {
-                server.stop();
-                return Err(e);
+                warn!("not serving {}: {e}", agent.name);
+                server.refused.push((agent.name, e));
             }
         }
         info!("listening on 127.0.0.1:{}, lockfile {}", server.port, server.lock_path().display());
@@ -108,6 +115,7 @@ impl Server {
             done,
             debounce: Some(debounce),
             locals: local::Locals::default(),
+            refused: Vec::new(),
         })
     }
 
@@ -162,12 +170,14 @@ impl Server {
         if before.is_some_and(|d| d.tag == tag) {
             return Ok(path);
         }
-        if before.is_none() && tag.is_none() {
-            self.sweep(dir);
-        }
         let token = if tag.is_some() { auth::new_token() } else { lock.auth_token.clone() };
         let created = before.map_or(!dir.exists(), |d| d.created);
         lockfile::write(dir, self.port, &served::with_token(&lock, &token))?;
+        // After the write, which made the folder private if it was not (a sweep only reads a
+        // folder that is).
+        if before.is_none() && tag.is_none() {
+            self.sweep(dir);
+        }
         served.dirs.retain(|d| !(d.agent == agent && d.dir == dir));
         served.dirs.push(LockDir { agent, dir: dir.to_owned(), token, tag, created });
         *self.credentials.write() = served.credentials();
@@ -198,13 +208,14 @@ impl Server {
             return Ok(());
         }
         let (listener, socket) = bind_socket(agent, socket_dir)?;
-        for p in own.sweep(&|n| self.is_ours(n)) {
-            info!("removed stale lockfile {}", p.display());
-        }
         let lock = self.lock.lock().clone();
         let kept = own.write(&socket, &lock, options).inspect_err(|_| {
             let _ = std::fs::remove_file(&socket);
         })?;
+        // After the write, as in serve_in.
+        for p in own.sweep(&|n| self.is_ours(n)) {
+            info!("removed stale lockfile {}", p.display());
+        }
         // `tools`: the names of tools off unless asked for, that the user turned on.
         let opted_in = options.get("tools").and_then(Value::as_array).into_iter().flatten();
         let opted_in = opted_in.filter_map(Value::as_str).map(str::to_owned).collect();
@@ -310,24 +321,19 @@ fn bind_loopback() -> Result<(StdListener, u16), String> {
     Ok((listener, port))
 }
 
-/// An agent's socket, in a folder only this user can enter (the socket is 0600 too).
+/// An agent's socket, in a folder only this user can enter (the socket is 0600 too), opened
+/// and checked as a lock folder is (protocol/lockfile.rs, `open_dir`).
 fn bind_socket(agent: &Agent, dir: &Path) -> Result<(std::os::unix::net::UnixListener, PathBuf), String> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| format!("cannot create the socket folder {}: {e}", dir.display()))?;
-    if let Some(problem) = lockfile::check_dir(dir) {
-        return Err(format!("the {} socket cannot go there: {problem}", agent.name));
-    }
-    let path = dir.join(format!("pi-ide-{}.{}.sock", agent.name, std::process::id()));
+    use std::os::unix::fs::PermissionsExt;
+    let folder = lockfile::open_dir(dir).map_err(|problem| format!("the {} socket cannot go there: {problem}", agent.name))?;
+    let name = format!("pi-ide-{}.{}.sock", agent.name, std::process::id());
+    let path = dir.join(&name);
     // sun_path holds 108 bytes with its NUL.
     if path.as_os_str().len() > 107 {
         return Err(format!("the socket path {} is too long for a Unix socket", path.display()));
     }
     // Ours by name (our pid): left by a server of this process that did not stop.
-    let _ = std::fs::remove_file(&path);
+    let _ = folder.remove(std::ffi::OsStr::new(&name));
     let listener = std::os::unix::net::UnixListener::bind(&path)
         .map_err(|e| format!("cannot listen on {}: {e}", path.display()))?;
     let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));

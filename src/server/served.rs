@@ -117,12 +117,22 @@ impl Served {
         }
         for d in self.dirs.iter().filter(|d| d.created) {
             // Only when empty: another file there is not ours to remove.
-            let _ = std::fs::remove_dir(&d.dir);
+            remove_empty_folder(&d.dir);
         }
         for o in &self.own {
             o.lockfile.remove(token);
             let _ = std::fs::remove_file(&o.socket);
         }
+    }
+}
+
+/// Removes the folder at `dir` if it is empty, through its parent's handle (a link there is not
+/// followed).
+fn remove_empty_folder(dir: &Path) {
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else { return };
+    let on_the_way = crate::support::safe_dir::Rules { own: 0, ..crate::support::safe_dir::LOCK_CHECK };
+    if let Ok(folder) = crate::support::safe_dir::open(parent, on_the_way) {
+        let _ = folder.remove_empty_folder(name);
     }
 }
 

@@ -1,5 +1,7 @@
 //! What every layer uses: the log file, fail points for tests, the source stamp, waking
-//! Neovim's main loop, resolving paths off the main thread, and giving back pages only loading used.
+//! Neovim's main loop, resolving paths off the main thread, giving back pages only loading used,
+//! opening folders of ours so that no other user can slip theirs in (shared with bridge/), a
+//! text's git blob id, and writing an accepted text onto the very file a review showed.
 
 pub mod blob;
 pub mod failpoint;
@@ -7,5 +9,6 @@ pub mod log;
 pub mod pages;
 pub mod resolve;
 pub mod reviewed_write;
+pub mod safe_dir;
 pub mod stamp;
 pub mod waker;

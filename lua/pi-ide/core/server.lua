@@ -201,6 +201,11 @@ function M.start()
   end
   state.async, state.info = async, info
   log.info("server started on port %d (%s)", info.port, info.lockfile)
+  -- An agent whose folder was refused is left out; said once, as each start is.
+  for name, why in pairs(info.refused or {}) do
+    local label = require("pi-ide.agents").get(name).label:gsub("^The ", "the ")
+    log.notify(("not serving %s: %s"):format(label, why), vim.log.levels.WARN)
+  end
 
   state.augroup = vim.api.nvim_create_augroup("PiIdeServer", { clear = true })
   vim.api.nvim_create_autocmd("VimLeavePre", {
@@ -291,6 +296,7 @@ function M.status()
     return { running = false }
   end
   local st = state.native.status()
+  st.refused = state.info.refused
   for agent, paths in pairs(st.served or {}) do
     for what, path in pairs(paths) do
       st[agent .. "_" .. what] = path

@@ -67,30 +67,17 @@ pub fn write(dir: &Path, path: &Path, lock: &CopilotLock) -> Result<PathBuf, Str
 
 /// Rewrites our lockfile in place (new workspace folders): the CLI watches the lockfile it
 /// connected through, and a rename over it reads as the editor going away (it disconnects
-/// and reconnects, dropping a pending review). The file is opened without following a link,
-/// and must be a regular file of ours; when it is gone, it is written anew.
+/// and reconnects, dropping a pending review). The file is opened through its folder's handle,
+/// without following a link, and must be a regular file of ours; when it is gone, it is
+/// written anew.
 pub fn rewrite(dir: &Path, path: &Path, lock: &CopilotLock) -> Result<PathBuf, String> {
-    use std::io::Write;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let name = path.file_name().ok_or("bad lockfile name")?;
     let body = serde_json::to_vec(lock).map_err(|e| e.to_string())?;
-    let opened = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path);
-    let mut file = match opened {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return write(dir, path, lock),
-        Err(e) => return Err(format!("cannot rewrite {}: {e}", path.display())),
-    };
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    // SAFETY: geteuid has no preconditions.
-    if !meta.is_file() || meta.uid() != unsafe { libc::geteuid() } {
-        return Err(format!("{} is not our lockfile any more", path.display()));
+    match crate::protocol::lockfile::open_dir(dir)?.rewrite(name, &body) {
+        Ok(()) => Ok(path.to_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => write(dir, path, lock),
+        Err(e) => Err(format!("cannot rewrite {}: {e}", path.display())),
     }
-    file.set_len(0)
-        .and_then(|()| file.write_all(&body))
-        .map_err(|e| format!("cannot rewrite {}: {e}", path.display()))?;
-    Ok(path.to_owned())
 }
 
 /// A new name for our lockfile in `dir`.
@@ -100,10 +87,8 @@ pub fn new_path(dir: &Path) -> PathBuf {
 
 /// Removes our lockfile, if it still holds our token.
 pub fn remove(path: &Path, token: &str) {
-    let Ok(text) = std::fs::read(path) else { return };
-    if serde_json::from_slice::<CopilotLock>(&text).is_ok_and(|l| l.holds_token(token)) {
-        let _ = std::fs::remove_file(path);
-    }
+    let holds = |text: &[u8]| serde_json::from_slice::<CopilotLock>(text).is_ok_and(|l| l.holds_token(token));
+    crate::protocol::lockfile::remove_if(path, holds);
 }
 
 /// Removes lockfiles of editors like us (by `is_ours(ideName)`) whose process is gone.
@@ -120,13 +105,12 @@ pub fn remove_stale(dir: &Path, is_ours: impl Fn(&str) -> bool) -> Vec<PathBuf> 
 
 /// Whether the lockfile at `path` is there, private and ours as `lock` says (for :checkhealth).
 pub fn check(path: &Path, lock: &CopilotLock) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
-    let meta = std::fs::metadata(path).map_err(|e| format!("missing: {e}"))?;
-    let mode = meta.permissions().mode() & 0o777;
+    let (folder, name) = crate::protocol::lockfile::in_folder(path)?;
+    let mode = folder.mode(name).map_err(|e| format!("missing: {e}"))? & 0o777;
     if mode != 0o600 {
         return Err(format!("mode is {mode:o}, not 600"));
     }
-    let text = std::fs::read(path).map_err(|e| format!("unreadable: {e}"))?;
+    let text = folder.read(name).map_err(|e| format!("unreadable: {e}"))?;
     let on_disk: CopilotLock =
         serde_json::from_slice(&text).map_err(|e| format!("not a lockfile: {e}"))?;
     if on_disk.socket_path != lock.socket_path || on_disk.headers != lock.headers {

@@ -1,9 +1,13 @@
 //! How an MCP client's `pi-ide-mcp` finds this Neovim: a record per Neovim in a private folder
-//! every Neovim of this user shares (`$XDG_RUNTIME_DIR/pi-ide/mcp`, else
-//! `/tmp/pi-ide-<uid>/mcp`), naming its socket, its process, its server address (`$NVIM` in
+//! every Neovim of this user shares (support/safe_dir/runtime.rs says which: with
+//! XDG_RUNTIME_DIR `$XDG_RUNTIME_DIR/pi-ide/mcp`, else `/run/user/<uid>/pi-ide/mcp` or
+//! `$TMPDIR/pi-ide-<uid>/mcp`), naming its socket, its process, its server address (`$NVIM` in
 //! its terminals), its workspace folders and when it last had the focus. It holds no token:
-//! the socket lets in this user's processes only.
+//! the socket lets in this user's processes only, and the bridge checks that the socket is
+//! this user's before it sends anything. The folder is opened and checked each time it is
+//! written (a swap since is refused), and the record written through its handle.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -11,6 +15,7 @@ use serde_json::Value;
 
 use crate::agents::{KeptLockfile, OwnLockfile};
 use crate::protocol::lockfile::{self, LockInfo};
+use crate::support::safe_dir::{self, Folder};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -23,15 +28,6 @@ pub struct Record {
     pub ide_name: String,
     /// When it last had the focus (or started), in ms since the epoch.
     pub focused_at: u64,
-}
-
-/// The folder of the records.
-pub fn dir() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d).join("pi-ide").join("mcp"),
-        // SAFETY: getuid has no preconditions.
-        _ => std::env::temp_dir().join(format!("pi-ide-{}", unsafe { libc::getuid() })).join("mcp"),
-    }
 }
 
 fn now_ms() -> u64 {
@@ -51,9 +47,22 @@ struct Kept {
 impl Kept {
     fn save(&self) -> Result<(), String> {
         let body = serde_json::to_vec(&self.record).map_err(|e| e.to_string())?;
-        let name = self.path.file_name().and_then(|n| n.to_str()).ok_or("bad record name")?;
-        lockfile::write_named(&self.dir, name, &body).map(|_| ())
+        let folder = open(&self.dir)?;
+        folder.write(self.name(), &body).map_err(|e| format!("cannot write the record {}: {e}", self.path.display()))
     }
+
+    fn name(&self) -> &OsStr {
+        self.path.file_name().unwrap_or_default()
+    }
+}
+
+/// The records folder at `dir`, made if missing and made private (the log says so).
+fn open(dir: &Path) -> Result<Folder, String> {
+    let folder = safe_dir::open_records(dir, true)?;
+    for (path, was) in &folder.fixed {
+        crate::info!("made the records folder {} private (it was mode {was:o})", path.display());
+    }
+    Ok(folder)
 }
 
 impl OwnLockfile for Records {
@@ -67,7 +76,7 @@ impl OwnLockfile for Records {
             ide_name: lock.ide_name.clone(),
             focused_at: now_ms(),
         };
-        let dir = dir();
+        let dir = safe_dir::records_path();
         let path = dir.join(format!("{}.lock", lock.pid));
         let kept = Kept { dir, path, record };
         kept.save()?;
@@ -79,7 +88,7 @@ impl OwnLockfile for Records {
             let r = serde_json::from_slice::<Record>(text).ok()?;
             Some((r.ide_name, r.pid))
         };
-        lockfile::remove_stale_by(&dir(), read, is_ours)
+        open(&safe_dir::records_path()).map(|f| lockfile::remove_stale_in(&f, read, is_ours)).unwrap_or_default()
     }
 }
 
@@ -103,7 +112,8 @@ impl KeptLockfile for Kept {
     }
 
     fn check(&self) -> Result<(), String> {
-        let text = std::fs::read(&self.path).map_err(|e| format!("missing: {e}"))?;
+        let folder = safe_dir::open_records(&self.dir, false)?;
+        let text = folder.read(self.name()).map_err(|e| format!("missing: {e}"))?;
         let on_disk: Record = serde_json::from_slice(&text).map_err(|e| format!("not a record: {e}"))?;
         if on_disk.socket_path != self.record.socket_path || on_disk.pid != self.record.pid {
             return Err("it does not match this server (socket or process differ)".into());
@@ -112,9 +122,10 @@ impl KeptLockfile for Kept {
     }
 
     fn remove(&self, _token: &str) {
-        let Ok(text) = std::fs::read(&self.path) else { return };
+        let Ok(folder) = safe_dir::open_records(&self.dir, false) else { return };
+        let Ok(text) = folder.read(self.name()) else { return };
         if serde_json::from_slice::<Record>(&text).is_ok_and(|r| r.pid == self.record.pid) {
-            let _ = std::fs::remove_file(&self.path);
+            let _ = folder.remove(self.name());
         }
     }
 }

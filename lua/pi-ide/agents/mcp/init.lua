@@ -75,7 +75,9 @@ M.commands = {
 
 function M.status_line(st)
   local side = (st.served or {}).mcp
-  if not side then
+  if (st.refused or {}).mcp then
+    return "  mcp: not served: " .. st.refused.mcp
+  elseif not side then
     return "  mcp: off (setup({ mcp = true }))"
   end
   return ("  mcp: socket %s, %d client%s"):format(side.socket, #clients(st), #clients(st) == 1 and "" or "s")
@@ -87,6 +89,8 @@ function M.health(info)
   local side = info.running and (info.served or {}).mcp
   if not require("pi-ide.core.config").values.mcp then
     return h.info("off (option mcp)")
+  elseif info.running and (info.refused or {}).mcp then
+    return h.error("not served: " .. info.refused.mcp)
   elseif not side then
     return h.warn("on, but the running server was started without it: :PiIde stop, then :PiIde start")
   end
