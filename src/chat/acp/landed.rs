@@ -1,5 +1,5 @@
 //! What lands after an allow. An agent that writes the file itself once the user allowed its
-//! change (Claude Code, Copilot) could write any text: what the user accepted is kept, by its
+//! change (the permission's review is read-only) could write any text: what the user accepted is kept, by its
 //! blob id, under the tool call that asked; when the agent says that call completed (or its turn
 //! ends, whichever comes first) the file is read back on a worker and compared. The outcome is
 //! told at once (`landed`): the accepted text, or other text, which the chat, the statusline and
