@@ -219,3 +219,23 @@ fn without_pi_on_path_one_message_says_what_to_install() {
     assert!(notes.iter().any(|n| n.contains("no-such-pi-here not found on PATH; install it")), "{notes:?}");
     assert_eq!(nvim.lua("return #vim.api.nvim_list_wins()"), 1, "no chat window without Pi");
 }
+
+#[test]
+fn a_question_of_pis_with_the_id_of_one_that_waits_is_cancelled_at_once_and_never_shown() {
+    let nvim = neovim(&[]);
+    // Pi's extension asks twice with one id: the answer to the first must never be taken for
+    // the second (a "Yes" meant for a harmless question would allow another).
+    nvim.lua(
+        "_G.replies, _G.shown = {}, {} \
+         vim.ui.select = function(items, opts, cb) table.insert(_G.shown, opts.prompt) _G.pick = cb end \
+         local dialogs = require('pi-ide.features.chat.dialogs') \
+         local reply = function(r) table.insert(_G.replies, r) end \
+         dialogs.handle({ type = 'extension_ui_request', id = 'q1', method = 'confirm', title = 'Format a.txt?' }, reply) \
+         dialogs.handle({ type = 'extension_ui_request', id = 'q1', method = 'confirm', title = 'Delete the repository?' }, reply)",
+    );
+    assert_eq!(nvim.lua("return _G.shown"), json!(["Format a.txt?"]));
+    assert_eq!(nvim.lua("return _G.replies"), json!([{"type": "extension_ui_response", "id": "q1", "cancelled": true}]));
+    nvim.lua("_G.pick('Yes')");
+    let replies = nvim.lua("return _G.replies");
+    assert_eq!(replies[1], json!({"type": "extension_ui_response", "id": "q1", "confirmed": true}), "{replies}");
+}

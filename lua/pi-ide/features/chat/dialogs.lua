@@ -109,6 +109,12 @@ function M.handle(req, reply)
     -- setStatus, setWidget, setTitle, set_editor_text: nothing of ours shows them.
     return log.debug("chat: extension UI %s not shown", tostring(method))
   end
+  if req.id == nil or open[req.id] then
+    -- One answer per id: a second question with the id of one that waits would take the
+    -- answer meant for the other. It is answered "cancelled" at once and shown nowhere.
+    log.warn("chat: Pi asked %s with the id %s of a question that waits: cancelled", tostring(method), tostring(req.id))
+    return reply({ type = "extension_ui_response", id = req.id, cancelled = true })
+  end
   open[req.id] = true
   require("pi-ide.features.chat").changed()
   -- Pi answers a dialog itself when its timeout passes (and ignores a late answer): ours is
