@@ -1,8 +1,9 @@
 //! What the shadow repository keeps: the trees of the turns in the log (a ref each, so that git
 //! knows what is reachable), the index's blobs, and nothing else — what only older turns held
-//! is pruned now and then. And only objects of its own: a shadow made by an earlier version
-//! borrowed the user's objects (`objects/info/alternates`), which the user's `git gc` may prune;
-//! it copies what it still finds, then stops borrowing.
+//! is pruned now and then. And only objects of its own: the user's `git gc` may prune theirs.
+//! A first snapshot may borrow them while it hashes (`objects/info/alternates`, snapshot.rs) and
+//! copies what it used at once; a shadow an earlier version made, which kept borrowing, copies
+//! what it still finds and stops.
 
 use std::path::Path;
 

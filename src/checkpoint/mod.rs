@@ -66,6 +66,8 @@ pub struct Checkpoints {
     limits: Limits,
     dir: PathBuf,
     guard: Guard,
+    /// The user's repository holding the folder, if it is theirs.
+    users: Option<git::UsersRepository>,
 }
 
 impl Checkpoints {
@@ -81,14 +83,31 @@ impl Checkpoints {
         snapshot::prepare(&git, users.as_ref())?;
         git.excludes_file = git::users_excludes_file(&git.git_dir);
         let _ = std::fs::write(dir.join("folder"), folder.as_os_str().as_encoded_bytes());
-        let guard = Guard::new(&dir, &folder, users);
-        let cp = Checkpoints { git, log: Log::at(&dir), limits, dir, guard };
+        let guard = Guard::new(&dir, &folder, users.clone());
+        let cp = Checkpoints { git, log: Log::at(&dir), limits, dir, guard, users };
         cp.maintain(&held);
         Ok(cp)
     }
 
     fn hold(&self) -> Result<Held, String> {
         lock::hold(&self.dir, LOCK_PATIENCE)
+    }
+
+    /// The workspace's snapshot. The first of a folder (no index yet) in a repository that
+    /// holds most of its files borrows the user's objects while it hashes — a file already
+    /// there costs a hash and no compression — and copies what it used before the lock is let
+    /// go, so that no checkpoint depends on an object their gc may prune.
+    fn snapshot(&self, held: &Held) -> Result<snapshot::Snapshot, String> {
+        let fresh = !self.git.git_dir.join("index").exists();
+        let lender = self.users.as_ref().filter(|_| fresh).map(|u| snapshot::Lender {
+            objects: u.common_dir.join("objects"),
+            indexed: snapshot::index_entries(&u.git_dir.join("index")),
+        });
+        let snap = snapshot::take(&self.git, self.limits, lender.as_ref());
+        if fresh {
+            self.maintain(held);
+        }
+        snap
     }
 
     /// Borrowed objects copied, older turns pruned: a failure is logged, it fails no turn.
@@ -108,7 +127,7 @@ impl Checkpoints {
     /// last `limits.turns` are dropped.
     pub fn begin(&self, agent: &str, prompt: Option<String>) -> Result<(Turn, Option<Turn>), String> {
         let held = self.hold()?;
-        let snap = snapshot::take(&self.git, self.limits)?;
+        let snap = self.snapshot(&held)?;
         let prints = self.guard.fingerprints(&self.git, &snap.tree);
         let mut closing = None;
         let keep = self.limits.turns.max(1);
@@ -137,7 +156,7 @@ impl Checkpoints {
     /// their own write in Neovim). Answers the turn with what it changed and what no review showed.
     pub fn end(&self, n: u64, reviewed: &[Name]) -> Result<Turn, String> {
         let held = self.hold()?;
-        let snap = snapshot::take(&self.git, self.limits)?;
+        let snap = self.snapshot(&held)?;
         let prints = self.guard.fingerprints(&self.git, &snap.tree);
         self.log.update(&held, |turns| {
             let t = turns.iter_mut().find(|t| t.n == n).ok_or(format!("no turn {n}"))?;
@@ -203,7 +222,7 @@ impl Checkpoints {
     pub fn changes(&self, since: Option<u64>) -> Result<(Turn, Vec<Change>), String> {
         let held = self.hold()?;
         let from = self.pick(since)?;
-        let now = snapshot::take(&self.git, self.limits)?;
+        let now = self.snapshot(&held)?;
         let entries = self.diff(&from, &from.start, &now.tree)?;
         let later: Vec<Turn> = self.log.read()?.into_iter().filter(|t| t.n >= from.n).collect();
         let open_changed = self.open_turn_changes(&later, &now.tree)?;
@@ -279,9 +298,9 @@ impl Checkpoints {
 
     /// What undoing turn `n` (the last one not undone, by default) would do.
     pub fn plan_undo(&self, n: Option<u64>) -> Result<Plan, String> {
-        let _held = self.hold()?;
+        let held = self.hold()?;
         let t = self.pick(n)?;
-        let now = snapshot::take(&self.git, self.limits)?.tree;
+        let now = self.snapshot(&held)?.tree;
         restore::plan(&self.git, &t, &now)
     }
 
@@ -289,7 +308,7 @@ impl Checkpoints {
     pub fn undo(&self, n: u64, paths: &[Name]) -> Result<Report, String> {
         let held = self.hold()?;
         let t = self.turn(n)?;
-        let now = snapshot::take(&self.git, self.limits)?.tree;
+        let now = self.snapshot(&held)?.tree;
         let report = restore::put_back(&self.git, &t, &now, paths)?;
         self.log.update(&held, |turns| {
             if let Some(t) = turns.iter_mut().find(|t| t.n == n) {
