@@ -76,7 +76,8 @@ impl Checkpoints {
         let folder = folder.canonicalize().map_err(|e| format!("no folder {}: {e}", folder.display()))?;
         refuse_everything_folders(&folder)?;
         let dir = state.join("checkpoints").join(key(&folder));
-        std::fs::create_dir_all(&dir).map_err(|e| format!("could not create {}: {e}", dir.display()))?;
+        private_folder(&state.join("checkpoints"))?;
+        private_folder(&dir)?;
         let held = lock::hold(&dir, LOCK_PATIENCE)?;
         let users = git::users_repository(&folder);
         let mut git = Git { git_dir: dir.join("git"), work_tree: folder.clone(), excludes_file: None };
@@ -346,6 +347,15 @@ fn made_by(by: &[&Turn]) -> (Vec<u64>, Vec<String>) {
     let mut agents: Vec<String> = by.iter().map(|t| t.agent.clone()).collect();
     agents.dedup();
     (by.iter().map(|t| t.n).collect(), agents)
+}
+
+/// Makes `dir` (and what it lacks above) a folder only the user can read: checkpoints hold a
+/// copy of every file of the workspace. One made open by an earlier version is closed.
+fn private_folder(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| format!("could not create {}: {e}", dir.display()))?;
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    Ok(())
 }
 
 /// A checkpoint of `/` or the home folder would hash the user's whole disk or home.

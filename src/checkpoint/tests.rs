@@ -433,3 +433,15 @@ fn an_undo_puts_a_file_back_where_the_turn_made_a_folder() {
     assert!(report.failed.is_empty(), "{report:?}");
     assert_eq!(std::fs::read(ws.join("d")).unwrap(), b"a file\n");
 }
+
+#[test]
+fn the_checkpoints_are_readable_by_the_user_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let (ws, state) = rig("cp-private", false);
+    std::fs::create_dir_all(state.join("checkpoints")).unwrap();
+    std::fs::set_permissions(state.join("checkpoints"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    for dir in [state.join("checkpoints"), cp.dir.clone()] {
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700, "{}", dir.display());
+    }
+}
