@@ -223,3 +223,232 @@ fn a_checkpoint_that_hangs_holds_the_turn_ten_seconds_at_most_and_says_so() {
     // Neovim stayed responsive throughout (the worker hangs, not the main loop).
     responsive(&nvim, std::time::Duration::from_secs(5));
 }
+
+/// `git <args>` in `dir` for a test's setup, with no config of the machine's (nor the traps).
+fn setup_git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.email=t@t", "-c", "user.name=t", "-c", "init.defaultBranch=main", "-c", "protocol.file.allow=always"])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_INDEX_FILE")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Every hook git knows of.
+const HOOKS: [&str; 29] = [
+    "applypatch-msg", "pre-applypatch", "post-applypatch", "pre-commit", "pre-merge-commit", "prepare-commit-msg",
+    "commit-msg", "post-commit", "pre-rebase", "post-checkout", "post-merge", "pre-push", "pre-receive", "update",
+    "proc-receive", "post-receive", "post-update", "reference-transaction", "push-to-checkout", "pre-auto-gc",
+    "post-rewrite", "sendemail-validate", "fsmonitor-watchman", "p4-changelist", "p4-prepare-changelist",
+    "p4-post-changelist", "p4-pre-submit", "post-index-change", "git-p4-pre-submit",
+];
+
+/// A folder of every hook, each leaving the marker `<scope>-hook-<name>` in `markers`.
+fn hooks(dir: &Path, markers: &Path, scope: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    for h in HOOKS {
+        let path = dir.join(h);
+        std::fs::write(&path, format!("#!/bin/sh\ntouch '{}/{scope}-hook-{h}'\ncat >/dev/null 2>&1\nexit 0\n", markers.display())).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// Config naming a program for everything git may run (each leaves the marker `<scope>-<key>`,
+/// and passes its input through, as a filter must), a hooks folder, and an included file that
+/// names them all again.
+fn trap_config(at: &Path, markers: &Path, scope: &str) -> String {
+    let t = |key: &str| format!("\"sh -c 'touch {}/{scope}-{key}; cat'\"", markers.display());
+    let hooks_dir = at.join(format!("{scope}-hooks"));
+    hooks(&hooks_dir, markers, scope);
+    let mut text = format!(
+        "[core]\n\tfsmonitor = {}\n\thooksPath = {}\n\tpager = {}\n\teditor = {}\n\tsshCommand = {}\n\taskPass = {}\n\talternateRefsCommand = {}\n\
+         [filter \"trap\"]\n\tclean = {}\n\tsmudge = {}\n\tprocess = {}\n\
+         [diff \"trap\"]\n\ttextconv = {}\n\tcommand = {}\n[diff]\n\texternal = {}\n[merge \"trap\"]\n\tdriver = {}\n\
+         [credential]\n\thelper = \"!sh -c 'touch {}/{scope}-credential'\"\n[sequence]\n\teditor = {}\n[gpg]\n\tprogram = {}\n\
+         [uploadpack]\n\tpackObjectsHook = {}\n[status]\n\tsubmoduleSummary = true\n[diff]\n\tignoreSubmodules = none\n",
+        t("fsmonitor"), hooks_dir.display(), t("pager"), t("editor"), t("ssh"), t("askpass"), t("alternate-refs"),
+        t("clean"), t("smudge"), t("process"), t("textconv"), t("diff-command"), t("diff-external"), t("merge-driver"),
+        markers.display(), t("sequence-editor"), t("gpg"), t("pack-objects-hook"),
+    );
+    if !scope.ends_with("included") {
+        let included = at.join(format!("{scope}-included.gitconfig"));
+        std::fs::write(&included, trap_config(at, markers, &format!("{scope}-included"))).unwrap();
+        text.push_str(&format!("[include]\n\tpath = {}\n", included.display()));
+    }
+    text
+}
+
+fn append(path: &Path, text: &str) {
+    use std::io::Write;
+    std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap().write_all(text.as_bytes()).unwrap();
+}
+
+#[test]
+fn no_program_named_by_any_repositorys_config_attributes_or_hooks_runs_when_a_checkpoint_runs_git() {
+    let traps = pi_ide_peer::nvim::temp_dir("cp-traps");
+    let markers = traps.join("markers");
+    std::fs::create_dir_all(&markers).unwrap();
+    let system = traps.join("system.gitconfig");
+    let nvim = rig_with("", Options { env: vec![("GIT_CONFIG_SYSTEM".into(), system.display().to_string())], ..Default::default() });
+    let ws = nvim.cwd.clone();
+    // The workspace: a repository, a real submodule, and an untracked folder with its own .git.
+    let source = traps.join("subsource");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(source.join("f"), "sub\n").unwrap();
+    setup_git(&source, &["init", "-q"]);
+    setup_git(&source, &["add", "f"]);
+    setup_git(&source, &["commit", "-qm", "s"]);
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    setup_git(&ws, &["init", "-q"]);
+    setup_git(&ws, &["submodule", "add", "-q", &source.display().to_string(), "sub"]);
+    setup_git(&ws, &["add", "a.txt"]);
+    setup_git(&ws, &["commit", "-qm", "first"]);
+    std::fs::create_dir_all(ws.join("nested")).unwrap();
+    std::fs::write(ws.join("nested/f"), "nested\n").unwrap();
+    setup_git(&ws.join("nested"), &["init", "-q"]);
+    setup_git(&ws.join("nested"), &["add", "f"]);
+    setup_git(&ws.join("nested"), &["commit", "-qm", "n"]);
+    // The traps: in every config git could read (system, global, each repository's), the
+    // repositories' own hooks folders, and attributes that name the trap drivers.
+    std::fs::write(&system, trap_config(&traps, &markers, "system")).unwrap();
+    std::fs::write(nvim.home.join(".gitconfig"), trap_config(&traps, &markers, "global")).unwrap();
+    for (scope, git_dir, tree) in [("top", ws.join(".git"), ws.clone()), ("nested", ws.join("nested/.git"), ws.join("nested")), ("sub", ws.join(".git/modules/sub"), ws.join("sub"))] {
+        append(&git_dir.join("config"), &trap_config(&traps, &markers, scope));
+        hooks(&git_dir.join("hooks"), &markers, &format!("{scope}-own"));
+        std::fs::write(tree.join(".gitattributes"), "* filter=trap diff=trap merge=trap\n").unwrap();
+    }
+    // Two turns (four snapshots: git would run `git status` in the nested ones from the second),
+    // each changing files at the top, in the nested repository and in the submodule.
+    turn(&nvim, "shell printf 'changed\\n' > a.txt && printf 'x\\n' >> nested/f && printf 'y\\n' >> sub/f && echo new > new.txt", 1);
+    turn(&nvim, "shell printf 'again\\n' > a.txt && printf 'z\\n' >> nested/f && printf 'w\\n' >> sub/f", 2);
+    nvim.command("PiIde changes").unwrap();
+    nvim.wait_for("#vim.fn.getqflist() > 0 and vim.t.pi_ide_changes == true", PATIENCE);
+    nvim.command("PiIde undo!").unwrap();
+    wait_until("a.txt put back", PATIENCE, || std::fs::read(ws.join("a.txt")).unwrap() == b"changed\n");
+    let ran: Vec<String> = std::fs::read_dir(&markers).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(ran.is_empty(), "programs named by a config ran: {ran:?}");
+    // The traps are armed: git run as a user runs it in the nested repository sets them off.
+    let status = Command::new("git").args(["status", "--short"]).current_dir(ws.join("nested")).env("HOME", &nvim.home).output().unwrap();
+    let ran = std::fs::read_dir(&markers).unwrap().count();
+    assert!(ran > 0, "the traps did not go off for a plain git status: {status:?}");
+}
+
+#[test]
+fn a_file_whose_name_is_not_utf8_is_listed_shown_and_put_back_under_its_own_name() {
+    use std::os::unix::ffi::OsStrExt;
+    let nvim = rig("");
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    std::fs::write(nvim.cwd.join(name), "before\n").unwrap();
+    turn(&nvim, "shell printf 'after\\n' > \"$(printf 'caf\\351.txt')\"", 1);
+    assert_eq!(std::fs::read(nvim.cwd.join(name)).unwrap(), b"after\n", "the agent's shell did not write it");
+    nvim.command("PiIde changes").unwrap();
+    nvim.wait_for("#vim.fn.getqflist() == 1 and vim.t.pi_ide_changes == true and vim.wo.diff", PATIENCE);
+    let shown = nvim.lua(
+        "local w = vim.api.nvim_tabpage_list_wins(0)[1] local b = vim.api.nvim_win_get_buf(w)
+         return { vim.api.nvim_buf_get_lines(b, 0, -1, false), vim.api.nvim_buf_get_name(b) == 'pi-ide://turn-1/caf\\233.txt',
+                  vim.fn.bufname(vim.fn.getqflist()[1].bufnr):sub(-8) == 'caf\\233.txt' }",
+    );
+    assert_eq!(shown, json!([["before"], true, true]));
+    nvim.command("PiIde undo!").unwrap();
+    wait_until("the file put back", PATIENCE, || std::fs::read(nvim.cwd.join(name)).unwrap() == b"before\n");
+    let names: Vec<Vec<u8>> = std::fs::read_dir(&nvim.cwd).unwrap().map(|e| e.unwrap().file_name().as_bytes().to_vec()).collect();
+    assert_eq!(names, [b"caf\xe9.txt".to_vec()], "{:?}", names.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect::<Vec<_>>());
+}
+
+#[test]
+fn files_that_run_code_or_hold_secrets_are_listed_by_the_turns_check_not_undone_and_checkhealth_counts_the_disk() {
+    let nvim = rig("");
+    let ws = nvim.cwd.clone();
+    std::fs::write(ws.join("a.txt"), "one\n").unwrap();
+    std::fs::write(ws.join(".gitignore"), ".env\n").unwrap();
+    std::fs::write(ws.join(".env"), "TOKEN=one\n").unwrap();
+    setup_git(&ws, &["init", "-q"]);
+    setup_git(&ws, &["add", "."]);
+    setup_git(&ws, &["commit", "-qm", "first"]);
+    let script = "printf 'TOKEN=two\\n' > .env && printf '[core]\\n\\tfsmonitor = ./watch\\n' >> .git/config \
+                  && printf '#!/bin/sh\\n' > .git/hooks/pre-push && chmod +x .git/hooks/pre-push && echo two > a.txt";
+    turn(&nvim, &format!("shell {script}"), 1);
+    let warning = "⚠ 4 files changed without review (3 not undoable: .env, .git/config, .git/hooks/pre-push): :PiIde changes";
+    wait_until("the chat's warning", PATIENCE, || chat_text(&nvim).contains(warning));
+    assert_eq!(nvim.lua("return _G.checked[1].guarded"), json!([".env", ".git/config", ".git/hooks/pre-push"]));
+    nvim.command("PiIde changes").unwrap();
+    nvim.wait_for("#vim.fn.getqflist() == 4 and vim.t.pi_ide_changes == true", PATIENCE);
+    let qf: Vec<(String, String)> = quickfix(&nvim).into_iter().map(|(f, _, t)| (f.rsplit_once("/work/").map_or(f.clone(), |(_, r)| r.to_owned()), t)).collect();
+    let want = [
+        (".env", "changed · turn 1 fake · holds secrets: not undoable"),
+        (".git/config", "changed · turn 1 fake · runs code: not undoable"),
+        (".git/hooks/pre-push", "created · turn 1 fake · runs code: not undoable"),
+        ("a.txt", "changed · turn 1 fake · without review (+1 −1)"),
+    ];
+    assert_eq!(qf, want.map(|(f, t)| (f.to_owned(), t.to_owned())));
+    // Its left pane says why there is nothing to compare, not an empty file.
+    let left = nvim.lua("return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(vim.api.nvim_tabpage_list_wins(0)[1]), 0, -1, false)");
+    assert!(left[0].as_str().unwrap().starts_with("(holds secrets: pi-ide keeps a fingerprint of it, not its text"), "{left}");
+    nvim.command("PiIde undo!").unwrap();
+    wait_until("the report", PATIENCE, || nvim.notes().iter().any(|n| n.starts_with("pi-ide.nvim: undid turn 1 (fake); put back a.txt; not undone .env (runs code or holds secrets")));
+    assert_eq!(std::fs::read(ws.join(".env")).unwrap(), b"TOKEN=two\n");
+    nvim.command("checkhealth pi-ide").unwrap();
+    let health = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')").as_str().unwrap().to_owned();
+    let said = health.lines().find(|l| l.contains("checkpoints use ")).unwrap_or_else(|| panic!("{health}"));
+    assert!(said.contains(" MiB on disk, for 1 folder (the largest: ~/work, ") && said.ends_with("each keeps its last 50 turns (checkpoints.keep_turns)"), "{said}");
+}
+
+#[test]
+fn a_checkpoint_that_lost_a_files_text_says_so_in_the_view_and_the_next_turn_works() {
+    let nvim = rig("");
+    std::fs::write(nvim.cwd.join("a.txt"), "one\n").unwrap();
+    turn(&nvim, "shell echo two > a.txt", 1);
+    // The shadow's packs go (a disk that lost them, or a user's gc under a shadow that borrowed).
+    let shadows = nvim.home.join("state/nvim/pi-ide/checkpoints");
+    for shadow in std::fs::read_dir(&shadows).unwrap() {
+        for pack in std::fs::read_dir(shadow.unwrap().path().join("git/objects/pack")).unwrap() {
+            std::fs::remove_file(pack.unwrap().path()).unwrap();
+        }
+    }
+    nvim.command("PiIde changes").unwrap();
+    nvim.wait_for("#vim.fn.getqflist() == 1 and vim.t.pi_ide_changes == true", PATIENCE);
+    assert_eq!(quickfix(&nvim)[0].2, "changed · turn 1 fake · without review (the checkpoint lost its text)");
+    let left = nvim.lua("return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(vim.api.nvim_tabpage_list_wins(0)[1]), 0, -1, false)");
+    assert!(left[0].as_str().unwrap().starts_with("(the checkpoint of turn 1 has lost a.txt's text: git object "), "{left}");
+    // The next turn's checkpoints work (the index naming the lost blob is made again).
+    nvim.command("tabclose").unwrap();
+    turn(&nvim, "shell echo three > a.txt", 2);
+    assert_eq!(nvim.lua("return _G.checked[2].changed"), json!(["a.txt"]));
+}
+
+#[test]
+fn two_neovims_in_one_folder_racing_checkpoints_lose_no_turn() {
+    let shared = pi_ide_peer::nvim::temp_dir("cp-two");
+    let (work, state) = (shared.join("work"), shared.join("state"));
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("a.txt"), "one\n").unwrap();
+    let start = || {
+        let env = vec![("XDG_STATE_HOME".into(), state.display().to_string())];
+        let nvim = Nvim::start_with(Options { cwd: Some(work.clone()), env, after: Some("require('pi-ide').setup({})".into()), ..Default::default() });
+        nvim.wait_for("require('pi-ide').info().running", PATIENCE);
+        nvim.lua("_G.done = {}");
+        nvim
+    };
+    let (one, two) = (start(), start());
+    let each = 8;
+    let queue = format!(
+        "for i = 1, {each} do require('pi-ide.features.checkpoints').run({{ op = 'begin', agent = ... }}, function(ok, r) table.insert(_G.done, ok and r.turn.n or tostring(r)) end) end"
+    );
+    one.lua_with(&queue, vec!["one".into()]);
+    two.lua_with(&queue, vec!["two".into()]);
+    for nvim in [&one, &two] {
+        nvim.wait_for(&format!("#_G.done == {each}"), PATIENCE);
+    }
+    let mut ns: Vec<Value> = [&one, &two].iter().flat_map(|n| n.lua("return _G.done").as_array().unwrap().clone()).collect();
+    ns.sort_by_key(|v| v.as_i64().unwrap_or(-1));
+    assert_eq!(ns, (1..=2 * each as i64).map(|n| json!(n)).collect::<Vec<_>>());
+    let shadows: Vec<_> = std::fs::read_dir(state.join("nvim/pi-ide/checkpoints")).unwrap().map(|e| e.unwrap().path()).collect();
+    let log: Value = serde_json::from_slice(&std::fs::read(shadows[0].join("turns.json")).unwrap()).unwrap();
+    assert_eq!(log.as_array().unwrap().len(), 2 * each, "{log}");
+}

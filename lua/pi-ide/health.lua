@@ -165,6 +165,53 @@ local function check_terminal()
   end
 end
 
+-- Bytes `dir` takes on disk (its files' blocks, as du counts them).
+local function disk_bytes(dir)
+  local total = 0
+  for name, kind in vim.fs.dir(dir, { depth = 8 }) do
+    if kind == "file" then
+      local st = vim.uv.fs_lstat(dir .. "/" .. name)
+      total = total + (st and st.blocks * 512 or 0)
+    end
+  end
+  return total
+end
+
+local function mib(bytes)
+  return ("%.1f MiB"):format(bytes / 1048576)
+end
+
+-- How much disk the checkpoints take, per folder (each shadow names its folder in `folder`).
+local function check_checkpoints_disk(dir, keep)
+  local total, folders, largest, gone = 0, 0, nil, {}
+  for key, kind in vim.fs.dir(dir) do
+    if kind == "directory" then
+      local bytes = disk_bytes(dir .. "/" .. key)
+      local file = io.open(dir .. "/" .. key .. "/folder", "rb")
+      local folder = file and file:read("*a") or key
+      if file then
+        file:close()
+      end
+      total, folders = total + bytes, folders + 1
+      if not largest or bytes > largest.bytes then
+        largest = { bytes = bytes, folder = folder }
+      end
+      if not vim.uv.fs_stat(folder) then
+        table.insert(gone, dir .. "/" .. key)
+      end
+    end
+  end
+  if folders == 0 then
+    return h.info("no checkpoint taken yet: they use no disk")
+  end
+  h.info(("checkpoints use %s on disk, for %d folder%s (the largest: %s, %s); each keeps its last %d turns (checkpoints.keep_turns)"):format(
+    mib(total), folders, folders == 1 and "" or "s", vim.fn.fnamemodify(largest.folder, ":~"), mib(largest.bytes), keep
+  ))
+  if #gone > 0 then
+    h.info(("%d of them are of folders that no longer exist: remove %s to free their space"):format(#gone, table.concat(gone, ", ")))
+  end
+end
+
 local function check_checkpoints()
   local cfg = require("pi-ide.core.config").values.checkpoints
   if not cfg.enabled then
@@ -173,10 +220,12 @@ local function check_checkpoints()
   if vim.fn.executable("git") ~= 1 then
     return h.warn("no `git` on PATH: turns are not recorded, :PiIde changes and :PiIde undo cannot work")
   end
+  local dir = vim.fn.stdpath("state") .. "/pi-ide/checkpoints"
   h.ok(("each agent turn is recorded (git %s), in %s"):format(
     vim.trim(vim.fn.system({ "git", "--version" })):gsub("^git version ", ""),
-    vim.fn.stdpath("state") .. "/pi-ide/checkpoints"
+    dir
   ))
+  check_checkpoints_disk(dir, cfg.keep_turns)
 end
 
 function M.check()

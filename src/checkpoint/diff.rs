@@ -4,11 +4,12 @@
 use similar::{DiffTag, TextDiff};
 
 use super::git::Git;
+use super::name::Name;
 
 /// One file that differs.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Entry {
-    pub path: String,
+    pub path: Name,
     /// 'A' created, 'M' changed, 'D' deleted, 'T' changed kind (file ↔ symlink).
     pub status: char,
     pub old_mode: String,
@@ -18,7 +19,7 @@ pub struct Entry {
 }
 
 /// A blob that is all zeros: "no file on this side".
-const NONE: &str = "0000000000000000000000000000000000000000";
+pub const NONE: &str = "0000000000000000000000000000000000000000";
 
 /// The files that differ between trees `a` and `b`, in git's order (by path).
 pub fn between(git: &Git, a: &str, b: &str) -> Result<Vec<Entry>, String> {
@@ -40,7 +41,7 @@ fn parse_raw(out: &[u8]) -> Vec<Entry> {
             continue;
         }
         entries.push(Entry {
-            path: String::from_utf8_lossy(path).into_owned(),
+            path: Name(path.to_vec()),
             status: parts[4].chars().next().unwrap_or('M'),
             old_mode: parts[0].into(),
             new_mode: parts[1].into(),
@@ -49,6 +50,12 @@ fn parse_raw(out: &[u8]) -> Vec<Entry> {
         });
     }
     entries
+}
+
+/// What a checkpoint says when the text of `path` at turn `n`'s start is gone (a shadow that
+/// borrowed the user's objects before they were pruned, or a disk that lost them).
+pub fn lost(n: u64, path: &Name, id: &str) -> String {
+    format!("the checkpoint of turn {n} has lost {}'s text: git object {id} is missing from its repository", path.lossy())
 }
 
 /// The contents of `blobs` (in order; `None` for the all-zero blob or one git cannot give).
@@ -123,8 +130,8 @@ mod tests {
         let out = b":100644 100644 aaa bbb M\0a b.txt\0:000000 100755 0000 ccc A\0new\nline\0";
         let e = parse_raw(out);
         assert_eq!(e.len(), 2);
-        assert_eq!((e[0].path.as_str(), e[0].status), ("a b.txt", 'M'));
-        assert_eq!((e[1].path.as_str(), e[1].status, e[1].new_mode.as_str()), ("new\nline", 'A', "100755"));
+        assert_eq!((e[0].path.bytes(), e[0].status), (&b"a b.txt"[..], 'M'));
+        assert_eq!((e[1].path.bytes(), e[1].status, e[1].new_mode.as_str()), (&b"new\nline"[..], 'A', "100755"));
     }
 
     #[test]

@@ -2,30 +2,45 @@
 //! agent changed — through a review or behind it, with its shell — can be listed, shown against
 //! what was there, and put back.
 //!
-//! Each folder has a shadow git repository under Neovim's state folder (snapshot.rs) and a log
-//! of turns (turns.rs). A turn's start and end are trees; what a turn changed is their diff
-//! (diff.rs); an undo writes the start's files back (restore.rs). Everything here blocks: the
-//! caller runs it on a worker thread (ffi).
+//! Each folder has a shadow git repository under Neovim's state folder (snapshot.rs; git run
+//! with no config but ours, git.rs), which keeps the last turns and prunes the rest (keep.rs),
+//! and a log of turns (turns.rs), both changed under one lock (lock.rs). A turn's start and end
+//! are trees; what a turn changed is their diff (diff.rs); an undo writes the start's files back
+//! (restore.rs), following no symlink (files.rs). Files that run code or hold secrets outside
+//! the snapshot are fingerprinted (guarded.rs). Names are bytes (name.rs). Everything here
+//! blocks: the caller runs it on a worker thread (ffi).
 
 mod diff;
+mod files;
 mod git;
+mod guarded;
+mod keep;
+mod lock;
+mod name;
 mod restore;
 mod snapshot;
 mod turns;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+pub use name::Name;
 pub use restore::{Plan, Planned, Report};
 pub use snapshot::Limits;
 pub use turns::Turn;
 
 use self::git::Git;
+use self::guarded::Guard;
+use self::lock::Held;
 use self::turns::{now_ms, Log};
+
+/// How long an operation waits for another Neovim's on the same folder.
+const LOCK_PATIENCE: Duration = Duration::from_secs(30);
 
 /// A file that differs from a checkpoint, as `:PiIde changes` lists it.
 #[derive(Clone, Debug, Default)]
 pub struct Change {
-    pub path: String,
+    pub path: Name,
     pub status: char,
     /// Lines added and removed, and the first changed line; `None` for a binary file or one
     /// not diffed (too large, or past the first 2,000).
@@ -36,12 +51,23 @@ pub struct Change {
     pub agents: Vec<String>,
     /// Whether a turn changed it with no review showing the change.
     pub unreviewed: bool,
+    /// A file that runs code or holds secrets (guarded.rs): "runs code", "holds secrets". Its
+    /// content is not recorded: it is listed, never undone.
+    pub guarded: Option<&'static str>,
+    /// There now, but over the size cap: not in the snapshot (listed as deleted by git).
+    pub over_cap: bool,
+    /// The checkpoint's text of it is lost (see diff::lost).
+    pub lost: bool,
 }
 
 pub struct Checkpoints {
     git: Git,
     log: Log,
     limits: Limits,
+    dir: PathBuf,
+    guard: Guard,
+    /// The user's repository holding the folder, if it is theirs.
+    users: Option<git::UsersRepository>,
 }
 
 impl Checkpoints {
@@ -50,66 +76,134 @@ impl Checkpoints {
         let folder = folder.canonicalize().map_err(|e| format!("no folder {}: {e}", folder.display()))?;
         refuse_everything_folders(&folder)?;
         let dir = state.join("checkpoints").join(key(&folder));
-        let git = Git { git_dir: dir.join("git"), work_tree: folder.clone() };
-        snapshot::prepare(&git)?;
-        let _ = std::fs::write(dir.join("folder"), folder.to_string_lossy().as_bytes());
-        Ok(Checkpoints { git, log: Log::at(&dir), limits })
+        private_folder(&state.join("checkpoints"))?;
+        private_folder(&dir)?;
+        let held = lock::hold(&dir, LOCK_PATIENCE)?;
+        let users = git::users_repository(&folder);
+        let mut git = Git { git_dir: dir.join("git"), work_tree: folder.clone(), excludes_file: None };
+        snapshot::prepare(&git, users.as_ref())?;
+        git.excludes_file = git::users_excludes_file(&git.git_dir);
+        let _ = std::fs::write(dir.join("folder"), folder.as_os_str().as_encoded_bytes());
+        let guard = Guard::new(&dir, &folder, users.clone());
+        let cp = Checkpoints { git, log: Log::at(&dir), limits, dir, guard, users };
+        cp.maintain(&held);
+        Ok(cp)
     }
 
-    pub fn turns(&self) -> Vec<Turn> {
+    fn hold(&self) -> Result<Held, String> {
+        lock::hold(&self.dir, LOCK_PATIENCE)
+    }
+
+    /// The workspace's snapshot. The first of a folder (no index yet) in a repository that
+    /// holds most of its files borrows the user's objects while it hashes — a file already
+    /// there costs a hash and no compression — and copies what it used before the lock is let
+    /// go, so that no checkpoint depends on an object their gc may prune.
+    fn snapshot(&self, held: &Held) -> Result<snapshot::Snapshot, String> {
+        let fresh = !self.git.git_dir.join("index").exists();
+        let lender = self.users.as_ref().filter(|_| fresh).map(|u| snapshot::Lender {
+            objects: u.common_dir.join("objects"),
+            indexed: snapshot::index_entries(&u.git_dir.join("index")),
+        });
+        let snap = snapshot::take(&self.git, self.limits, lender.as_ref());
+        if fresh {
+            self.maintain(held);
+        }
+        snap
+    }
+
+    /// Borrowed objects copied, older turns pruned: a failure is logged, it fails no turn.
+    fn maintain(&self, _held: &Held) {
+        let kept = self.log.read().and_then(|turns| keep::maintain(&self.git, &turns));
+        if let Err(e) = kept {
+            crate::warn!("checkpoint: keeping {}: {e}", self.dir.display());
+        }
+    }
+
+    pub fn turns(&self) -> Result<Vec<Turn>, String> {
         self.log.read()
     }
 
     /// Starts turn n+1 for `agent`: a snapshot, which is also the end of a turn left open (an
-    /// agent in a terminal says no end), answered settled beside the new one.
+    /// agent in a terminal says no end), answered settled beside the new one. Turns past the
+    /// last `limits.turns` are dropped.
     pub fn begin(&self, agent: &str, prompt: Option<String>) -> Result<(Turn, Option<Turn>), String> {
-        let snap = snapshot::take(&self.git, self.limits)?;
+        let held = self.hold()?;
+        let snap = self.snapshot(&held)?;
+        let prints = self.guard.fingerprints(&self.git, &snap.tree);
         let mut closing = None;
-        let turn = self.log.update(|turns| {
+        let keep = self.limits.turns.max(1);
+        let turn = self.log.update(&held, |turns| {
             if let Some(open) = turns.last_mut().filter(|t| t.end.is_none()) {
                 closing = Some(open.n);
                 open.end = Some(snap.tree.clone());
+                open.end_skipped = snap.skipped.clone();
+                open.guarded_end = prints.clone();
                 open.ended_ms = Some(now_ms());
             }
             let n = turns.last().map_or(1, |t| t.n + 1);
-            let started_ms = now_ms();
-            let (start, skipped) = (snap.tree.clone(), snap.skipped.clone());
-            let t = Turn { n, agent: agent.into(), prompt, started_ms, start, skipped, ..Turn::default() };
+            let (start, skipped, guarded_start) = (snap.tree.clone(), snap.skipped.clone(), prints.clone());
+            let t = Turn { n, agent: agent.into(), prompt, started_ms: now_ms(), start, skipped, guarded_start, ..Turn::default() };
             turns.push(t.clone());
+            let over = turns.len().saturating_sub(keep);
+            turns.drain(..over);
             Ok(t)
         })?;
-        let closed = closing.map(|n| self.settle(n, &[])).transpose()?;
+        let closed = closing.map(|n| self.settle(&held, n, &[])).transpose()?;
+        self.maintain(&held);
         Ok((turn, closed))
     }
 
     /// Ends turn `n` now; `reviewed`: files whose change the user saw (a review they accepted,
     /// their own write in Neovim). Answers the turn with what it changed and what no review showed.
-    pub fn end(&self, n: u64, reviewed: &[String]) -> Result<Turn, String> {
-        let snap = snapshot::take(&self.git, self.limits)?;
-        self.log.update(|turns| {
+    pub fn end(&self, n: u64, reviewed: &[Name]) -> Result<Turn, String> {
+        let held = self.hold()?;
+        let snap = self.snapshot(&held)?;
+        let prints = self.guard.fingerprints(&self.git, &snap.tree);
+        self.log.update(&held, |turns| {
             let t = turns.iter_mut().find(|t| t.n == n).ok_or(format!("no turn {n}"))?;
             t.end = Some(snap.tree.clone());
+            t.end_skipped = snap.skipped.clone();
+            t.guarded_end = prints;
             t.ended_ms = Some(now_ms());
             Ok(())
         })?;
-        self.settle(n, reviewed)
+        self.settle(&held, n, reviewed)
     }
 
-    /// Records what turn `n` changed (start → end) and which of those no review showed.
-    fn settle(&self, n: u64, reviewed: &[String]) -> Result<Turn, String> {
+    /// Records what turn `n` changed (start → end), which of those no review showed, and which
+    /// guarded files it changed.
+    fn settle(&self, held: &Held, n: u64, reviewed: &[Name]) -> Result<Turn, String> {
         let t = self.turn(n)?;
         let end = t.end.clone().unwrap_or_else(|| t.start.clone());
-        let changed: Vec<String> = diff::between(&self.git, &t.start, &end)?.into_iter().map(|e| e.path).collect();
+        let changed: Vec<Name> = self.diff(&t, &t.start, &end)?.into_iter().map(|e| e.path).collect();
         let unreviewed = changed.iter().filter(|p| !reviewed.contains(p)).cloned().collect();
-        self.log.update(|turns| {
+        let guarded = guarded::changed(&t.guarded_start, &t.guarded_end).into_iter().filter(|g| !changed.contains(g)).collect();
+        self.log.update(held, |turns| {
             let t = turns.iter_mut().find(|t| t.n == n).ok_or(format!("no turn {n}"))?;
-            (t.changed, t.unreviewed) = (changed, unreviewed);
+            (t.changed, t.unreviewed, t.guarded) = (changed, unreviewed, guarded);
             Ok(t.clone())
         })
     }
 
+    /// The diff of two trees of turn `t`, or what it has lost.
+    fn diff(&self, t: &Turn, a: &str, b: &str) -> Result<Vec<diff::Entry>, String> {
+        diff::between(&self.git, a, b).map_err(|e| {
+            let lost = e.contains("unable to read") || e.contains("bad tree") || e.contains("not a tree");
+            if lost {
+                format!("the checkpoint of turn {} is lost: its repository no longer has its tree ({e})", t.n)
+            } else {
+                e
+            }
+        })
+    }
+
     fn turn(&self, n: u64) -> Result<Turn, String> {
-        self.log.read().into_iter().find(|t| t.n == n).ok_or_else(|| format!("no turn {n} in this folder's checkpoints"))
+        let turns = self.log.read()?;
+        let first = turns.first().map(|t| t.n);
+        turns.into_iter().find(|t| t.n == n).ok_or_else(|| match first {
+            Some(first) if n < first => format!("turn {n} is no longer kept: only the last {} turns are (checkpoints.keep_turns)", self.limits.turns),
+            _ => format!("no turn {n} in this folder's checkpoints"),
+        })
     }
 
     /// The last turn not undone, or turn `n`.
@@ -117,35 +211,51 @@ impl Checkpoints {
         match n {
             Some(n) => self.turn(n),
             None => {
-                let turns = self.log.read();
+                let turns = self.log.read()?;
                 let none = if turns.is_empty() { "no checkpoint yet in this folder" } else { "every turn of this folder is undone" };
                 turns.into_iter().rev().find(|t| !t.undone).ok_or_else(|| none.into())
             }
         }
     }
 
-    /// Every file that differs now from turn `since`'s start (the last turn's by default).
+    /// Every file that differs now from turn `since`'s start (the last turn's by default), the
+    /// guarded ones first.
     pub fn changes(&self, since: Option<u64>) -> Result<(Turn, Vec<Change>), String> {
+        let held = self.hold()?;
         let from = self.pick(since)?;
-        let now = snapshot::take(&self.git, self.limits)?.tree;
-        let entries = diff::between(&self.git, &from.start, &now)?;
-        let later: Vec<Turn> = self.log.read().into_iter().filter(|t| t.n >= from.n).collect();
-        let open_changed = self.open_turn_changes(&later, &now)?;
+        let now = self.snapshot(&held)?;
+        let entries = self.diff(&from, &from.start, &now.tree)?;
+        let later: Vec<Turn> = self.log.read()?.into_iter().filter(|t| t.n >= from.n).collect();
+        let open_changed = self.open_turn_changes(&later, &now.tree)?;
         let mut out: Vec<Change> = entries.iter().map(|e| attribute(e, &later, &open_changed)).collect();
+        for c in out.iter_mut().filter(|c| c.status == 'D') {
+            c.over_cap = now.skipped.contains(&c.path);
+        }
         self.line_stats(&entries, &mut out)?;
-        Ok((from, out))
+        let prints = self.guard.fingerprints(&self.git, &now.tree);
+        let guarded = guarded::changed(&from.guarded_start, &prints).into_iter().filter(|g| !out.iter().any(|c| &c.path == g));
+        let mut listed: Vec<Change> = guarded.map(|g| guarded_change(g, &from.guarded_start, &prints, &later)).collect();
+        listed.append(&mut out);
+        drop(held);
+        Ok((from, listed))
     }
 
     /// Counts lines for the first DIFFED_FILES changes whose sides are each at most
     /// DIFFED_BYTES, reading their blobs a few at a time (a turn that rewrote a whole tree of
-    /// large files must not be read into memory at once).
+    /// large files must not be read into memory at once). A side whose blob is gone is "lost".
     fn line_stats(&self, entries: &[diff::Entry], out: &mut [Change]) -> Result<(), String> {
         const DIFFED_FILES: usize = 2_000;
         const DIFFED_BYTES: u64 = 1 << 20;
         let ids: Vec<&str> = entries.iter().flat_map(|e| [e.old_blob.as_str(), e.new_blob.as_str()]).collect();
         let sizes = diff::sizes(&self.git, &ids)?;
+        let has = |id: &str| id == diff::NONE || sizes.contains_key(id);
+        for (e, c) in entries.iter().zip(out.iter_mut()) {
+            c.lost = e.old_mode != "160000" && !has(&e.old_blob);
+        }
         let small = |id: &str| sizes.get(id).is_none_or(|s| *s <= DIFFED_BYTES);
-        let chosen: Vec<usize> = (0..entries.len().min(DIFFED_FILES)).filter(|i| small(&entries[*i].old_blob) && small(&entries[*i].new_blob)).collect();
+        let chosen: Vec<usize> = (0..entries.len().min(DIFFED_FILES))
+            .filter(|i| !out[*i].lost && small(&entries[*i].old_blob) && small(&entries[*i].new_blob))
+            .collect();
         for chunk in chosen.chunks(64) {
             let ids: Vec<&str> = chunk.iter().flat_map(|i| [entries[*i].old_blob.as_str(), entries[*i].new_blob.as_str()]).collect();
             let contents = diff::blobs(&self.git, &ids)?;
@@ -159,38 +269,49 @@ impl Checkpoints {
     }
 
     /// What a turn still open (no end yet) has changed so far.
-    fn open_turn_changes(&self, turns: &[Turn], now: &str) -> Result<Vec<String>, String> {
+    fn open_turn_changes(&self, turns: &[Turn], now: &str) -> Result<Vec<Name>, String> {
         match turns.iter().find(|t| t.end.is_none()) {
-            Some(t) => Ok(diff::between(&self.git, &t.start, now)?.into_iter().map(|e| e.path).collect()),
+            Some(t) => Ok(self.diff(t, &t.start, now)?.into_iter().map(|e| e.path).collect()),
             None => Ok(Vec::new()),
         }
     }
 
-    /// The file `path` as it was at turn `n`'s start (`None`: it did not exist).
-    pub fn content(&self, n: u64, path: &str) -> Result<Option<Vec<u8>>, String> {
+    /// The file `path` as it was at turn `n`'s start (`None`: it did not exist). A text the
+    /// checkpoint has lost is an error saying so (never an empty file, nor "did not exist").
+    pub fn content(&self, n: u64, path: &Name) -> Result<Option<Vec<u8>>, String> {
+        let _held = self.hold()?;
         let t = self.turn(n)?;
-        let listed = self.git.run(&["ls-tree", "-z", "--full-tree", &t.start, "--", path], None)?;
-        // `<mode> blob <id>\t<path>\0`, or nothing when the file was not there.
-        let head = String::from_utf8_lossy(&listed);
-        match head.split(['\t', ' ']).nth(2).filter(|_| head.contains(" blob ")) {
-            Some(id) => Ok(diff::blobs(&self.git, &[id])?.pop().flatten()),
-            None => Ok(None),
+        let listed = self.git.run_on(&["ls-tree", "-z", "--full-tree", &t.start], &[path.bytes()]).map_err(|e| {
+            format!("the checkpoint of turn {n} is lost: its repository no longer has its tree ({e})")
+        })?;
+        // `<mode> <type> <id>\t<path>\0`, or nothing when the file was not there.
+        let head = listed.split(|b| *b == b'\t').next().unwrap_or_default();
+        let head = String::from_utf8_lossy(head);
+        let fields: Vec<&str> = head.split(' ').collect();
+        match fields.as_slice() {
+            [_, "blob", id] => match diff::blobs(&self.git, &[id])?.pop().flatten() {
+                Some(bytes) => Ok(Some(bytes)),
+                None => Err(diff::lost(n, path, id)),
+            },
+            _ => Ok(None),
         }
     }
 
     /// What undoing turn `n` (the last one not undone, by default) would do.
     pub fn plan_undo(&self, n: Option<u64>) -> Result<Plan, String> {
+        let held = self.hold()?;
         let t = self.pick(n)?;
-        let now = snapshot::take(&self.git, self.limits)?.tree;
+        let now = self.snapshot(&held)?.tree;
         restore::plan(&self.git, &t, &now)
     }
 
     /// Puts back `paths` (from the plan of turn `n`) as they were at its start; marks it undone.
-    pub fn undo(&self, n: u64, paths: &[String]) -> Result<Report, String> {
+    pub fn undo(&self, n: u64, paths: &[Name]) -> Result<Report, String> {
+        let held = self.hold()?;
         let t = self.turn(n)?;
-        let now = snapshot::take(&self.git, self.limits)?.tree;
+        let now = self.snapshot(&held)?.tree;
         let report = restore::put_back(&self.git, &t, &now, paths)?;
-        self.log.update(|turns| {
+        self.log.update(&held, |turns| {
             if let Some(t) = turns.iter_mut().find(|t| t.n == n) {
                 t.undone = true;
             }
@@ -201,14 +322,40 @@ impl Checkpoints {
 }
 
 /// Change `e`, with the turns (of `later`) that made it.
-fn attribute(e: &diff::Entry, later: &[Turn], open_changed: &[String]) -> Change {
+fn attribute(e: &diff::Entry, later: &[Turn], open_changed: &[Name]) -> Change {
     let touched = |t: &&Turn| t.changed.contains(&e.path) || (t.end.is_none() && open_changed.contains(&e.path));
     let by: Vec<&Turn> = later.iter().filter(touched).collect();
     let unreviewed = by.iter().any(|t| t.unreviewed.contains(&e.path) || t.end.is_none());
+    let (turns, agents) = made_by(&by);
+    Change { path: e.path.clone(), status: e.status, turns, agents, unreviewed, ..Change::default() }
+}
+
+/// Guarded file `g`, changed between fingerprints `before` and `now`, with the turns that did.
+fn guarded_change(g: Name, before: &[(Name, String)], now: &[(Name, String)], later: &[Turn]) -> Change {
+    let had = |list: &[(Name, String)]| list.iter().any(|(n, _)| *n == g);
+    let status = match (had(before), had(now)) {
+        (false, _) => 'A',
+        (true, false) => 'D',
+        _ => 'M',
+    };
+    let by: Vec<&Turn> = later.iter().filter(|t| t.guarded.contains(&g) || t.end.is_none()).collect();
+    let (turns, agents) = made_by(&by);
+    Change { guarded: Some(guarded::kind(&g)), path: g, status, turns, agents, unreviewed: true, ..Change::default() }
+}
+
+fn made_by(by: &[&Turn]) -> (Vec<u64>, Vec<String>) {
     let mut agents: Vec<String> = by.iter().map(|t| t.agent.clone()).collect();
     agents.dedup();
-    let turns = by.iter().map(|t| t.n).collect();
-    Change { path: e.path.clone(), status: e.status, turns, agents, unreviewed, ..Change::default() }
+    (by.iter().map(|t| t.n).collect(), agents)
+}
+
+/// Makes `dir` (and what it lacks above) a folder only the user can read: checkpoints hold a
+/// copy of every file of the workspace. One made open by an earlier version is closed.
+fn private_folder(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| format!("could not create {}: {e}", dir.display()))?;
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    Ok(())
 }
 
 /// A checkpoint of `/` or the home folder would hash the user's whole disk or home.

@@ -49,17 +49,17 @@ fn a_shell_change_is_listed_and_undone_byte_for_byte_and_the_repository_is_untou
     let (_, changes) = cp.changes(None).unwrap();
     let a = changes.iter().find(|c| c.path == "a.txt").unwrap();
     assert_eq!((a.status, a.lines, a.turns.clone(), a.unreviewed), ('M', Some((1, 1, 2)), vec![t.n], true));
-    assert_eq!(cp.content(t.n, "a.txt").unwrap().unwrap(), b"one\ntwo\n");
-    assert_eq!(cp.content(t.n, "created.txt").unwrap(), None);
+    assert_eq!(cp.content(t.n, &"a.txt".into()).unwrap().unwrap(), b"one\ntwo\n");
+    assert_eq!(cp.content(t.n, &"created.txt".into()).unwrap(), None);
     let plan = cp.plan_undo(None).unwrap();
-    let paths: Vec<String> = plan.files.iter().map(|f| f.path.clone()).collect();
+    let paths: Vec<Name> = plan.files.iter().map(|f| f.path.clone()).collect();
     let report = cp.undo(plan.turn.n, &paths).unwrap();
     assert!(report.failed.is_empty(), "{report:?}");
     assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"one\ntwo\n");
     assert_eq!(std::fs::read(ws.join("bin.dat")).unwrap(), b"raw\0bytes");
     assert!(!ws.join("created.txt").exists());
     assert_eq!(repo_state(&ws), before);
-    assert!(cp.turns()[0].undone);
+    assert!(cp.turns().unwrap()[0].undone);
 }
 
 #[test]
@@ -73,7 +73,7 @@ fn a_folder_that_is_not_a_repository_works_and_respects_its_gitignore() {
     std::fs::write(ws.join("build/out"), "y").unwrap();
     std::fs::remove_file(ws.join("keep.txt")).unwrap();
     let (_, changes) = cp.changes(Some(t.n)).unwrap();
-    assert_eq!(changes.iter().map(|c| (c.path.as_str(), c.status)).collect::<Vec<_>>(), [("keep.txt", 'D')]);
+    assert_eq!(changes.iter().map(|c| (c.path.lossy(), c.status)).collect::<Vec<_>>(), [("keep.txt".to_string(), 'D')]);
     // Still open (no end): the turn is taken as the changer.
     assert_eq!(changes[0].turns, [t.n]);
     let plan = cp.plan_undo(None).unwrap();
@@ -104,7 +104,7 @@ fn a_change_after_the_turn_is_flagged_and_a_deleted_then_recreated_file_is_one_c
 fn limits_skip_a_checkpoint_whole_and_leave_out_a_huge_file() {
     let (ws, state) = rig("cp-limits", false);
     std::fs::write(ws.join("big.bin"), vec![7u8; 4096]).unwrap();
-    let small = Limits { files: 100, file_bytes: 1024, new_bytes: 1 << 20 };
+    let small = Limits { files: 100, file_bytes: 1024, new_bytes: 1 << 20, ..Limits::default() };
     let t = Checkpoints::open(&ws, &state, small).unwrap().begin("pi", None).unwrap().0;
     assert_eq!(t.skipped, ["big.bin"]);
     let few = Limits { files: 1, ..small };
@@ -154,4 +154,294 @@ fn a_repository_inside_the_workspace_is_kept_as_its_commit_and_does_not_break_a_
     let ended = cp.end(t.n, &[]).unwrap();
     // The nested repository's files are its own: only a.txt is a change.
     assert_eq!(ended.changed, ["a.txt"]);
+}
+
+/// Every file under `dir`, with its bytes (symlinks as their target).
+fn tree_of(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        if m.is_dir() {
+            out.push((p.clone(), b"<dir>".to_vec()));
+            out.extend(tree_of(&p));
+        } else if m.file_type().is_symlink() {
+            out.push((p.clone(), std::fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes()));
+        } else {
+            out.push((p.clone(), std::fs::read(&p).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn an_undo_refuses_a_folder_made_a_symlink_by_name_and_creates_nothing_outside() {
+    let (ws, state) = rig("cp-symlink-walk", false);
+    std::fs::create_dir_all(ws.join("sub/x")).unwrap();
+    std::fs::write(ws.join("sub/x/y.txt"), "in\n").unwrap();
+    let outside = ws.parent().unwrap().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("theirs.txt"), "theirs\n").unwrap();
+    let before = tree_of(&outside);
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    let t = cp.begin("pi", None).unwrap().0;
+    // The agent's turn: sub/ becomes a symlink to a folder outside, sub/x/y.txt is gone.
+    std::fs::remove_dir_all(ws.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&outside, ws.join("sub")).unwrap();
+    cp.end(t.n, &[]).unwrap();
+    let plan = cp.plan_undo(None).unwrap();
+    let paths: Vec<Name> = plan.files.iter().map(|f| f.path.clone()).collect();
+    assert_eq!(paths, ["sub", "sub/x/y.txt"]);
+    // The file alone (the symlink left, as when it changed since and its name was not typed).
+    let report = cp.undo(t.n, &["sub/x/y.txt".into()]).unwrap();
+    assert_eq!(tree_of(&outside), before, "something was made outside: {report:?}");
+    let refused: Vec<(String, String)> = report.failed.iter().map(|(p, e)| (p.lossy(), e.clone())).collect();
+    assert_eq!(refused, [("sub/x/y.txt".to_string(), "sub is a symbolic link now: not followed".to_string())], "{report:?}");
+    // Both: the symlink the turn made is deleted (not followed), then the file is put back.
+    let report = cp.undo(t.n, &paths).unwrap();
+    assert_eq!((report.deleted.clone(), report.restored.clone()), (vec![Name::from("sub")], vec![Name::from("sub/x/y.txt")]), "{report:?}");
+    assert_eq!(std::fs::read(ws.join("sub/x/y.txt")).unwrap(), b"in\n");
+    assert_eq!(tree_of(&outside), before);
+}
+
+#[test]
+fn a_name_that_is_not_utf8_is_listed_and_put_back_under_its_exact_bytes() {
+    use std::os::unix::ffi::OsStrExt;
+    let (ws, state) = rig("cp-bytes", false);
+    let name = b"caf\xe9 \xff.txt";
+    let path = ws.join(std::ffi::OsStr::from_bytes(name));
+    std::fs::write(&path, "before\n").unwrap();
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    let t = cp.begin("pi", None).unwrap().0;
+    std::fs::write(&path, "after\n").unwrap();
+    let ended = cp.end(t.n, &[]).unwrap();
+    assert_eq!(ended.changed, [Name(name.to_vec())]);
+    // Read back from turns.json by a fresh instance: the same bytes.
+    let again = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    assert_eq!(again.turns().unwrap()[0].unreviewed, [Name(name.to_vec())]);
+    assert_eq!(again.content(t.n, &Name(name.to_vec())).unwrap().unwrap(), b"before\n");
+    let plan = again.plan_undo(None).unwrap();
+    assert_eq!(plan.files[0].path, Name(name.to_vec()));
+    let report = again.undo(t.n, &[Name(name.to_vec())]).unwrap();
+    assert_eq!((report.restored, report.failed), (vec![Name(name.to_vec())], vec![]));
+    assert_eq!(std::fs::read(&path).unwrap(), b"before\n");
+    let names: Vec<Vec<u8>> = std::fs::read_dir(&ws).unwrap().map(|e| e.unwrap().file_name().as_bytes().to_vec()).collect();
+    let lossy = String::from_utf8_lossy(name).into_owned().into_bytes();
+    assert!(!names.contains(&lossy), "a U+FFFD name was written: {names:?}");
+    // A name Unix cannot hold is refused by name, not written under another.
+    let bad = Name(b"a\0b".to_vec());
+    assert!(again.undo(t.n, &[bad]).unwrap().restored.is_empty());
+}
+
+/// The id git gives `text` as a blob.
+fn blob_id(text: &str) -> String {
+    sh(Path::new("/"), &format!("printf '{text}' | git hash-object --stdin")).trim().to_string()
+}
+
+/// The user's repository forgets every object no ref reaches: as `git gc` does two weeks on.
+fn users_gc(ws: &Path) {
+    sh(ws, "git reflog expire --expire=now --all && git gc -q --prune=now");
+}
+
+#[test]
+fn a_checkpoint_keeps_its_own_copy_of_what_the_users_gc_prunes() {
+    let (ws, state) = rig("cp-gc", true);
+    // Staged, never committed: the user's repository holds its blob until a gc.
+    sh(&ws, "printf 'staged\\n' > a.txt && git add a.txt");
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    let t = cp.begin("pi", None).unwrap().0;
+    sh(&ws, "printf 'agent\\n' > a.txt");
+    cp.end(t.n, &[]).unwrap();
+    sh(&ws, "git reset -q");
+    users_gc(&ws);
+    let staged = blob_id("staged\\n");
+    assert!(Command::new("git").args(["cat-file", "-e", &staged]).current_dir(&ws).status().is_ok_and(|s| !s.success()), "not pruned");
+    assert_eq!(cp.content(t.n, &"a.txt".into()).unwrap().unwrap(), b"staged\n");
+    let (_, changes) = cp.changes(Some(t.n)).unwrap();
+    assert_eq!((changes[0].lines, changes[0].lost), (Some((1, 1, 1)), false), "{changes:?}");
+    cp.undo(t.n, &["a.txt".into()]).unwrap();
+    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"staged\n");
+    assert!(!state.join("checkpoints").read_dir().unwrap().any(|d| d.unwrap().path().join("git/objects/info/alternates").exists()));
+}
+
+#[test]
+fn a_shadow_that_borrowed_copies_what_is_left_says_what_it_lost_and_goes_on() {
+    let (ws, state) = rig("cp-borrowed", true);
+    sh(&ws, "printf 'staged\\n' > a.txt && git add a.txt");
+    // A shadow as an earlier version left it: borrowing the user's objects (a loose object is
+    // not written when the user's repository has it), its turn 1 begun.
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    let objects = ws.join(".git/objects").display().to_string();
+    std::fs::write(cp.git.git_dir.join("objects/info/alternates"), format!("{objects}\n")).unwrap();
+    cp.git.run(&["-c", "core.bigFileThreshold=512m", "update-index", "--add", "a.txt", "keep.txt"], None).unwrap();
+    let start = String::from_utf8(cp.git.run(&["write-tree"], None).unwrap()).unwrap();
+    let turn = format!(r#"[{{"n":1,"agent":"pi","started_ms":1,"start":"{}"}}]"#, start.trim());
+    std::fs::write(cp.dir.join("turns.json"), turn).unwrap();
+    drop(cp);
+    sh(&ws, "printf 'agent\\n' > a.txt && printf 'agent\\n' > keep.txt");
+    // The staged blob is pruned by the user's gc before the shadow is opened again.
+    sh(&ws, "git reset -q");
+    users_gc(&ws);
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    assert!(!cp.git.git_dir.join("objects/info/alternates").exists());
+    // What was still there (keep.txt, committed) is the shadow's own now.
+    std::fs::rename(ws.join(".git/objects"), ws.join("objects-away")).unwrap();
+    assert_eq!(cp.content(1, &"keep.txt".into()).unwrap().unwrap(), b"kept\n");
+    let e = cp.content(1, &"a.txt".into()).unwrap_err();
+    assert!(e.starts_with("the checkpoint of turn 1 has lost a.txt's text: git object "), "{e}");
+    let (_, changes) = cp.changes(Some(1)).unwrap();
+    let a = changes.iter().find(|c| c.path == "a.txt").unwrap();
+    assert!(a.lost && a.lines.is_none(), "{a:?}");
+    let e = cp.undo(1, &["a.txt".into()]).unwrap_err();
+    assert!(e.contains("has lost a.txt's text"), "{e}");
+    // Later checkpoints work (the index that named the lost blob is rebuilt).
+    let next = cp.begin("pi", None).unwrap().0;
+    sh(&ws, "printf 'again\\n' > a.txt");
+    assert_eq!(cp.end(next.n, &[]).unwrap().changed, ["a.txt"]);
+    assert_eq!(cp.content(next.n, &"a.txt".into()).unwrap().unwrap(), b"agent\n");
+    std::fs::rename(ws.join("objects-away"), ws.join(".git/objects")).unwrap();
+}
+
+#[test]
+fn a_tracked_file_grown_past_the_cap_is_left_out_and_an_undo_never_deletes_one_it_did_not_record() {
+    let (ws, state) = rig("cp-cap-tracked", false);
+    std::fs::write(ws.join("grows.bin"), vec![1u8; 100]).unwrap();
+    std::fs::write(ws.join("shrinks.bin"), vec![2u8; 4096]).unwrap();
+    let limits = Limits { file_bytes: 1024, ..Limits::default() };
+    let cp = Checkpoints::open(&ws, &state, limits).unwrap();
+    let t = cp.begin("pi", None).unwrap().0;
+    assert_eq!(t.skipped, ["shrinks.bin"]);
+    std::fs::write(ws.join("grows.bin"), vec![3u8; 4096]).unwrap();
+    std::fs::write(ws.join("shrinks.bin"), vec![4u8; 10]).unwrap();
+    let ended = cp.end(t.n, &[]).unwrap();
+    let end = cp.turns().unwrap()[0].end.clone().unwrap();
+    let listed = cp.git.run(&["ls-tree", "-r", "--name-only", &end], None).unwrap();
+    assert_eq!(String::from_utf8_lossy(&listed), "a.txt\nkeep.txt\nshrinks.bin\n", "a file over the cap was stored");
+    assert_eq!(cp.turns().unwrap()[0].end_skipped, ["grows.bin"]);
+    assert_eq!(ended.changed, ["grows.bin", "shrinks.bin"]);
+    let (_, changes) = cp.changes(Some(t.n)).unwrap();
+    assert!(changes.iter().any(|c| c.path == "grows.bin" && c.over_cap), "{changes:?}");
+    // shrinks.bin was not recorded at the start: an undo leaves it (deleting it would lose it).
+    let plan = cp.plan_undo(None).unwrap();
+    assert_eq!((plan.files.len(), plan.files[0].path.lossy(), plan.kept.clone()), (1, "grows.bin".to_string(), vec![Name::from("shrinks.bin")]));
+}
+
+#[test]
+fn only_the_last_turns_are_kept_and_what_only_older_ones_held_is_pruned() {
+    let (ws, state) = rig("cp-prune", false);
+    let cp = Checkpoints::open(&ws, &state, Limits { turns: 3, ..Limits::default() }).unwrap();
+    let version = |k: usize| format!("version {k} {}\n", "x".repeat(k));
+    for k in 0..20 {
+        std::fs::write(ws.join("a.txt"), version(k)).unwrap();
+        cp.begin("pi", None).unwrap();
+    }
+    let turns = cp.turns().unwrap();
+    assert_eq!(turns.iter().map(|t| t.n).collect::<Vec<_>>(), [18, 19, 20]);
+    let has = |k: usize| cp.git.run(&["cat-file", "-e", &blob_id(&version(k))], None).is_ok();
+    assert!(!has(0) && !has(5), "an old turn's version is still stored");
+    assert!(has(17) && has(19));
+    assert_eq!(cp.content(18, &"a.txt".into()).unwrap().unwrap(), version(17).as_bytes());
+    let e = cp.content(2, &"a.txt".into()).unwrap_err();
+    assert_eq!(e, "turn 2 is no longer kept: only the last 3 turns are (checkpoints.keep_turns)");
+}
+
+#[test]
+fn two_checkpoints_of_one_folder_racing_turns_lose_none() {
+    let (ws, state) = rig("cp-race", false);
+    let threads: Vec<_> = (0..2)
+        .map(|k| {
+            let (ws, state) = (ws.clone(), state.clone());
+            std::thread::spawn(move || {
+                let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+                for i in 0..12 {
+                    std::fs::write(ws.join(format!("f{k}")), format!("{i}\n")).unwrap();
+                    let t = cp.begin(&format!("agent{k}"), None).unwrap().0;
+                    cp.end(t.n, &[]).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let turns = Checkpoints::open(&ws, &state, Limits::default()).unwrap().turns().unwrap();
+    let mut ns: Vec<u64> = turns.iter().map(|t| t.n).collect();
+    ns.dedup();
+    assert_eq!(ns, (1..=24).collect::<Vec<_>>());
+    assert!(turns.iter().all(|t| t.end.is_some()));
+}
+
+#[test]
+fn a_log_that_cannot_be_read_is_never_replaced() {
+    let (ws, state) = rig("cp-log", false);
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    let log = cp.dir.join("turns.json");
+    std::fs::write(&log, b"{ not json").unwrap();
+    let e = cp.begin("pi", None).unwrap_err();
+    assert!(e.contains(&log.display().to_string()) && e.contains("kept as"), "{e}");
+    let aside: Vec<PathBuf> = std::fs::read_dir(&cp.dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.to_string_lossy().contains("unreadable")).collect();
+    assert_eq!(std::fs::read(&aside[0]).unwrap(), b"{ not json");
+    assert_eq!(cp.begin("pi", None).unwrap().0.n, 1);
+    // One that cannot be read at all stays as it is, and the turn fails saying so.
+    std::fs::remove_file(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    let e = cp.begin("pi", None).unwrap_err();
+    assert!(e.starts_with("could not read this folder's turns"), "{e}");
+    assert!(log.is_dir());
+}
+
+#[test]
+fn files_that_run_code_or_hold_secrets_are_listed_and_never_undone() {
+    let (ws, state) = rig("cp-guarded", true);
+    std::fs::write(ws.join(".gitignore"), ".env\n").unwrap();
+    std::fs::write(ws.join(".env"), "TOKEN=one\n").unwrap();
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    let t = cp.begin("pi", None).unwrap().0;
+    sh(&ws, "mkdir -p app && echo S=1 > app/.env.local && git add app/.env.local && echo x >> a.txt && echo TOKEN=two > .env \
+        && printf '#!/bin/sh\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && git config core.fsmonitor ./watch");
+    let ended = cp.end(t.n, &[]).unwrap();
+    assert_eq!(ended.guarded, [".env", ".git/config", ".git/hooks/pre-commit"]);
+    assert_eq!(ended.changed, ["a.txt", "app/.env.local"]);
+    let (_, changes) = cp.changes(Some(t.n)).unwrap();
+    let listed: Vec<(String, char, Option<&str>, Vec<u64>)> = changes.iter().map(|c| (c.path.lossy(), c.status, c.guarded, c.turns.clone())).collect();
+    assert_eq!(&listed[..3], [
+        (".env".to_string(), 'M', Some("holds secrets"), vec![t.n]),
+        (".git/config".to_string(), 'M', Some("runs code"), vec![t.n]),
+        (".git/hooks/pre-commit".to_string(), 'A', Some("runs code"), vec![t.n]),
+    ]);
+    // Hashes only: no secret in the log.
+    let log = std::fs::read_to_string(cp.dir.join("turns.json")).unwrap();
+    assert!(!log.contains("TOKEN"), "{log}");
+    let plan = cp.plan_undo(None).unwrap();
+    assert_eq!(plan.files.iter().map(|f| f.path.lossy()).collect::<Vec<_>>(), ["a.txt", "app/.env.local"]);
+    assert_eq!(plan.turn.guarded.len(), 3);
+}
+
+#[test]
+fn an_undo_puts_a_file_back_where_the_turn_made_a_folder() {
+    let (ws, state) = rig("cp-swap", false);
+    std::fs::write(ws.join("d"), "a file\n").unwrap();
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    let t = cp.begin("pi", None).unwrap().0;
+    std::fs::remove_file(ws.join("d")).unwrap();
+    std::fs::create_dir(ws.join("d")).unwrap();
+    std::fs::write(ws.join("d/f"), "inside\n").unwrap();
+    cp.end(t.n, &[]).unwrap();
+    let plan = cp.plan_undo(None).unwrap();
+    let report = cp.undo(t.n, &plan.files.iter().map(|f| f.path.clone()).collect::<Vec<_>>()).unwrap();
+    assert!(report.failed.is_empty(), "{report:?}");
+    assert_eq!(std::fs::read(ws.join("d")).unwrap(), b"a file\n");
+}
+
+#[test]
+fn the_checkpoints_are_readable_by_the_user_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let (ws, state) = rig("cp-private", false);
+    std::fs::create_dir_all(state.join("checkpoints")).unwrap();
+    std::fs::set_permissions(state.join("checkpoints"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    for dir in [state.join("checkpoints"), cp.dir.clone()] {
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700, "{}", dir.display());
+    }
 }

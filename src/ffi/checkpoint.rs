@@ -1,9 +1,12 @@
 //! The checkpoint functions Lua calls (exported by ffi/mod.rs): jobs queued to one worker
 //! thread, which runs them in order (one folder's shadow index is never used twice at once) and
-//! wakes Neovim when a result is ready. The work is in checkpoint/; this only converts.
+//! wakes Neovim when a result is ready. The work is in checkpoint/; this only converts. Files'
+//! names cross as bytes both ways (a Lua string holds any): JSON would make a name that is not
+//! UTF-8 another name.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Sender};
@@ -14,21 +17,34 @@ use parking_lot::Mutex;
 use serde_json::{json, Value as Json};
 
 use super::json::{from_lua, to_lua};
-use crate::checkpoint::{Checkpoints, Limits};
+use crate::checkpoint::{Change, Checkpoints, Limits, Name, Turn};
 use crate::support::waker::Waker;
 
-enum Answer {
+/// A job's fields that hold names or folders: read as bytes, not as JSON.
+const BYTE_FIELDS: [&str; 5] = ["folder", "state", "path", "paths", "reviewed"];
+
+/// A job: its JSON fields, and those of BYTE_FIELDS (a list of one for a single name).
+struct Job {
+    fields: Json,
+    bytes: HashMap<&'static str, Vec<Vec<u8>>>,
+}
+
+/// An answer for Lua: JSON, except names, which are bytes.
+enum Out {
     Json(Json),
     Bytes(Option<Vec<u8>>),
+    Names(Vec<Name>),
+    Table(Vec<(String, Out)>),
+    List(Vec<Out>),
 }
 
 struct Worker {
-    jobs: Sender<(u64, Json)>,
+    jobs: Sender<(u64, Job)>,
     waker: Arc<Waker>,
 }
 
 static WORKER: Mutex<Option<Worker>> = Mutex::new(None);
-static DONE: Mutex<Vec<(u64, Result<Answer, String>)>> = Mutex::new(Vec::new());
+static DONE: Mutex<Vec<(u64, Result<Out, String>)>> = Mutex::new(Vec::new());
 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 fn err(message: impl Into<String>) -> mlua::Error {
@@ -56,13 +72,34 @@ pub fn checkpoint_detach(_: &Lua, (): ()) -> LuaResult<()> {
 }
 
 /// Queues `job` (`{ op, folder, state, ... }`); its number, which the drained result carries.
-pub fn checkpoint_job(_: &Lua, job: Value) -> LuaResult<u64> {
-    let job = from_lua(job)?;
+pub fn checkpoint_job(_: &Lua, job: Table) -> LuaResult<u64> {
+    let job = job_from_lua(job)?;
     let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let slot = WORKER.lock();
     let w = slot.as_ref().ok_or_else(|| err("pi-ide: checkpoint_attach first"))?;
     w.jobs.send((id, job)).map_err(|_| err("pi-ide: the checkpoint worker has stopped"))?;
     Ok(id)
+}
+
+/// The job's fields: BYTE_FIELDS as the bytes of their strings, the others as JSON.
+fn job_from_lua(job: Table) -> LuaResult<Job> {
+    let mut bytes = HashMap::new();
+    let mut fields = serde_json::Map::new();
+    for pair in job.pairs::<String, Value>() {
+        let (key, value) = pair?;
+        let Some(field) = BYTE_FIELDS.iter().find(|f| **f == key) else {
+            fields.insert(key, from_lua(value)?);
+            continue;
+        };
+        let names = match value {
+            Value::String(s) => vec![s.as_bytes().to_vec()],
+            Value::Table(t) => t.sequence_values::<mlua::LuaString>().map(|s| s.map(|s| s.as_bytes().to_vec())).collect::<LuaResult<_>>()?,
+            Value::Nil => continue,
+            other => return Err(err(format!("pi-ide: checkpoint job field {key} cannot be a {}", other.type_name()))),
+        };
+        bytes.insert(*field, names);
+    }
+    Ok(Job { fields: Json::Object(fields), bytes })
 }
 
 /// The results ready: `{ { id, ok, value | error } ... }`.
@@ -77,8 +114,7 @@ pub fn checkpoint_drain(lua: &Lua, (): ()) -> LuaResult<Table> {
         t.set("id", id)?;
         t.set("ok", result.is_ok())?;
         match result {
-            Ok(Answer::Json(v)) => t.set("value", to_lua(lua, &v)?)?,
-            Ok(Answer::Bytes(b)) => t.set("value", b.map(|b| lua.create_string(b)).transpose()?)?,
+            Ok(value) => t.set("value", out_to_lua(lua, value)?)?,
             Err(e) => t.set("error", e)?,
         }
         out.raw_set(i + 1, t)?;
@@ -86,14 +122,43 @@ pub fn checkpoint_drain(lua: &Lua, (): ()) -> LuaResult<Table> {
     Ok(out)
 }
 
+fn out_to_lua(lua: &Lua, out: Out) -> LuaResult<Value> {
+    Ok(match out {
+        Out::Json(v) => to_lua(lua, &v)?,
+        Out::Bytes(None) => Value::Nil,
+        Out::Bytes(Some(b)) => Value::String(lua.create_string(b)?),
+        Out::Names(names) => {
+            let t = lua.create_table_with_capacity(names.len(), 0)?;
+            for (i, n) in names.into_iter().enumerate() {
+                t.raw_set(i + 1, lua.create_string(n.0)?)?;
+            }
+            Value::Table(t)
+        }
+        Out::List(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.into_iter().enumerate() {
+                t.raw_set(i + 1, out_to_lua(lua, item)?)?;
+            }
+            Value::Table(t)
+        }
+        Out::Table(fields) => {
+            let t = lua.create_table_with_capacity(0, fields.len())?;
+            for (k, v) in fields {
+                t.raw_set(k.as_str(), out_to_lua(lua, v)?)?;
+            }
+            Value::Table(t)
+        }
+    })
+}
+
 fn spawn() -> Worker {
-    let (jobs, rx) = channel::<(u64, Json)>();
+    let (jobs, rx) = channel::<(u64, Job)>();
     let waker = Arc::new(Waker::default());
     let w = waker.clone();
     std::thread::Builder::new()
         .name("pi-ide-checkpoints".into())
         .spawn(move || {
-            let mut open: HashMap<(String, String), Checkpoints> = HashMap::new();
+            let mut open: HashMap<(Vec<u8>, Vec<u8>), Checkpoints> = HashMap::new();
             for (id, job) in rx {
                 let r = catch_unwind(AssertUnwindSafe(|| run(&mut open, &job)))
                     .unwrap_or_else(|_| Err("internal error in the checkpoint worker (please report it)".into()));
@@ -105,37 +170,36 @@ fn spawn() -> Worker {
     Worker { jobs, waker }
 }
 
-fn run(open: &mut HashMap<(String, String), Checkpoints>, job: &Json) -> Result<Answer, String> {
-    let text = |k: &str| job.get(k).and_then(Json::as_str).map(str::to_owned);
-    let (folder, state) = (text("folder").unwrap_or_default(), text("state").unwrap_or_default());
-    let key = (folder.clone(), state.clone());
+fn run(open: &mut HashMap<(Vec<u8>, Vec<u8>), Checkpoints>, job: &Job) -> Result<Out, String> {
+    let text = |k: &str| job.fields.get(k).and_then(Json::as_str).map(str::to_owned);
+    let names = |k: &str| -> Vec<Name> { job.bytes.get(k).map(|l| l.iter().map(|b| Name(b.clone())).collect()).unwrap_or_default() };
+    let one = |k: &str| job.bytes.get(k).and_then(|l| l.first()).cloned().unwrap_or_default();
+    let key = (one("folder"), one("state"));
     if !open.contains_key(&key) {
-        let cp = Checkpoints::open(&PathBuf::from(&folder), &PathBuf::from(&state), limits(job))?;
+        let path = |b: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(b));
+        let cp = Checkpoints::open(&path(&key.0), &path(&key.1), limits(&job.fields))?;
         open.insert(key.clone(), cp);
     }
     let cp = &open[&key];
-    let n = job.get("n").and_then(Json::as_u64);
-    let strings = |k: &str| -> Vec<String> {
-        job.get(k).and_then(Json::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect()).unwrap_or_default()
-    };
-    let value = match text("op").as_deref() {
+    let n = job.fields.get("n").and_then(Json::as_u64);
+    Ok(match text("op").as_deref() {
         Some("begin") => {
             let (turn, closed) = cp.begin(&text("agent").unwrap_or_default(), text("prompt"))?;
-            let mut answer = json!({"turn": turn});
-            if let Some(closed) = closed {
-                answer["closed"] = json!(closed);
-            }
-            answer
+            let mut answer = vec![("turn", turn_out(&turn))];
+            answer.extend(closed.map(|c| ("closed", turn_out(&c))));
+            object(json!({}), answer)
         }
-        Some("end") => json!(cp.end(n.ok_or("end needs n")?, &strings("reviewed"))?),
-        Some("turns") => json!(cp.turns()),
+        Some("end") => turn_out(&cp.end(n.ok_or("end needs n")?, &names("reviewed"))?),
+        Some("turns") => Out::List(cp.turns()?.iter().map(turn_out).collect()),
         Some("changes") => changes(cp, n)?,
-        Some("content") => return Ok(Answer::Bytes(cp.content(n.ok_or("content needs n")?, &text("path").unwrap_or_default())?)),
+        Some("content") => {
+            let path = names("path").pop().ok_or("content needs a path")?;
+            Out::Bytes(cp.content(n.ok_or("content needs n")?, &path)?)
+        }
         Some("plan") => plan(cp, n)?,
-        Some("undo") => undo(cp, n.ok_or("undo needs n")?, &strings("paths"))?,
+        Some("undo") => undo(cp, n.ok_or("undo needs n")?, &names("paths"))?,
         other => return Err(format!("no checkpoint operation {other:?}")),
-    };
-    Ok(Answer::Json(value))
+    })
 }
 
 fn limits(job: &Json) -> Limits {
@@ -145,30 +209,54 @@ fn limits(job: &Json) -> Limits {
         files: num("max_files").map_or(d.files, |n| n as usize),
         file_bytes: num("max_file_bytes").unwrap_or(d.file_bytes),
         new_bytes: num("max_new_bytes").unwrap_or(d.new_bytes),
+        turns: num("keep_turns").map_or(d.turns, |n| n as usize),
     }
 }
 
-fn changes(cp: &Checkpoints, n: Option<u64>) -> Result<Json, String> {
+/// A table of `plain`'s fields (a JSON object; nulls left out, as Lua's nil) and `more`.
+fn object(plain: Json, more: Vec<(&str, Out)>) -> Out {
+    let Json::Object(map) = plain else { return Out::Json(plain) };
+    let mut fields: Vec<(String, Out)> = map.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, Out::Json(v))).collect();
+    fields.extend(more.into_iter().map(|(k, v)| (k.to_string(), v)));
+    Out::Table(fields)
+}
+
+/// A turn as Lua reads it (its trees and fingerprints stay here).
+fn turn_out(t: &Turn) -> Out {
+    let plain = json!({"n": t.n, "agent": t.agent, "prompt": t.prompt, "started_ms": t.started_ms, "ended_ms": t.ended_ms, "undone": t.undone});
+    let names = [("changed", &t.changed), ("unreviewed", &t.unreviewed), ("skipped", &t.skipped), ("guarded", &t.guarded)];
+    object(plain, names.into_iter().map(|(k, v)| (k, Out::Names(v.clone()))).collect())
+}
+
+fn name_out(n: &Name) -> Out {
+    Out::Bytes(Some(n.0.clone()))
+}
+
+fn change_out(c: &Change) -> Out {
+    let (added, removed, line) = c.lines.unwrap_or((0, 0, 1));
+    let plain = json!({"status": c.status.to_string(), "binary": c.binary, "diffed": c.lines.is_some(), "added": added,
+                       "removed": removed, "line": line, "turns": c.turns, "agents": c.agents, "unreviewed": c.unreviewed,
+                       "guarded": c.guarded, "over_cap": c.over_cap, "lost": c.lost});
+    object(plain, vec![("path", name_out(&c.path))])
+}
+
+fn changes(cp: &Checkpoints, n: Option<u64>) -> Result<Out, String> {
     let (turn, list) = cp.changes(n)?;
-    let files: Vec<Json> = list
-        .iter()
-        .map(|c| {
-            let (added, removed, line) = c.lines.unwrap_or((0, 0, 1));
-            json!({"path": c.path, "status": c.status.to_string(), "binary": c.binary, "diffed": c.lines.is_some(), "added": added,
-                   "removed": removed, "line": line, "turns": c.turns, "agents": c.agents, "unreviewed": c.unreviewed})
-        })
-        .collect();
-    Ok(json!({"turn": turn, "files": files}))
+    Ok(object(json!({}), vec![("turn", turn_out(&turn)), ("files", Out::List(list.iter().map(change_out).collect()))]))
 }
 
-fn plan(cp: &Checkpoints, n: Option<u64>) -> Result<Json, String> {
+fn plan(cp: &Checkpoints, n: Option<u64>) -> Result<Out, String> {
     let plan = cp.plan_undo(n)?;
-    let files: Vec<Json> = plan.files.iter().map(|f| json!({"path": f.path, "action": f.action, "changed_since": f.changed_since})).collect();
-    Ok(json!({"turn": plan.turn, "files": files}))
+    let files = plan.files.iter().map(|f| {
+        object(json!({"action": f.action, "changed_since": f.changed_since}), vec![("path", name_out(&f.path))])
+    });
+    let guarded = Out::Names(plan.turn.guarded.clone());
+    let kept = Out::Names(plan.kept.clone());
+    Ok(object(json!({}), vec![("turn", turn_out(&plan.turn)), ("files", Out::List(files.collect())), ("guarded", guarded), ("kept", kept)]))
 }
 
-fn undo(cp: &Checkpoints, n: u64, paths: &[String]) -> Result<Json, String> {
+fn undo(cp: &Checkpoints, n: u64, paths: &[Name]) -> Result<Out, String> {
     let r = cp.undo(n, paths)?;
-    let failed: Vec<Json> = r.failed.iter().map(|(p, e)| json!({"path": p, "error": e})).collect();
-    Ok(json!({"restored": r.restored, "deleted": r.deleted, "failed": failed}))
+    let failed = r.failed.iter().map(|(p, e)| object(json!({"error": e}), vec![("path", name_out(p))]));
+    Ok(object(json!({}), vec![("restored", Out::Names(r.restored)), ("deleted", Out::Names(r.deleted)), ("failed", Out::List(failed.collect()))]))
 }

@@ -352,10 +352,13 @@ fn request(_: &Lua, (method, params, timeout_ms): (String, Value, Option<u64>)) 
 /// The real path of a path the agent chose, resolved off the main thread and waited for at
 /// most a short deadline (a hung mount must not freeze Neovim): the path, or nil and
 /// "missing" or "timeout".
-fn realpath(_: &Lua, path: String) -> LuaResult<(Option<String>, Option<&'static str>)> {
+fn realpath(lua: &Lua, path: mlua::LuaString) -> LuaResult<(Option<mlua::LuaString>, Option<&'static str>)> {
     use crate::support::resolve::{Resolved, MAIN_THREAD_DEADLINE, PATHS};
-    Ok(match PATHS.blocking(Path::new(&path), MAIN_THREAD_DEADLINE) {
-        Resolved::Real(p) => (Some(p.to_string_lossy().into_owned()), None),
+    use std::os::unix::ffi::OsStrExt;
+    // A path is bytes (a file's name need not be UTF-8), both ways.
+    let path = Path::new(std::ffi::OsStr::from_bytes(&path.as_bytes())).to_path_buf();
+    Ok(match PATHS.blocking(&path, MAIN_THREAD_DEADLINE) {
+        Resolved::Real(p) => (Some(lua.create_string(p.as_os_str().as_bytes())?), None),
         Resolved::Missing => (None, Some("missing")),
         Resolved::TimedOut => (None, Some("timeout")),
     })

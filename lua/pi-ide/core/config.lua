@@ -48,6 +48,7 @@ local M = {}
 ---@field max_files? integer More files in the workspace than this: the checkpoint is skipped (default 100000).
 ---@field max_file_mb? integer A file larger than this is left out of checkpoints (default 16).
 ---@field max_new_mb? integer A checkpoint that would store more new MiB than this is skipped (default 256).
+---@field keep_turns? integer Turns kept per folder; older ones are pruned (default 50).
 
 ---@class PiIde.DiffConfig
 ---@field review? boolean false: accept every proposal at once, unseen (default true).

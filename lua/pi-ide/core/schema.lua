@@ -230,6 +230,9 @@ local spec = {
     max_files = opt(100000, { "number" }, whole_number(1, "files")),
     max_file_mb = opt(16, { "number" }, whole_number(0, "MiB")),
     max_new_mb = opt(256, { "number" }, whole_number(0, "MiB")),
+    -- Turns kept per folder (:PiIde changes N, :PiIde undo): older ones, and what only they
+    -- held, are pruned from the shadow repository.
+    keep_turns = opt(50, { "number" }, whole_number(1, "turns")),
   },
 }
 

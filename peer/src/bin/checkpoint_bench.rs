@@ -1,7 +1,9 @@
 //! Checkpoints' numbers: a generated git repository (2,000 and 20,000 files, committed, ~1%
 //! modified, a few untracked) checkpointed by a real Neovim with the plugin — the folder's first
 //! checkpoint, one after 10 files changed, and `:PiIde changes` after 10 more — timed inside
-//! Neovim, with the main loop's stalls measured while keys are typed, as chat_bench does.
+//! Neovim, with the main loop's stalls measured while keys are typed, as chat_bench does. Then
+//! more turns of 10 files each, until one of them prunes (keep.rs repacks the shadow every dozen
+//! checkpoints or so): its time, and the disk the shadow takes against the repository's own.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,6 +26,12 @@ struct Run {
     again: Timed,
     changes: Timed,
     entries: u64,
+    /// The slowest of the later checkpoints (the one that repacked), and their median (ms).
+    pruning: f64,
+    later: f64,
+    /// The shadow's disk use after them, and the repository's `.git` (bytes).
+    shadow_bytes: u64,
+    repo_bytes: u64,
 }
 
 // A timer every millisecond: how late each tick is, is how long the loop was busy. The main
@@ -77,7 +85,7 @@ fn git(dir: &Path, args: &[&str]) {
         .current_dir(dir)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_CONFIG_NOSYSTEM", "1")
-        .args(["-c", "user.name=bench", "-c", "user.email=bench@example.com", "-c", "commit.gpgsign=false"])
+        .args(["-c", "user.name=bench", "-c", "user.email=bench@example.com", "-c", "commit.gpgsign=false", "-c", "gc.auto=0"])
         .args(args)
         .output()
         .expect("git");
@@ -108,6 +116,8 @@ fn generate(n: usize) -> (PathBuf, Vec<String>) {
     git(&dir, &["init", "-q"]);
     git(&dir, &["add", "-A"]);
     git(&dir, &["commit", "-q", "-m", "generated"]);
+    // Packed, as a repository that has lived is (and no gc of its own starts mid-measure).
+    git(&dir, &["gc", "-q"]);
     for p in paths.iter().step_by(100) {
         append(&dir.join(p), "// modified, not committed\n");
     }
@@ -170,16 +180,42 @@ fn changes(nvim: &Nvim) -> (Timed, u64) {
     (Timed { wall: v[0].as_f64().unwrap(), longest, p99, longest_cpu }, v[1].as_u64().unwrap())
 }
 
+/// Checkpoints taken after the first two, 10 files changed before each: enough for one to
+/// repack the shadow (it has then gathered a pack per checkpoint).
+const LATER: usize = 14;
+
+/// Bytes `dir` takes on disk (its files' blocks, as du counts them).
+fn disk_bytes(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| match std::fs::symlink_metadata(e.path()) {
+            Ok(m) if m.is_dir() => disk_bytes(&e.path()),
+            Ok(m) => m.blocks() * 512,
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 /// A fresh Neovim (its own XDG_STATE_HOME: nothing cached) in the repository.
 fn one_run(dir: &Path, paths: &[String], salt: usize) -> Run {
     let nvim = Nvim::start_with(Options { cwd: Some(dir.to_path_buf()), ..Default::default() });
     nvim.command("edit typed.txt").unwrap();
     let first = checkpoint(&nvim);
-    change_ten(dir, paths, 2 * salt);
+    change_ten(dir, paths, 100 * salt);
     let again = checkpoint(&nvim);
-    change_ten(dir, paths, 2 * salt + 1);
+    change_ten(dir, paths, 100 * salt + 1);
     let (changes, entries) = changes(&nvim);
-    Run { first, again, changes, entries }
+    let later: Vec<f64> = (0..LATER)
+        .map(|k| {
+            change_ten(dir, paths, 100 * salt + 2 + k);
+            checkpoint(&nvim).wall
+        })
+        .collect();
+    let pruning = later.iter().copied().fold(0.0, f64::max);
+    let shadow_bytes = disk_bytes(&nvim.home.join("state/nvim/pi-ide/checkpoints"));
+    Run { first, again, changes, entries, pruning, later: median(later), shadow_bytes, repo_bytes: disk_bytes(&dir.join(".git")) }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -216,6 +252,17 @@ fn rows_for(n: usize, runs: usize) -> Vec<String> {
             r[0].entries,
             med(|r| r.changes.wall),
             stall_text(&r, |r| r.changes)
+        ),
+        format!(
+            "| checkpoint that prunes (the slowest of {LATER} later ones, 10 files changed before each: the shadow repacked) ({of}) | {:.1} ms (the others: median {:.1} ms) | |",
+            med(|r| r.pruning),
+            med(|r| r.later)
+        ),
+        format!(
+            "| disk the checkpoints take after {} turns ({files} files) ({of}) | {:.1} MiB (the repository's own .git: {:.1} MiB) | |",
+            LATER + 2,
+            med(|r| r.shadow_bytes as f64) / 1048576.0,
+            med(|r| r.repo_bytes as f64) / 1048576.0
         ),
     ]
 }

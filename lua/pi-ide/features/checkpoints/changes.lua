@@ -9,26 +9,46 @@ local M = {}
 
 local STATUS = { A = "created", M = "changed", D = "deleted", T = "changed kind" }
 
+-- A file's size part: its lines, or why there are none.
+local function size_of(f)
+  if f.lost then
+    return "the checkpoint lost its text"
+  elseif f.over_cap then
+    return "over the size cap: not recorded"
+  end
+  return f.binary and "binary" or f.diffed and ("+%d −%d"):format(f.added, f.removed) or "large: not diffed"
+end
+
 local function describe(f, since)
   local by = #f.turns > 0
       and ("turn %s %s"):format(table.concat(f.turns, ","), table.concat(f.agents, ","))
     or "outside any agent's turn"
-  local parts = { STATUS[f.status] or f.status, by }
+  local status = f.over_cap and "grew past the size cap" or STATUS[f.status] or f.status
+  local parts = { status, by }
+  -- A file that runs code or holds secrets: fingerprinted, not recorded, so never undone.
+  if f.guarded then
+    table.insert(parts, f.guarded .. ": not undoable")
+    return table.concat(parts, " · ")
+  end
   local wrote = checkpoints.written(f.path)
   if wrote and wrote >= since then
     table.insert(parts, "edited in Neovim")
   elseif f.unreviewed then
     table.insert(parts, "without review")
   end
-  local size = f.binary and "binary" or f.diffed and ("+%d −%d"):format(f.added, f.removed) or "large: not diffed"
-  return ("%s (%s)"):format(table.concat(parts, " · "), size)
+  return ("%s (%s)"):format(table.concat(parts, " · "), size_of(f))
+end
+
+-- The file's full name: a guarded one outside the folder (a parent's .git) is absolute.
+local function full(folder, path)
+  return path:sub(1, 1) == "/" and path or folder .. "/" .. path
 end
 
 local function items(folder, files, since)
   local out = {}
   for _, f in ipairs(files) do
     table.insert(out, {
-      filename = folder .. "/" .. f.path,
+      filename = full(folder, f.path),
       lnum = f.status == "D" and 1 or f.line,
       col = 1,
       text = describe(f, since),
@@ -45,14 +65,25 @@ local function tab_alive()
   return view.tab and vim.api.nvim_tabpage_is_valid(view.tab)
 end
 
-local function checkpoint_buffer(turn, f, bytes)
+-- What the left pane says instead of a text it has not: nil when it shows the text.
+local function no_text(f, missing)
+  if missing then
+    return ("(%s)"):format(missing)
+  elseif f.guarded then
+    return ("(%s: pi-ide keeps a fingerprint of it, not its text, so it cannot show or undo the change; look at it yourself)"):format(f.guarded)
+  elseif f.binary then
+    return "(binary file: :PiIde undo puts it back whole)"
+  end
+end
+
+local function checkpoint_buffer(turn, f, bytes, missing)
   local buf = vim.api.nvim_create_buf(false, true)
-  local text = f.binary and "(binary file: :PiIde undo puts it back whole)" or (bytes or "")
-  local lines = vim.split(text, "\n", { plain = true })
+  local note = no_text(f, missing)
+  local lines = vim.split(note or bytes or "", "\n", { plain = true })
   if lines[#lines] == "" and #lines > 1 then
     table.remove(lines)
   end
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, bytes == nil and {} or lines)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, (bytes == nil and not note) and {} or lines)
   vim.bo[buf].bufhidden, vim.bo[buf].modifiable = "wipe", false
   pcall(vim.api.nvim_buf_set_name, buf, ("pi-ide://turn-%d/%s"):format(turn.n, f.path))
   local ft = vim.filetype.match({ filename = f.path, buf = buf })
@@ -62,10 +93,10 @@ local function checkpoint_buffer(turn, f, bytes)
   return buf
 end
 
-local function winbars(turn, f)
+local function winbars(turn, f, shown)
   local when = os.date("%H:%M", math.floor(turn.started_ms / 1000))
   local left = (" turn %d (%s) started %s: as it was"):format(turn.n, turn.agent, when)
-  local right = f.binary and " now" or " now: do takes a hunk back, :w writes"
+  local right = shown and " now: do takes a hunk back, :w writes" or " now"
   vim.wo[view.left].winbar = left:gsub("%%", "%%%%")
   vim.wo[view.right].winbar = right
 end
@@ -87,15 +118,16 @@ local function follow(ev)
   end
   for _, item in ipairs(list.items) do
     local f = type(item.user_data) == "table" and item.user_data.pi_ide_change
-    if f and view.folder .. "/" .. f.path == path then
+    if f and full(view.folder, f.path) == path then
       return M.open(view.turn, f, view.folder)
     end
   end
 end
 
--- Shows entry `f` (of turn `turn`) in the view's tab, opening the tab the first time.
-local function show(turn, f, bytes, folder)
-  view.turn, view.folder, view.shown = turn, folder, folder .. "/" .. f.path
+-- Shows entry `f` (of turn `turn`) in the view's tab, opening the tab the first time;
+-- `missing`: why its checkpoint's text cannot be shown.
+local function show(turn, f, bytes, folder, missing)
+  view.turn, view.folder, view.shown = turn, folder, full(folder, f.path)
   if not tab_alive() then
     vim.cmd("tabnew")
     view.tab, view.right = vim.api.nvim_get_current_tabpage(), vim.api.nvim_get_current_win()
@@ -111,14 +143,15 @@ local function show(turn, f, bytes, folder)
   end
   vim.api.nvim_set_current_tabpage(view.tab)
   local opened, err = pcall(vim.api.nvim_win_call, view.right, function()
-    vim.cmd("diffoff | edit " .. vim.fn.fnameescape(folder .. "/" .. f.path))
+    vim.cmd("diffoff | edit " .. vim.fn.fnameescape(full(folder, f.path)))
   end)
   if not opened then
     return vim.notify("pi-ide.nvim: " .. tostring(err):gsub("^.-Vim[^:]*:", ""), vim.log.levels.ERROR)
   end
-  vim.api.nvim_win_set_buf(view.left, checkpoint_buffer(turn, f, bytes))
-  winbars(turn, f)
-  if not f.binary then
+  vim.api.nvim_win_set_buf(view.left, checkpoint_buffer(turn, f, bytes, missing))
+  local diffed = not no_text(f, missing)
+  winbars(turn, f, diffed)
+  if diffed then
     for _, w in ipairs({ view.left, view.right }) do
       vim.api.nvim_win_call(w, function()
         vim.cmd("diffthis")
@@ -132,11 +165,17 @@ end
 --- Opens change `f` of the list (its checkpoint's text comes from the worker first), then
 --- calls `shown()` if given.
 function M.open(turn, f, folder, shown)
+  if f.guarded then
+    show(turn, f, nil, folder)
+    return shown and shown()
+  end
   checkpoints.run({ op = "content", n = turn.n, path = f.path, folder = folder }, function(ok, bytes)
-    if not ok then
-      return vim.notify("pi-ide.nvim: " .. tostring(bytes), vim.log.levels.ERROR)
+    -- A text the checkpoint lost is said, in the pane and once as a message, never shown empty.
+    local missing = not ok and tostring(bytes) or nil
+    if missing then
+      vim.notify("pi-ide.nvim: " .. missing, vim.log.levels.WARN)
     end
-    show(turn, f, bytes, folder)
+    show(turn, f, ok and bytes or nil, folder, missing)
     if shown then
       shown()
     end

@@ -81,6 +81,7 @@ function M.run(job, cb)
   local c = cfg()
   job.folder, job.state = job.folder or M.folder(), vim.fn.stdpath("state") .. "/pi-ide"
   job.max_files, job.max_file_bytes, job.max_new_bytes = c.max_files, c.max_file_mb * 1048576, c.max_new_mb * 1048576
+  job.keep_turns = c.keep_turns
   state.waiting[native.checkpoint_job(job)] = cb
 end
 
@@ -88,16 +89,20 @@ local function plural(n, word)
   return ("%d %s%s"):format(n, word, n == 1 and "" or "s")
 end
 
---- "⚠ 2 files changed without review: :PiIde changes" for turn `t`, or nil.
+--- "⚠ 2 files changed without review: :PiIde changes" for turn `t`, or nil. Files that run
+--- code or hold secrets (.git/config, hooks, .env) count, and are said apart: no undo puts
+--- them back.
 function M.warning_of(t)
-  local n = #(t.unreviewed or {})
+  local guarded = #(t.guarded or {})
+  local n = #(t.unreviewed or {}) + guarded
   if n > 0 and not t.undone then
-    return ("⚠ %s changed without review: :PiIde changes"):format(plural(n, "file"))
+    local apart = guarded > 0 and (" (%d not undoable: %s)"):format(guarded, table.concat(t.guarded, ", ")) or ""
+    return ("⚠ %s changed without review%s: :PiIde changes"):format(plural(n, "file"), apart)
   end
 end
 
 local function settled(t)
-  if t and #(t.unreviewed or {}) > 0 then
+  if t and M.warning_of(t) then
     state.warning = { n = t.n, text = M.warning_of(t) }
     vim.cmd.redrawstatus({ bang = true })
   end
@@ -177,7 +182,8 @@ function M.after_turn(agent, done)
     end
     settled(t)
     M.reload(open.folder, t.changed or {})
-    require("pi-ide.core.events").fire("PiIdeTurnChecked", { turn = t.n, agent = t.agent, changed = t.changed, unreviewed = t.unreviewed })
+    local checked = { turn = t.n, agent = t.agent, changed = t.changed, unreviewed = t.unreviewed, guarded = t.guarded }
+    require("pi-ide.core.events").fire("PiIdeTurnChecked", checked)
     if done then
       done(t)
     end

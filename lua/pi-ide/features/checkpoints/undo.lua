@@ -35,10 +35,27 @@ local function chosen(turn, files, folder)
   return out, refused
 end
 
-local function confirmed(turn, files)
+-- What an undo leaves as it is: files that run code or hold secrets (fingerprinted, not
+-- recorded) and files left out of the turn's checkpoint (over the size cap).
+local function left_alone(plan)
+  local out = {}
+  for _, p in ipairs(plan.guarded or {}) do
+    table.insert(out, ("%s (runs code or holds secrets: not recorded, look at it yourself)"):format(p))
+  end
+  for _, p in ipairs(plan.kept or {}) do
+    table.insert(out, ("%s (not in the turn's checkpoint: over the size cap)"):format(p))
+  end
+  return out
+end
+
+local function confirmed(plan)
+  local turn = plan.turn
   local lines = { ("Undo turn %d (%s)?"):format(turn.n, turn.agent) }
-  for _, f in ipairs(files) do
+  for _, f in ipairs(plan.files) do
     table.insert(lines, ("  %s %s"):format(ACTION[f.action], f.path))
+  end
+  for _, l in ipairs(left_alone(plan)) do
+    table.insert(lines, "  not undone: " .. l)
   end
   return vim.fn.confirm(table.concat(lines, "\n"), "&Undo\n&Cancel", 2) == 1
 end
@@ -50,7 +67,8 @@ local function give_prompt_back(turn)
   end
 end
 
-local function report(turn, r, refused)
+local function report(plan, r, refused)
+  local turn = plan.turn
   local parts = { ("undid turn %d (%s)"):format(turn.n, turn.agent) }
   if #r.restored > 0 then
     table.insert(parts, "put back " .. table.concat(r.restored, ", "))
@@ -64,7 +82,11 @@ local function report(turn, r, refused)
   for _, f in ipairs(r.failed) do
     table.insert(parts, ("could not put back %s: %s"):format(f.path, f.error))
   end
-  local level = #r.failed > 0 and vim.log.levels.ERROR or vim.log.levels.INFO
+  local alone = left_alone(plan)
+  if #alone > 0 then
+    table.insert(parts, "not undone " .. table.concat(alone, ", "))
+  end
+  local level = #r.failed > 0 and vim.log.levels.ERROR or #alone > 0 and vim.log.levels.WARN or vim.log.levels.INFO
   vim.notify("pi-ide.nvim: " .. table.concat(parts, "; "), level)
 end
 
@@ -82,9 +104,14 @@ function M.run(bang)
     end
     local turn = plan.turn
     if #plan.files == 0 then
-      return vim.notify(("pi-ide.nvim: turn %d (%s) changed nothing that is not back already"):format(turn.n, turn.agent), vim.log.levels.INFO)
+      local alone = left_alone(plan)
+      local msg = ("pi-ide.nvim: turn %d (%s) changed nothing that is not back already"):format(turn.n, turn.agent)
+      if #alone > 0 then
+        return vim.notify(msg .. " and an undo can put back; not undone " .. table.concat(alone, ", "), vim.log.levels.WARN)
+      end
+      return vim.notify(msg, vim.log.levels.INFO)
     end
-    if not bang and not confirmed(turn, plan.files) then
+    if not bang and not confirmed(plan) then
       return
     end
     local paths, refused = chosen(turn, plan.files, folder)
@@ -98,7 +125,7 @@ function M.run(bang)
       checkpoints.reload(folder, vim.list_extend(vim.list_extend({}, r.restored), r.deleted))
       checkpoints.seen()
       give_prompt_back(turn)
-      report(turn, r, refused)
+      report(plan, r, refused)
       require("pi-ide.core.events").fire("PiIdeUndone", { turn = turn.n, restored = r.restored, deleted = r.deleted })
     end)
   end)
