@@ -452,3 +452,78 @@ fn two_neovims_in_one_folder_racing_checkpoints_lose_no_turn() {
     let log: Value = serde_json::from_slice(&std::fs::read(shadows[0].join("turns.json")).unwrap()).unwrap();
     assert_eq!(log.as_array().unwrap().len(), 2 * each, "{log}");
 }
+
+#[test]
+fn an_agent_that_writes_other_text_than_accepted_is_not_reviewed_and_is_undone_and_a_users_write_counts_for_its_own_file_only() {
+    let nvim = rig("");
+    let dir = nvim.cwd.clone();
+    std::fs::write(dir.join("a.txt"), "one\ntwo\n").unwrap();
+    std::fs::write(dir.join("c.txt"), "c\n").unwrap();
+    // The agent is allowed one text and writes another: said at once, listed as not reviewed.
+    let lie = format!("lie {} two 2 EVIL", dir.join("a.txt").display());
+    nvim.lua_with("require('pi-ide.features.chat.acp').get('fake'):send(...)", vec![lie.into()]);
+    nvim.wait_for("#require('pi-ide.features.review').list() == 1 and vim.b.pi_ide_review ~= nil", PATIENCE);
+    type_keys(&nvim, ":w<CR>");
+    wait_until("the warning", PATIENCE, || chat_text(&nvim).contains("⚠ a.txt: Fake wrote other text than you accepted"));
+    let status = nvim.lua("return require('pi-ide').status()");
+    assert!(status.as_str().unwrap().contains("⚠ a.txt: other text than you accepted"), "at once: {status}");
+    nvim.wait_for("#_G.checked >= 1", PATIENCE);
+    let first = nvim.lua("return _G.checked[1]");
+    assert_eq!((first["unreviewed"].clone(), first["other_text"].clone()), (serde_json::json!(["a.txt"]), serde_json::json!(["a.txt"])), "{first}");
+    let status = nvim.lua("return require('pi-ide').status()");
+    assert!(status.as_str().unwrap().contains("⚠ 1 file changed without review (a.txt: other text than you accepted)"), "{status}");
+    nvim.command("PiIde changes").unwrap();
+    nvim.wait_for("#vim.fn.getqflist() == 1", PATIENCE);
+    let qf = quickfix(&nvim);
+    assert!(qf[0].0.ends_with("a.txt") && qf[0].2.contains("other text than you accepted"), "{qf:?}");
+    nvim.command("tabclose").unwrap();
+    nvim.command("PiIde undo!").unwrap();
+    wait_until("a.txt put back", PATIENCE, || std::fs::read_to_string(dir.join("a.txt")).unwrap() == "one\ntwo\n");
+    // The agent's shell writes b.txt while the user writes c.txt (and a copy of it, d.txt): the
+    // user's writes count for their own files only.
+    nvim.lua_with("require('pi-ide.features.chat.acp').get('fake'):send(...)", vec!["stream 120 40".into()]);
+    // Once the turn's checkpoint is taken (what is written before it is not the turn's).
+    nvim.wait_for("require('pi-ide.features.checkpoints').chat_turn() ~= nil", PATIENCE);
+    std::fs::write(dir.join("b.txt"), "agent\n").unwrap();
+    nvim.command("tabnew c.txt").unwrap();
+    nvim.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'mine' })");
+    type_keys(&nvim, ":w<CR>:w d.txt<CR>");
+    nvim.wait_for("#_G.checked >= 2", PATIENCE);
+    let second = nvim.lua("return _G.checked[2]");
+    let mut changed: Vec<String> = serde_json::from_value(second["changed"].clone()).unwrap();
+    changed.sort();
+    assert_eq!(changed, ["b.txt", "c.txt", "d.txt"], "{second}");
+    assert_eq!(second["unreviewed"], serde_json::json!(["b.txt"]), "{second}");
+}
+
+#[test]
+fn a_terminal_agent_that_writes_other_text_than_it_showed_is_not_reviewed_and_one_that_writes_what_it_showed_is() {
+    let nvim = Nvim::start_with(Options {
+        after: Some("require('pi-ide').setup({ checkpoints = { idle_ms = 600000 } })".into()),
+        ..Default::default()
+    });
+    nvim.lua("_G.started = {} vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeCheckpoint', callback = function(e) table.insert(_G.started, e.data) end })");
+    nvim.record_notify();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    let (a, b) = (nvim.cwd.join("a.txt"), nvim.cwd.join("b.txt"));
+    std::fs::write(&a, "one\n").unwrap();
+    std::fs::write(&b, "one\n").unwrap();
+    let mut p = nvim.peer();
+    // Its first request begins its turn (its next come within idle_ms: the same turn). Its
+    // review of each file, accepted with :w; it writes b.txt as shown, a.txt otherwise.
+    for (i, path) in [&a, &b].into_iter().enumerate() {
+        let args = serde_json::json!({"old_file_path": path, "new_file_path": path, "new_file_contents": "shown\n", "tab_name": format!("t{i}")});
+        p.send_json(&serde_json::json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "openDiff", "arguments": args}})).unwrap();
+        nvim.wait_for(&format!("#_G.started == 1 and #require('pi-ide.features.review').list() == 1"), PATIENCE);
+        nvim.wait_for("vim.b.pi_ide_review ~= nil", PATIENCE);
+        type_keys(&nvim, ":w<CR>");
+        assert_eq!(texts(&p.wait_response(&serde_json::json!(i)).unwrap())[0], "FILE_SAVED");
+    }
+    std::fs::write(&a, "not what was shown\n").unwrap();
+    std::fs::write(&b, "shown\n").unwrap();
+    // The user's checkpoint ends that turn.
+    nvim.command("PiIde checkpoint").unwrap();
+    nvim.wait_for("#_G.started == 2", PATIENCE);
+    let status = nvim.lua("return require('pi-ide').status()");
+    assert!(status.as_str().unwrap().ends_with("⚠ 1 file changed without review (a.txt: other text than you accepted): :PiIde changes"), "{status}");
+}

@@ -34,6 +34,14 @@ use self::guarded::Guard;
 use self::lock::Held;
 use self::turns::{now_ms, Log};
 
+/// A file whose change the user saw (a review they accepted, their own write in Neovim), and
+/// the blob id of the text they saw, when it is known: the turn's end must hold that very text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reviewed {
+    pub path: Name,
+    pub blob: Option<String>,
+}
+
 /// How long an operation waits for another Neovim's on the same folder.
 const LOCK_PATIENCE: Duration = Duration::from_secs(30);
 
@@ -51,6 +59,9 @@ pub struct Change {
     pub agents: Vec<String>,
     /// Whether a turn changed it with no review showing the change.
     pub unreviewed: bool,
+    /// Whether a turn left other text in it than the user saw (an agent that wrote other text
+    /// than was accepted).
+    pub other_text: bool,
     /// A file that runs code or holds secrets (guarded.rs): "runs code", "holds secrets". Its
     /// content is not recorded: it is listed, never undone.
     pub guarded: Option<&'static str>,
@@ -124,9 +135,10 @@ impl Checkpoints {
     }
 
     /// Starts turn n+1 for `agent`: a snapshot, which is also the end of a turn left open (an
-    /// agent in a terminal says no end), answered settled beside the new one. Turns past the
-    /// last `limits.turns` are dropped.
-    pub fn begin(&self, agent: &str, prompt: Option<String>) -> Result<(Turn, Option<Turn>), String> {
+    /// agent in a terminal says no end), answered settled beside the new one (`reviewed`: what
+    /// the user saw of that one's changes, see [`Checkpoints::end`]). Turns past the last
+    /// `limits.turns` are dropped.
+    pub fn begin(&self, agent: &str, prompt: Option<String>, reviewed: &[Reviewed]) -> Result<(Turn, Option<Turn>), String> {
         let held = self.hold()?;
         let snap = self.snapshot(&held)?;
         let prints = self.guard.fingerprints(&self.git, &snap.tree);
@@ -148,14 +160,16 @@ impl Checkpoints {
             turns.drain(..over);
             Ok(t)
         })?;
-        let closed = closing.map(|n| self.settle(&held, n, &[])).transpose()?;
+        let closed = closing.map(|n| self.settle(&held, n, reviewed)).transpose()?;
         self.maintain(&held);
         Ok((turn, closed))
     }
 
     /// Ends turn `n` now; `reviewed`: files whose change the user saw (a review they accepted,
-    /// their own write in Neovim). Answers the turn with what it changed and what no review showed.
-    pub fn end(&self, n: u64, reviewed: &[Name]) -> Result<Turn, String> {
+    /// their own write in Neovim), each with the text they saw when it is known. Answers the turn
+    /// with what it changed and what no review showed: a file the user saw whose text at the end
+    /// is another (the agent wrote other text than it showed) was not reviewed.
+    pub fn end(&self, n: u64, reviewed: &[Reviewed]) -> Result<Turn, String> {
         let held = self.hold()?;
         let snap = self.snapshot(&held)?;
         let prints = self.guard.fingerprints(&self.git, &snap.tree);
@@ -170,17 +184,20 @@ impl Checkpoints {
         self.settle(&held, n, reviewed)
     }
 
-    /// Records what turn `n` changed (start → end), which of those no review showed, and which
-    /// guarded files it changed.
-    fn settle(&self, held: &Held, n: u64, reviewed: &[Name]) -> Result<Turn, String> {
+    /// Records what turn `n` changed (start → end), which of those no review showed (or showed
+    /// other text than the end holds), and which guarded files it changed.
+    fn settle(&self, held: &Held, n: u64, reviewed: &[Reviewed]) -> Result<Turn, String> {
         let t = self.turn(n)?;
         let end = t.end.clone().unwrap_or_else(|| t.start.clone());
-        let changed: Vec<Name> = self.diff(&t, &t.start, &end)?.into_iter().map(|e| e.path).collect();
-        let unreviewed = changed.iter().filter(|p| !reviewed.contains(p)).cloned().collect();
+        let entries = self.diff(&t, &t.start, &end)?;
+        let seen = |e: &diff::Entry| reviewed.iter().find(|r| r.path == e.path).map(|r| r.blob.as_ref().is_none_or(|b| *b == e.new_blob));
+        let names = |keep: &dyn Fn(Option<bool>) -> bool| entries.iter().filter(|e| keep(seen(e))).map(|e| e.path.clone()).collect::<Vec<_>>();
+        let (unreviewed, other_text) = (names(&|s| s != Some(true)), names(&|s| s == Some(false)));
+        let changed: Vec<Name> = entries.into_iter().map(|e| e.path).collect();
         let guarded = guarded::changed(&t.guarded_start, &t.guarded_end).into_iter().filter(|g| !changed.contains(g)).collect();
         self.log.update(held, |turns| {
             let t = turns.iter_mut().find(|t| t.n == n).ok_or(format!("no turn {n}"))?;
-            (t.changed, t.unreviewed, t.guarded) = (changed, unreviewed, guarded);
+            (t.changed, t.unreviewed, t.other_text, t.guarded) = (changed, unreviewed, other_text, guarded);
             Ok(t.clone())
         })
     }
@@ -326,8 +343,9 @@ fn attribute(e: &diff::Entry, later: &[Turn], open_changed: &[Name]) -> Change {
     let touched = |t: &&Turn| t.changed.contains(&e.path) || (t.end.is_none() && open_changed.contains(&e.path));
     let by: Vec<&Turn> = later.iter().filter(touched).collect();
     let unreviewed = by.iter().any(|t| t.unreviewed.contains(&e.path) || t.end.is_none());
+    let other_text = by.iter().any(|t| t.other_text.contains(&e.path));
     let (turns, agents) = made_by(&by);
-    Change { path: e.path.clone(), status: e.status, turns, agents, unreviewed, ..Change::default() }
+    Change { path: e.path.clone(), status: e.status, turns, agents, unreviewed, other_text, ..Change::default() }
 }
 
 /// Guarded file `g`, changed between fingerprints `before` and `now`, with the turns that did.

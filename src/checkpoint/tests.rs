@@ -41,7 +41,7 @@ fn a_shell_change_is_listed_and_undone_byte_for_byte_and_the_repository_is_untou
     sh(&ws, "echo staged >> keep.txt && git add keep.txt && printf 'raw\\0bytes' > bin.dat && echo stash > s && git stash -q && git stash apply -q");
     let before = repo_state(&ws);
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("pi", Some("do it".into())).unwrap().0;
+    let t = cp.begin("pi", Some("do it".into()), &[]).unwrap().0;
     sh(&ws, "sed -i 's/two/TWO/' a.txt && echo new > created.txt && rm bin.dat");
     let ended = cp.end(t.n, &[]).unwrap();
     assert_eq!(ended.changed, ["a.txt", "bin.dat", "created.txt"]);
@@ -69,7 +69,7 @@ fn a_folder_that_is_not_a_repository_works_and_respects_its_gitignore() {
     std::fs::create_dir_all(ws.join("build")).unwrap();
     std::fs::write(ws.join("build/out"), "x").unwrap();
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("acp", None).unwrap().0;
+    let t = cp.begin("acp", None, &[]).unwrap().0;
     std::fs::write(ws.join("build/out"), "y").unwrap();
     std::fs::remove_file(ws.join("keep.txt")).unwrap();
     let (_, changes) = cp.changes(Some(t.n)).unwrap();
@@ -86,18 +86,45 @@ fn a_folder_that_is_not_a_repository_works_and_respects_its_gitignore() {
 fn a_change_after_the_turn_is_flagged_and_a_deleted_then_recreated_file_is_one_change() {
     let (ws, state) = rig("cp-since", false);
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("pi", None).unwrap().0;
+    let t = cp.begin("pi", None, &[]).unwrap().0;
     std::fs::remove_file(ws.join("a.txt")).unwrap();
     std::fs::write(ws.join("a.txt"), "agent\n").unwrap();
-    cp.end(t.n, &["a.txt".into()]).unwrap();
+    cp.end(t.n, &[Reviewed { path: "a.txt".into(), blob: None }]).unwrap();
     std::fs::write(ws.join("a.txt"), "user\n").unwrap();
     let (_, changes) = cp.changes(None).unwrap();
     assert_eq!((changes.len(), changes[0].status, changes[0].unreviewed), (1, 'M', false));
     let plan = cp.plan_undo(None).unwrap();
     assert!(plan.files[0].changed_since);
     // A later turn opens: the next checkpoint of a terminal agent closes it.
-    let t2 = cp.begin("other", None).unwrap().0;
+    let t2 = cp.begin("other", None, &[]).unwrap().0;
     assert_eq!(t2.n, t.n + 1);
+}
+
+#[test]
+fn a_file_the_user_saw_whose_end_holds_other_text_is_not_reviewed_and_says_so() {
+    let (ws, state) = rig("cp-other-text", false);
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    let t = cp.begin("acp", None, &[]).unwrap().0;
+    for (name, text) in [("a.txt", "accepted\n"), ("b.txt", "evil\n"), ("c.txt", "mine\n")] {
+        std::fs::write(ws.join(name), text).unwrap();
+    }
+    let saw = |p: &str, text: Option<&[u8]>| Reviewed { path: p.into(), blob: text.map(crate::support::blob::blob_id) };
+    // a.txt as accepted; b.txt accepted as "accepted\n" but the agent wrote other text; c.txt
+    // the user's own write (its text unknown: trusted).
+    let reviewed = [saw("a.txt", Some(b"accepted\n")), saw("b.txt", Some(b"accepted\n")), saw("c.txt", None)];
+    let ended = cp.end(t.n, &reviewed).unwrap();
+    assert_eq!(ended.unreviewed, [Name::from("b.txt")]);
+    assert_eq!(ended.other_text, [Name::from("b.txt")]);
+    let (_, changes) = cp.changes(Some(t.n)).unwrap();
+    let b = changes.iter().find(|c| c.path == Name::from("b.txt")).unwrap();
+    assert!(b.unreviewed && b.other_text, "{b:?}");
+    assert!(changes.iter().filter(|c| c.path != Name::from("b.txt")).all(|c| !c.unreviewed && !c.other_text));
+    // A terminal agent's turn, closed by the next one's start, is settled with what it showed.
+    let t2 = cp.begin("claude", None, &[]).unwrap().0;
+    std::fs::write(ws.join("a.txt"), "reviewed\n").unwrap();
+    let (_, closed) = cp.begin("claude", None, &[saw("a.txt", Some(b"reviewed\n"))]).unwrap();
+    let closed = closed.expect("the open turn closed");
+    assert_eq!((closed.n, closed.changed.len(), closed.unreviewed.len()), (t2.n, 1, 0));
 }
 
 #[test]
@@ -105,20 +132,20 @@ fn limits_skip_a_checkpoint_whole_and_leave_out_a_huge_file() {
     let (ws, state) = rig("cp-limits", false);
     std::fs::write(ws.join("big.bin"), vec![7u8; 4096]).unwrap();
     let small = Limits { files: 100, file_bytes: 1024, new_bytes: 1 << 20, ..Limits::default() };
-    let t = Checkpoints::open(&ws, &state, small).unwrap().begin("pi", None).unwrap().0;
+    let t = Checkpoints::open(&ws, &state, small).unwrap().begin("pi", None, &[]).unwrap().0;
     assert_eq!(t.skipped, ["big.bin"]);
     let few = Limits { files: 1, ..small };
-    let e = Checkpoints::open(&ws, &state.join("2"), few).unwrap().begin("pi", None).unwrap_err();
+    let e = Checkpoints::open(&ws, &state.join("2"), few).unwrap().begin("pi", None, &[]).unwrap_err();
     assert!(e.contains("more than 1 files"), "{e}");
     let tight = Limits { new_bytes: 4, ..small };
-    let e = Checkpoints::open(&ws, &state.join("3"), tight).unwrap().begin("pi", None).unwrap_err();
+    let e = Checkpoints::open(&ws, &state.join("3"), tight).unwrap().begin("pi", None, &[]).unwrap_err();
     assert!(e.contains("over the cap"), "{e}");
 }
 
 #[test]
 fn checkpoints_survive_reopening_and_home_is_refused() {
     let (ws, state) = rig("cp-reopen", true);
-    let n = Checkpoints::open(&ws, &state, Limits::default()).unwrap().begin("pi", None).unwrap().0.n;
+    let n = Checkpoints::open(&ws, &state, Limits::default()).unwrap().begin("pi", None, &[]).unwrap().0.n;
     std::fs::write(ws.join("a.txt"), "changed\n").unwrap();
     let again = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
     assert_eq!(again.changes(None).unwrap().1[0].turns, [n]);
@@ -135,7 +162,7 @@ fn an_undo_never_writes_through_a_folder_that_now_leads_outside() {
     let outside = ws.parent().unwrap().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("pi", None).unwrap().0;
+    let t = cp.begin("pi", None, &[]).unwrap().0;
     std::fs::remove_dir_all(ws.join("d")).unwrap();
     std::os::unix::fs::symlink(&outside, ws.join("d")).unwrap();
     let report = cp.undo(t.n, &["d/f".into(), "d".into()]).unwrap();
@@ -148,7 +175,7 @@ fn a_repository_inside_the_workspace_is_kept_as_its_commit_and_does_not_break_a_
     std::fs::create_dir_all(ws.join("sub")).unwrap();
     sh(&ws.join("sub"), "git init -q && echo in > f && git add f && git -c user.email=t@t -c user.name=t commit -qm s");
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("pi", None).unwrap().0;
+    let t = cp.begin("pi", None, &[]).unwrap().0;
     std::fs::write(ws.join("sub/f"), "changed inside\n").unwrap();
     std::fs::write(ws.join("a.txt"), "x\n").unwrap();
     let ended = cp.end(t.n, &[]).unwrap();
@@ -185,7 +212,7 @@ fn an_undo_refuses_a_folder_made_a_symlink_by_name_and_creates_nothing_outside()
     std::fs::write(outside.join("theirs.txt"), "theirs\n").unwrap();
     let before = tree_of(&outside);
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("pi", None).unwrap().0;
+    let t = cp.begin("pi", None, &[]).unwrap().0;
     // The agent's turn: sub/ becomes a symlink to a folder outside, sub/x/y.txt is gone.
     std::fs::remove_dir_all(ws.join("sub")).unwrap();
     std::os::unix::fs::symlink(&outside, ws.join("sub")).unwrap();
@@ -213,7 +240,7 @@ fn a_name_that_is_not_utf8_is_listed_and_put_back_under_its_exact_bytes() {
     let path = ws.join(std::ffi::OsStr::from_bytes(name));
     std::fs::write(&path, "before\n").unwrap();
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("pi", None).unwrap().0;
+    let t = cp.begin("pi", None, &[]).unwrap().0;
     std::fs::write(&path, "after\n").unwrap();
     let ended = cp.end(t.n, &[]).unwrap();
     assert_eq!(ended.changed, [Name(name.to_vec())]);
@@ -250,7 +277,7 @@ fn a_checkpoint_keeps_its_own_copy_of_what_the_users_gc_prunes() {
     // Staged, never committed: the user's repository holds its blob until a gc.
     sh(&ws, "printf 'staged\\n' > a.txt && git add a.txt");
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("pi", None).unwrap().0;
+    let t = cp.begin("pi", None, &[]).unwrap().0;
     sh(&ws, "printf 'agent\\n' > a.txt");
     cp.end(t.n, &[]).unwrap();
     sh(&ws, "git reset -q");
@@ -296,7 +323,7 @@ fn a_shadow_that_borrowed_copies_what_is_left_says_what_it_lost_and_goes_on() {
     let e = cp.undo(1, &["a.txt".into()]).unwrap_err();
     assert!(e.contains("has lost a.txt's text"), "{e}");
     // Later checkpoints work (the index that named the lost blob is rebuilt).
-    let next = cp.begin("pi", None).unwrap().0;
+    let next = cp.begin("pi", None, &[]).unwrap().0;
     sh(&ws, "printf 'again\\n' > a.txt");
     assert_eq!(cp.end(next.n, &[]).unwrap().changed, ["a.txt"]);
     assert_eq!(cp.content(next.n, &"a.txt".into()).unwrap().unwrap(), b"agent\n");
@@ -310,7 +337,7 @@ fn a_tracked_file_grown_past_the_cap_is_left_out_and_an_undo_never_deletes_one_i
     std::fs::write(ws.join("shrinks.bin"), vec![2u8; 4096]).unwrap();
     let limits = Limits { file_bytes: 1024, ..Limits::default() };
     let cp = Checkpoints::open(&ws, &state, limits).unwrap();
-    let t = cp.begin("pi", None).unwrap().0;
+    let t = cp.begin("pi", None, &[]).unwrap().0;
     assert_eq!(t.skipped, ["shrinks.bin"]);
     std::fs::write(ws.join("grows.bin"), vec![3u8; 4096]).unwrap();
     std::fs::write(ws.join("shrinks.bin"), vec![4u8; 10]).unwrap();
@@ -334,7 +361,7 @@ fn only_the_last_turns_are_kept_and_what_only_older_ones_held_is_pruned() {
     let version = |k: usize| format!("version {k} {}\n", "x".repeat(k));
     for k in 0..20 {
         std::fs::write(ws.join("a.txt"), version(k)).unwrap();
-        cp.begin("pi", None).unwrap();
+        cp.begin("pi", None, &[]).unwrap();
     }
     let turns = cp.turns().unwrap();
     assert_eq!(turns.iter().map(|t| t.n).collect::<Vec<_>>(), [18, 19, 20]);
@@ -356,7 +383,7 @@ fn two_checkpoints_of_one_folder_racing_turns_lose_none() {
                 let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
                 for i in 0..12 {
                     std::fs::write(ws.join(format!("f{k}")), format!("{i}\n")).unwrap();
-                    let t = cp.begin(&format!("agent{k}"), None).unwrap().0;
+                    let t = cp.begin(&format!("agent{k}"), None, &[]).unwrap().0;
                     cp.end(t.n, &[]).unwrap();
                 }
             })
@@ -378,15 +405,15 @@ fn a_log_that_cannot_be_read_is_never_replaced() {
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
     let log = cp.dir.join("turns.json");
     std::fs::write(&log, b"{ not json").unwrap();
-    let e = cp.begin("pi", None).unwrap_err();
+    let e = cp.begin("pi", None, &[]).unwrap_err();
     assert!(e.contains(&log.display().to_string()) && e.contains("kept as"), "{e}");
     let aside: Vec<PathBuf> = std::fs::read_dir(&cp.dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.to_string_lossy().contains("unreadable")).collect();
     assert_eq!(std::fs::read(&aside[0]).unwrap(), b"{ not json");
-    assert_eq!(cp.begin("pi", None).unwrap().0.n, 1);
+    assert_eq!(cp.begin("pi", None, &[]).unwrap().0.n, 1);
     // One that cannot be read at all stays as it is, and the turn fails saying so.
     std::fs::remove_file(&log).unwrap();
     std::fs::create_dir(&log).unwrap();
-    let e = cp.begin("pi", None).unwrap_err();
+    let e = cp.begin("pi", None, &[]).unwrap_err();
     assert!(e.starts_with("could not read this folder's turns"), "{e}");
     assert!(log.is_dir());
 }
@@ -397,7 +424,7 @@ fn files_that_run_code_or_hold_secrets_are_listed_and_never_undone() {
     std::fs::write(ws.join(".gitignore"), ".env\n").unwrap();
     std::fs::write(ws.join(".env"), "TOKEN=one\n").unwrap();
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("pi", None).unwrap().0;
+    let t = cp.begin("pi", None, &[]).unwrap().0;
     sh(&ws, "mkdir -p app && echo S=1 > app/.env.local && git add app/.env.local && echo x >> a.txt && echo TOKEN=two > .env \
         && printf '#!/bin/sh\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && git config core.fsmonitor ./watch");
     let ended = cp.end(t.n, &[]).unwrap();
@@ -423,7 +450,7 @@ fn an_undo_puts_a_file_back_where_the_turn_made_a_folder() {
     let (ws, state) = rig("cp-swap", false);
     std::fs::write(ws.join("d"), "a file\n").unwrap();
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("pi", None).unwrap().0;
+    let t = cp.begin("pi", None, &[]).unwrap().0;
     std::fs::remove_file(ws.join("d")).unwrap();
     std::fs::create_dir(ws.join("d")).unwrap();
     std::fs::write(ws.join("d/f"), "inside\n").unwrap();

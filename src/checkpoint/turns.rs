@@ -34,6 +34,10 @@ pub struct Turn {
     /// Those of them that no review showed (nor a write of the user's in Neovim).
     #[serde(default)]
     pub unreviewed: Vec<Name>,
+    /// Those of them the user saw, but whose text at the end is not the text they saw (an agent
+    /// that wrote other text than the user accepted): among `unreviewed` too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_text: Vec<Name>,
     /// Files left out of the start's checkpoint (over the size cap, or unreadable).
     #[serde(default)]
     pub skipped: Vec<Name>,

@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use serde_json::{json, Value as Json};
 
 use super::json::{from_lua, to_lua};
-use crate::checkpoint::{Change, Checkpoints, Limits, Name, Turn};
+use crate::checkpoint::{Change, Checkpoints, Limits, Name, Reviewed, Turn};
 use crate::support::waker::Waker;
 
 /// A job's fields that hold names or folders: read as bytes, not as JSON.
@@ -182,14 +182,19 @@ fn run(open: &mut HashMap<(Vec<u8>, Vec<u8>), Checkpoints>, job: &Job) -> Result
     }
     let cp = &open[&key];
     let n = job.fields.get("n").and_then(Json::as_u64);
+    // `reviewed_blobs`: in the order of `reviewed`, the blob id of the text the user saw of
+    // each ("" when unknown).
+    let blobs = job.fields.get("reviewed_blobs").and_then(Json::as_array).cloned().unwrap_or_default();
+    let blob = |i: usize| blobs.get(i).and_then(Json::as_str).filter(|b| !b.is_empty()).map(str::to_owned);
+    let reviewed: Vec<Reviewed> = names("reviewed").into_iter().enumerate().map(|(i, path)| Reviewed { path, blob: blob(i) }).collect();
     Ok(match text("op").as_deref() {
         Some("begin") => {
-            let (turn, closed) = cp.begin(&text("agent").unwrap_or_default(), text("prompt"))?;
+            let (turn, closed) = cp.begin(&text("agent").unwrap_or_default(), text("prompt"), &reviewed)?;
             let mut answer = vec![("turn", turn_out(&turn))];
             answer.extend(closed.map(|c| ("closed", turn_out(&c))));
             object(json!({}), answer)
         }
-        Some("end") => turn_out(&cp.end(n.ok_or("end needs n")?, &names("reviewed"))?),
+        Some("end") => turn_out(&cp.end(n.ok_or("end needs n")?, &reviewed)?),
         Some("turns") => Out::List(cp.turns()?.iter().map(turn_out).collect()),
         Some("changes") => changes(cp, n)?,
         Some("content") => {
@@ -224,7 +229,7 @@ fn object(plain: Json, more: Vec<(&str, Out)>) -> Out {
 /// A turn as Lua reads it (its trees and fingerprints stay here).
 fn turn_out(t: &Turn) -> Out {
     let plain = json!({"n": t.n, "agent": t.agent, "prompt": t.prompt, "started_ms": t.started_ms, "ended_ms": t.ended_ms, "undone": t.undone});
-    let names = [("changed", &t.changed), ("unreviewed", &t.unreviewed), ("skipped", &t.skipped), ("guarded", &t.guarded)];
+    let names = [("changed", &t.changed), ("unreviewed", &t.unreviewed), ("other_text", &t.other_text), ("skipped", &t.skipped), ("guarded", &t.guarded)];
     object(plain, names.into_iter().map(|(k, v)| (k, Out::Names(v.clone()))).collect())
 }
 
@@ -236,7 +241,7 @@ fn change_out(c: &Change) -> Out {
     let (added, removed, line) = c.lines.unwrap_or((0, 0, 1));
     let plain = json!({"status": c.status.to_string(), "binary": c.binary, "diffed": c.lines.is_some(), "added": added,
                        "removed": removed, "line": line, "turns": c.turns, "agents": c.agents, "unreviewed": c.unreviewed,
-                       "guarded": c.guarded, "over_cap": c.over_cap, "lost": c.lost});
+                       "other_text": c.other_text, "guarded": c.guarded, "over_cap": c.over_cap, "lost": c.lost});
     object(plain, vec![("path", name_out(&c.path))])
 }
 

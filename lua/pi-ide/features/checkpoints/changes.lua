@@ -31,7 +31,10 @@ local function describe(f, since)
     return table.concat(parts, " · ")
   end
   local wrote = checkpoints.written(f.path)
-  if wrote and wrote >= since then
+  if f.other_text then
+    -- The user saw a text of it (a review they accepted), and the turn left another.
+    table.insert(parts, "other text than you accepted")
+  elseif wrote and wrote >= since then
     table.insert(parts, "edited in Neovim")
   elseif f.unreviewed then
     table.insert(parts, "without review")

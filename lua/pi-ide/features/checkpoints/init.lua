@@ -11,7 +11,7 @@ local M = {}
 local state = {
   async = nil, -- the uv_async_t the worker wakes us through
   waiting = {}, -- job id -> callback(ok, value_or_error)
-  open = nil, -- the turn under way here: { n, agent, reviewed = { [rel path] = true } }
+  open = nil, -- the turn under way here: { n, agent, reviewed = { [rel path] = blob id or true } }
   starting = {}, -- agent -> callbacks waiting for its checkpoint
   warning = nil, -- { n, text }: the last turn's files changed without review
   last = nil, -- the last turn begun in this session
@@ -91,14 +91,27 @@ end
 
 --- "⚠ 2 files changed without review: :PiIde changes" for turn `t`, or nil. Files that run
 --- code or hold secrets (.git/config, hooks, .env) count, and are said apart: no undo puts
---- them back.
+--- them back; so are files written with other text than the user accepted.
 function M.warning_of(t)
-  local guarded = #(t.guarded or {})
+  local guarded, other = #(t.guarded or {}), #(t.other_text or {})
   local n = #(t.unreviewed or {}) + guarded
   if n > 0 and not t.undone then
     local apart = guarded > 0 and (" (%d not undoable: %s)"):format(guarded, table.concat(t.guarded, ", ")) or ""
-    return ("⚠ %s changed without review%s: :PiIde changes"):format(plural(n, "file"), apart)
+    local lied = other > 0 and (" (%s: other text than you accepted)"):format(table.concat(t.other_text, ", ")) or ""
+    return ("⚠ %s changed without review%s%s: :PiIde changes"):format(plural(n, "file"), lied, apart)
   end
+end
+
+--- The files of turn `open` whose change the user saw, for the job that ends it: `reviewed`
+--- (names) and `reviewed_blobs` (in the same order, the blob id of the text they saw, "" when
+--- unknown).
+local function reviewed_fields(job, open)
+  job.reviewed, job.reviewed_blobs = {}, {}
+  for rel, blob in pairs(open and open.reviewed or {}) do
+    table.insert(job.reviewed, rel)
+    table.insert(job.reviewed_blobs, type(blob) == "string" and blob or "")
+  end
+  return job
 end
 
 local function settled(t)
@@ -122,7 +135,7 @@ end
 --- recorded — or at once when checkpoints are off. Calls made while a checkpoint is being taken
 --- run after it, in order. `working`: a chat's, which says whether its turn is still under way
 --- (its end ends it; an agent's requests meanwhile start no turn of their own).
-function M.before_turn(agent, prompt, after, working)
+function M.before_turn(agent, prompt, after, working, closing)
   if not cfg().enabled then
     return after()
   end
@@ -161,8 +174,10 @@ function M.before_turn(agent, prompt, after, working)
     end
     go()
   end
-  -- Whatever fails here, the turn must not be held: its prompt waits in `starting`.
-  local queued, err = pcall(M.run, { op = "begin", agent = agent, prompt = prompt, folder = folder }, began)
+  -- Whatever fails here, the turn must not be held: its prompt waits in `starting`. The turn
+  -- still open (an agent's in a terminal) ends with this checkpoint: what the user saw of it goes.
+  local job = reviewed_fields({ op = "begin", agent = agent, prompt = prompt, folder = folder }, closing or state.open)
+  local queued, err = pcall(M.run, job, began)
   if not queued then
     began(false, err)
   end
@@ -175,14 +190,13 @@ function M.after_turn(agent, done)
     return done and done(nil)
   end
   state.open = nil
-  local reviewed = vim.tbl_keys(open.reviewed)
-  M.run({ op = "end", n = open.n, reviewed = reviewed, folder = open.folder }, function(ok, t)
+  M.run(reviewed_fields({ op = "end", n = open.n, folder = open.folder }, open), function(ok, t)
     if not ok then
       return log.warn("checkpoint at the end of turn %d: %s", open.n, tostring(t))
     end
     settled(t)
     M.reload(open.folder, t.changed or {})
-    local checked = { turn = t.n, agent = t.agent, changed = t.changed, unreviewed = t.unreviewed, guarded = t.guarded }
+    local checked = { turn = t.n, agent = t.agent, changed = t.changed, unreviewed = t.unreviewed, guarded = t.guarded, other_text = t.other_text }
     require("pi-ide.core.events").fire("PiIdeTurnChecked", checked)
     if done then
       done(t)
@@ -208,13 +222,14 @@ function M.activity(agent)
   if not cfg().enabled or M.chat_turn() then
     return
   end
+  local closing = state.open
   state.open = nil
-  M.before_turn(agent, nil, function() end)
+  M.before_turn(agent, nil, function() end, nil, closing)
 end
 
 --- :PiIde checkpoint: one now, by the user.
 function M.checkpoint()
-  M.run({ op = "begin", agent = "checkpoint" }, function(ok, r)
+  M.run(reviewed_fields({ op = "begin", agent = "checkpoint" }, state.open), function(ok, r)
     if not ok then
       return vim.notify("pi-ide.nvim: " .. tostring(r), vim.log.levels.ERROR)
     end
@@ -271,30 +286,47 @@ function M.now_ms()
   return s * 1000 + math.floor(us / 1000)
 end
 
+-- The user wrote a file in Neovim: its text as written is what they saw. The file written
+-- (`:w other.txt` writes other.txt, not the buffer's file), hashed from disk at once: a later
+-- write of the agent's is not the user's.
 local function on_write(ev)
-  local rel = M.relative(vim.api.nvim_buf_get_name(ev.buf))
+  local file = ev.match ~= "" and ev.match or vim.api.nvim_buf_get_name(ev.buf)
+  local rel = M.relative(vim.fn.fnamemodify(file, ":p"))
   if rel then
     state.written[rel] = M.now_ms()
     if state.open then
-      state.open.reviewed[rel] = true
+      local native = require("pi-ide.core.native").get()
+      state.open.reviewed[rel] = native and native.blob_of_file(vim.fn.fnamemodify(file, ":p")) or true
     end
   end
 end
 
+-- An accepted review: the text accepted is what the file must hold when the turn ends.
 local function on_review_closed(ev)
   local d = ev.data or {}
   local rel = d.result == "accepted" and d.path and M.relative(d.path)
   if rel and state.open then
-    state.open.reviewed[rel] = true
+    state.open.reviewed[rel] = type(d.blob) == "string" and d.blob or true
+  end
+end
+
+-- A chat's agent wrote other text than the user accepted (read back when its call ended):
+-- the statusline says so at once; the turn's end lists it as not reviewed.
+local function on_wrote_other(ev)
+  local rel = M.relative((ev.data or {}).path or "")
+  if rel then
+    state.warning = { n = state.open and state.open.n, text = ("⚠ %s: other text than you accepted: :PiIde changes"):format(rel) }
+    vim.cmd.redrawstatus({ bang = true })
   end
 end
 
 --- Watches what the user sees and writes: an accepted review and a write in Neovim are not
---- changes "without review".
+--- changes "without review", as long as the file holds the text they saw.
 function M.setup()
   local group = vim.api.nvim_create_augroup("PiIdeCheckpointsWatch", { clear = true })
   vim.api.nvim_create_autocmd("BufWritePost", { group = group, callback = on_write })
   vim.api.nvim_create_autocmd("User", { group = group, pattern = "PiIdeDiffClosed", callback = on_review_closed })
+  vim.api.nvim_create_autocmd("User", { group = group, pattern = "PiIdeWroteOther", callback = on_wrote_other })
 end
 
 return M

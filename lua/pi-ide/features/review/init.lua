@@ -48,15 +48,16 @@ end
 
 --- The view of a review that ended: PiIdeDiffClosed, then the windows go on the next turn of
 --- the loop (it may be ending from inside one of its own autocmds). result: "accepted",
---- "rejected" or "abandoned".
-local function ended(r, result)
+--- "rejected" or "abandoned"; `blob`: the git blob id of the text accepted (what the file must
+--- hold once the agent has written it).
+local function ended(r, result, blob)
   if r.ended then
     return
   end
   r.ended = true
   forget(r)
   log.info("review %s of %s: %s", r.tab_name, r.path, result)
-  user_event("PiIdeDiffClosed", { tab_name = r.tab_name, path = r.path, result = result })
+  user_event("PiIdeDiffClosed", { tab_name = r.tab_name, path = r.path, result = result, blob = blob })
   vim.schedule(function()
     ui.close(r)
     refresh_winbars()
@@ -82,7 +83,7 @@ local function decide(r, accepted, text)
   end
   if core and core.review_accept(r.req, text) then
     require("pi-ide.features.review.reload").when_written(r.path)
-    return ended(r, "accepted")
+    return ended(r, "accepted", core.blob_id(text))
   end
   log.notify(("the agent's call for %s had ended: your accept was not sent"):format(display_name(r.path)), vim.log.levels.WARN)
   ended(r, "abandoned")
