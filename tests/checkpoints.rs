@@ -514,7 +514,7 @@ fn a_terminal_agent_that_writes_other_text_than_it_showed_is_not_reviewed_and_on
     for (i, path) in [&a, &b].into_iter().enumerate() {
         let args = serde_json::json!({"old_file_path": path, "new_file_path": path, "new_file_contents": "shown\n", "tab_name": format!("t{i}")});
         p.send_json(&serde_json::json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "openDiff", "arguments": args}})).unwrap();
-        nvim.wait_for(&format!("#_G.started == 1 and #require('pi-ide.features.review').list() == 1"), PATIENCE);
+        nvim.wait_for("#_G.started == 1 and #require('pi-ide.features.review').list() == 1", PATIENCE);
         nvim.wait_for("vim.b.pi_ide_review ~= nil", PATIENCE);
         type_keys(&nvim, ":w<CR>");
         assert_eq!(texts(&p.wait_response(&serde_json::json!(i)).unwrap())[0], "FILE_SAVED");

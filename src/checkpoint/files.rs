@@ -7,10 +7,12 @@
 use std::ffi::CString;
 use std::fs::{File, Metadata};
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::support::at;
 
 /// Opens `path` for reading if it is a regular file (following a symlink to one).
 pub fn open_regular(path: &Path) -> io::Result<(File, Metadata)> {
@@ -38,40 +40,24 @@ pub struct Parent {
 }
 
 fn c(bytes: &[u8]) -> Result<CString, String> {
-    CString::new(bytes).map_err(|_| "a name with a NUL byte cannot be a file's".to_string())
-}
-
-fn last_error() -> io::Error {
-    io::Error::last_os_error()
-}
-
-/// openat(2) of a folder, never through a symlink.
-fn open_dir_at(dir: &OwnedFd, part: &CString) -> io::Result<OwnedFd> {
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), part.as_ptr(), flags) };
-    if fd < 0 {
-        return Err(last_error());
-    }
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    at::name(bytes).map_err(|e| e.to_string())
 }
 
 /// lstat of `part` in `dir`, when there is one.
 fn stat_at(dir: &OwnedFd, part: &CString) -> Option<libc::stat> {
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::fstatat(dir.as_raw_fd(), part.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
-    (r == 0).then_some(st)
+    at::lstat(dir, part).ok().flatten()
 }
 
-fn is(st: &libc::stat, kind: libc::mode_t) -> bool {
-    st.st_mode & libc::S_IFMT == kind
+fn is(st: &libc::stat, kind: u32) -> bool {
+    at::kind(st) == kind
 }
 
 /// Why folder `shown` (a prefix of the name) could not be opened.
 fn refused(dir: &OwnedFd, part: &CString, shown: &[u8], e: io::Error) -> String {
     let shown = String::from_utf8_lossy(shown);
     match stat_at(dir, part) {
-        Some(st) if is(&st, libc::S_IFLNK) => format!("{shown} is a symbolic link now: not followed"),
-        Some(st) if !is(&st, libc::S_IFDIR) => format!("{shown} is not a folder now"),
+        Some(st) if is(&st, at::LINK) => format!("{shown} is a symbolic link now: not followed"),
+        Some(st) if !is(&st, at::FOLDER) => format!("{shown} is not a folder now"),
         _ => format!("{shown}: {e}"),
     }
 }
@@ -98,7 +84,7 @@ pub fn parent(root: &Path, name: &[u8], create: bool) -> Result<Option<Parent>, 
     let mut missing = None;
     for (i, part) in folders.iter().enumerate() {
         let cpart = c(part)?;
-        match open_dir_at(&dir, &cpart) {
+        match at::open_dir(Some(&dir), &cpart) {
             Ok(next) => dir = next,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 missing = Some(i);
@@ -113,14 +99,9 @@ pub fn parent(root: &Path, name: &[u8], create: bool) -> Result<Option<Parent>, 
         }
         for (i, part) in folders.iter().enumerate().skip(from) {
             let cpart = c(part)?;
-            if unsafe { libc::mkdirat(dir.as_raw_fd(), cpart.as_ptr(), 0o777) } != 0 {
-                let e = last_error();
-                if e.kind() != io::ErrorKind::AlreadyExists {
-                    return Err(format!("could not create {}: {e}", String::from_utf8_lossy(&folders[..=i].join(&b'/'))));
-                }
-            }
+            at::make_dir(&dir, &cpart).map_err(|e| format!("could not create {}: {e}", String::from_utf8_lossy(&folders[..=i].join(&b'/'))))?;
             // Opened without following too: a symlink put there since is refused.
-            dir = open_dir_at(&dir, &cpart).map_err(|e| refused(&dir, &cpart, &folders[..=i].join(&b'/'), e))?;
+            dir = at::open_dir(Some(&dir), &cpart).map_err(|e| refused(&dir, &cpart, &folders[..=i].join(&b'/'), e))?;
         }
     }
     Ok(Some(Parent { dir, leaf: c(leaf)? }))
@@ -148,24 +129,22 @@ impl Parent {
     /// an undo deleted, is removed); the permission bits of a file.
     fn current_mode(&self) -> Result<Option<u32>, String> {
         match stat_at(&self.dir, &self.leaf) {
-            Some(st) if is(&st, libc::S_IFDIR) => match unsafe { libc::unlinkat(self.dir.as_raw_fd(), self.leaf.as_ptr(), libc::AT_REMOVEDIR) } {
-                0 => Ok(None),
-                _ => Err("it is a folder now".into()),
+            Some(st) if is(&st, at::FOLDER) => match at::unlink(&self.dir, &self.leaf, true) {
+                Ok(()) => Ok(None),
+                Err(_) => Err("it is a folder now".into()),
             },
-            Some(st) if is(&st, libc::S_IFREG) => Ok(Some(st.st_mode & 0o777)),
+            #[allow(clippy::unnecessary_cast)] // mode_t is u16 on macOS
+            Some(st) if is(&st, at::FILE) => Ok(Some(st.st_mode as u32 & 0o777)),
             _ => Ok(None),
         }
     }
 
     /// Renames temporary `tmp` onto the name (a symlink there is replaced, not followed).
     fn put(&self, tmp: &CString) -> Result<(), String> {
-        let fd = self.dir.as_raw_fd();
-        if unsafe { libc::renameat(fd, tmp.as_ptr(), fd, self.leaf.as_ptr()) } != 0 {
-            let e = last_error();
-            unsafe { libc::unlinkat(fd, tmp.as_ptr(), 0) };
-            return Err(e.to_string());
-        }
-        Ok(())
+        at::rename(&self.dir, tmp, &self.leaf).map_err(|e| {
+            let _ = at::unlink(&self.dir, tmp, false);
+            e.to_string()
+        })
     }
 
     /// Writes `bytes` as the file, executable for whoever may read it when `exec`; the other
@@ -173,21 +152,14 @@ impl Parent {
     pub fn write_file(&self, bytes: &[u8], exec: bool) -> Result<(), String> {
         let old = self.current_mode()?.unwrap_or(0o644);
         let bits = (old & !0o111) | if exec { (old & 0o444) >> 2 } else { 0 };
-        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        let (tmp, mut file) = self.temporary(|name| {
-            let fd = unsafe { libc::openat(self.dir.as_raw_fd(), name.as_ptr(), flags, 0o600 as libc::c_uint) };
-            if fd < 0 {
-                return Err(last_error());
-            }
-            Ok(unsafe { File::from_raw_fd(fd) })
-        })?;
+        let (tmp, mut file): (CString, File) = self.temporary(|name| at::create_new(&self.dir, name, 0o600))?;
         let written = file.write_all(bytes).and_then(|()| {
             use std::os::unix::fs::PermissionsExt;
             file.set_permissions(std::fs::Permissions::from_mode(bits))?;
             file.sync_all()
         });
         if let Err(e) = written {
-            unsafe { libc::unlinkat(self.dir.as_raw_fd(), tmp.as_ptr(), 0) };
+            let _ = at::unlink(&self.dir, &tmp, false);
             return Err(e.to_string());
         }
         self.put(&tmp)
@@ -197,12 +169,7 @@ impl Parent {
     pub fn write_symlink(&self, target: &[u8]) -> Result<(), String> {
         self.current_mode()?;
         let target = c(target)?;
-        let (tmp, ()) = self.temporary(|name| {
-            match unsafe { libc::symlinkat(target.as_ptr(), self.dir.as_raw_fd(), name.as_ptr()) } {
-                0 => Ok(()),
-                _ => Err(last_error()),
-            }
-        })?;
+        let (tmp, ()) = self.temporary(|name| at::symlink(&self.dir, &target, name))?;
         self.put(&tmp)
     }
 
@@ -210,13 +177,10 @@ impl Parent {
     pub fn remove(&self) -> Result<(), String> {
         match stat_at(&self.dir, &self.leaf) {
             None => return Ok(()),
-            Some(st) if is(&st, libc::S_IFDIR) => return Err("it is a folder now".into()),
+            Some(st) if is(&st, at::FOLDER) => return Err("it is a folder now".into()),
             Some(_) => {}
         }
-        match unsafe { libc::unlinkat(self.dir.as_raw_fd(), self.leaf.as_ptr(), 0) } {
-            0 => Ok(()),
-            _ => Err(last_error().to_string()),
-        }
+        at::unlink(&self.dir, &self.leaf, false).map_err(|e| e.to_string())
     }
 }
 

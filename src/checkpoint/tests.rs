@@ -116,9 +116,10 @@ fn a_file_the_user_saw_whose_end_holds_other_text_is_not_reviewed_and_says_so() 
     assert_eq!(ended.unreviewed, [Name::from("b.txt")]);
     assert_eq!(ended.other_text, [Name::from("b.txt")]);
     let (_, changes) = cp.changes(Some(t.n)).unwrap();
-    let b = changes.iter().find(|c| c.path == Name::from("b.txt")).unwrap();
+    let b_txt = Name::from("b.txt");
+    let b = changes.iter().find(|c| c.path == b_txt).unwrap();
     assert!(b.unreviewed && b.other_text, "{b:?}");
-    assert!(changes.iter().filter(|c| c.path != Name::from("b.txt")).all(|c| !c.unreviewed && !c.other_text));
+    assert!(changes.iter().filter(|c| c.path != b_txt).all(|c| !c.unreviewed && !c.other_text));
     // A terminal agent's turn, closed by the next one's start, is settled with what it showed.
     let t2 = cp.begin("claude", None, &[]).unwrap().0;
     std::fs::write(ws.join("a.txt"), "reviewed\n").unwrap();

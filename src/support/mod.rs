@@ -3,6 +3,7 @@
 //! opening folders of ours so that no other user can slip theirs in (shared with bridge/), a
 //! text's git blob id, and writing an accepted text onto the very file a review showed.
 
+pub mod at;
 pub mod blob;
 pub mod failpoint;
 pub mod log;

@@ -9,25 +9,14 @@
 //!
 //! Blocking (fsync): run it off any thread that serves an agent or Neovim.
 
-use std::ffi::{CString, OsStr, OsString};
-use std::fs::File;
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::os::unix::io::{AsRawFd, FromRawFd};
 use std::path::{Component, Path, PathBuf};
 
-// mode_t is u32 on Linux, u16 on macOS.
-#[allow(clippy::unnecessary_cast)]
-const FILE: u32 = libc::S_IFREG as u32;
-#[allow(clippy::unnecessary_cast)]
-const LINK: u32 = libc::S_IFLNK as u32;
-
-/// A mode's file type bits.
-#[allow(clippy::unnecessary_cast)]
-fn kind(mode: u32) -> u32 {
-    mode & libc::S_IFMT as u32
-}
+use super::at;
 
 /// What a file's identity was when it was reviewed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +25,7 @@ struct Stamp {
     ino: u64,
     size: u64,
     mtime_ns: i128,
+    kind: u32,
     mode: u32,
 }
 
@@ -73,13 +63,11 @@ impl Seen {
         }
         missing.reverse();
         let folder = std::fs::canonicalize(&folder).map_err(|e| format!("cannot look at {}: {e}", folder.display()))?;
-        let dir = open_dir(None, folder.as_os_str())?;
-        let meta = dir.metadata().map_err(|e| e.to_string())?;
-        let file = if missing.is_empty() { stat_at(&dir, &name)? } else { None };
-        if let Some(s) = &file {
-            if kind(s.mode) != FILE {
-                return Err(format!("{} is not a regular file", path.display()));
-            }
+        let dir = open(None, folder.as_os_str())?;
+        let meta = std::fs::File::from(dir.try_clone().map_err(|e| e.to_string())?).metadata().map_err(|e| e.to_string())?;
+        let file = if missing.is_empty() { stamp_of(&dir, &name)? } else { None };
+        if file.as_ref().is_some_and(|s| s.kind != at::FILE) {
+            return Err(format!("{} is not a regular file", path.display()));
         }
         Ok(Seen { folder, folder_id: (meta.dev(), meta.ino()), missing, name, file })
     }
@@ -92,158 +80,93 @@ impl Seen {
     /// Writes `bytes` as the file, if it is still the one reviewed. Err says what stood in the
     /// way (the file is then as it was), as in "{path} was not written: {why}".
     pub fn write(&self, bytes: &[u8]) -> Result<(), String> {
-        let mut dir = open_dir(None, self.folder.as_os_str()).map_err(|e| format!("its folder is gone ({e})"))?;
-        let meta = dir.metadata().map_err(|e| e.to_string())?;
+        let mut dir = open(None, self.folder.as_os_str()).map_err(|e| format!("its folder is gone ({e})"))?;
+        let meta = std::fs::File::from(dir.try_clone().map_err(|e| e.to_string())?).metadata().map_err(|e| e.to_string())?;
         if (meta.dev(), meta.ino()) != self.folder_id {
             return Err(format!("its folder {} was replaced since the review", self.folder.display()));
         }
         for part in &self.missing {
-            dir = make_dir_at(&dir, part)?;
+            let c = c_name(part)?;
+            at::make_dir(&dir, &c).map_err(|e| format!("cannot create folder {}: {e}", part.to_string_lossy()))?;
+            dir = open(Some(&dir), part)?;
         }
-        let now = stat_at(&dir, &self.name)?;
+        let now = stamp_of(&dir, &self.name)?;
         if now != self.file {
             return Err(changed(self.file.as_ref(), now.as_ref()));
         }
-        let mode = self.file.as_ref().map(|s| s.mode & 0o7777);
-        let tmp = OsString::from(format!(".{}.pi-ide-{}", self.name.to_string_lossy(), uuid::Uuid::new_v4().simple()));
-        let written = write_new_at(&dir, &tmp, bytes, mode).and_then(|()| self.put_in_place(&dir, &tmp));
+        let tmp = c_name(&OsString::from(format!(".{}.pi-ide-{}", self.name.to_string_lossy(), uuid::Uuid::new_v4().simple())))?;
+        let written = write_new(&dir, &tmp, bytes, self.file.as_ref().map(|s| s.mode & 0o7777))
+            .and_then(|()| self.put_in_place(&dir, &tmp));
         if written.is_err() {
-            let _ = unlink_at(&dir, &tmp);
+            let _ = at::unlink(&dir, &tmp, false);
         }
         written
     }
 
     /// Moves the written temporary file over the reviewed one (checked once more right before),
     /// or into the free name, never over a file that appeared meanwhile.
-    fn put_in_place(&self, dir: &File, tmp: &OsStr) -> Result<(), String> {
+    fn put_in_place(&self, dir: &OwnedFd, tmp: &CStr) -> Result<(), String> {
+        let name = c_name(&self.name)?;
         if self.file.is_none() {
-            link_at(dir, tmp, &self.name).map_err(|e| match e.raw_os_error() {
-                Some(libc::EEXIST) => "a file appeared there since the review".to_string(),
+            at::link(dir, tmp, &name).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => "a file appeared there since the review".to_string(),
                 _ => e.to_string(),
             })?;
-            return unlink_at(dir, tmp).map_err(|e| e.to_string());
+            return at::unlink(dir, tmp, false).map_err(|e| e.to_string());
         }
-        let now = stat_at(dir, &self.name)?;
+        let now = stamp_of(dir, &self.name)?;
         if now != self.file {
             return Err(changed(self.file.as_ref(), now.as_ref()));
         }
-        rename_at(dir, tmp, &self.name).map_err(|e| e.to_string())
+        at::rename(dir, tmp, &name).map_err(|e| e.to_string())
     }
 }
 
 /// Why the file is not the one reviewed.
 fn changed(was: Option<&Stamp>, now: Option<&Stamp>) -> String {
-    let kind = |s: &Stamp| kind(s.mode);
     match (was, now) {
         (Some(_), None) => "it was deleted since the review".into(),
         (None, Some(_)) => "a file appeared there since the review".into(),
-        (Some(_), Some(n)) if kind(n) == LINK => "it was replaced by a link since the review".into(),
-        (Some(_), Some(n)) if kind(n) != FILE => "it is no longer a regular file".into(),
+        (Some(_), Some(n)) if n.kind == at::LINK => "it was replaced by a link since the review".into(),
+        (Some(_), Some(n)) if n.kind != at::FILE => "it is no longer a regular file".into(),
         (Some(w), Some(n)) if (w.dev, w.ino) != (n.dev, n.ino) => "it was replaced by another file since the review".into(),
         _ => "it changed on disk since the review".into(),
     }
 }
 
 fn c_name(name: &OsStr) -> Result<CString, String> {
-    CString::new(name.as_bytes()).map_err(|_| "a name with a NUL byte".to_string())
+    at::name(name.as_bytes()).map_err(|e| e.to_string())
 }
 
-/// Opens folder `name` (under `dir`, or an absolute path) without following a link as its
-/// last part.
-fn open_dir(dir: Option<&File>, name: &OsStr) -> Result<File, String> {
-    let c = c_name(name)?;
-    let at = dir.map_or(libc::AT_FDCWD, AsRawFd::as_raw_fd);
-    // SAFETY: a valid C string and fd; the result is owned below.
-    let fd = unsafe { libc::openat(at, c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(format!("{}: {}", name.to_string_lossy(), std::io::Error::last_os_error()));
-    }
-    // SAFETY: fd is a new descriptor nobody else owns.
-    Ok(unsafe { File::from_raw_fd(fd) })
-}
-
-/// The folder `name` under `dir`, created (0777 less the umask) when missing; never a link.
-fn make_dir_at(dir: &File, name: &OsStr) -> Result<File, String> {
-    let c = c_name(name)?;
-    // SAFETY: a valid C string and fd.
-    if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o777) } != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EEXIST) {
-            return Err(format!("cannot create folder {}: {e}", name.to_string_lossy()));
-        }
-    }
-    open_dir(Some(dir), name)
+/// Opens folder `name` (in `dir`, or an absolute path), never through a link as its last part.
+fn open(dir: Option<&OwnedFd>, name: &OsStr) -> Result<OwnedFd, String> {
+    at::open_dir(dir, &c_name(name)?).map_err(|e| format!("{}: {e}", name.to_string_lossy()))
 }
 
 /// The identity of `name` in `dir`, not following a link; None when there is none.
-fn stat_at(dir: &File, name: &OsStr) -> Result<Option<Stamp>, String> {
-    let c = c_name(name)?;
-    // SAFETY: stat is plain data, filled in by fstatat.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid fd, C string and stat buffer.
-    if unsafe { libc::fstatat(dir.as_raw_fd(), c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
-        let e = std::io::Error::last_os_error();
-        return match e.raw_os_error() {
-            Some(libc::ENOENT) => Ok(None),
-            _ => Err(format!("cannot look at {}: {e}", name.to_string_lossy())),
-        };
-    }
-    #[allow(clippy::unnecessary_cast)] // the field types differ between platforms
-    Ok(Some(Stamp {
+#[allow(clippy::unnecessary_cast)] // the field types differ between platforms
+fn stamp_of(dir: &OwnedFd, name: &OsStr) -> Result<Option<Stamp>, String> {
+    let st = at::lstat(dir, &c_name(name)?).map_err(|e| format!("cannot look at {}: {e}", name.to_string_lossy()))?;
+    Ok(st.map(|st| Stamp {
         dev: st.st_dev as u64,
         ino: st.st_ino as u64,
         size: st.st_size as u64,
         mtime_ns: st.st_mtime as i128 * 1_000_000_000 + st.st_mtime_nsec as i128,
+        kind: at::kind(&st),
         mode: st.st_mode as u32,
     }))
 }
 
 /// Creates `name` in `dir` (it must not exist; never a link), writes `bytes`, gives it `mode`
 /// (None: a new file's, 0666 less the umask) and makes it durable before it is renamed.
-fn write_new_at(dir: &File, name: &OsStr, bytes: &[u8], mode: Option<u32>) -> Result<(), String> {
-    let c = c_name(name)?;
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: a valid C string and fd; the result is owned below.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags, if mode.is_some() { 0o600 } else { 0o666 } as libc::c_uint) };
-    if fd < 0 {
-        return Err(format!("cannot create a temporary file: {}", std::io::Error::last_os_error()));
-    }
-    // SAFETY: fd is a new descriptor nobody else owns.
-    let mut f = unsafe { File::from_raw_fd(fd) };
+fn write_new(dir: &OwnedFd, name: &CStr, bytes: &[u8], mode: Option<u32>) -> Result<(), String> {
+    let mut f = at::create_new(dir, name, if mode.is_some() { 0o600 } else { 0o666 })
+        .map_err(|e| format!("cannot create a temporary file: {e}"))?;
     if let Some(mode) = mode {
         use std::os::unix::fs::PermissionsExt;
         f.set_permissions(std::fs::Permissions::from_mode(mode)).map_err(|e| e.to_string())?;
     }
     f.write_all(bytes).and_then(|()| f.sync_all()).map_err(|e| e.to_string())
-}
-
-fn rename_at(dir: &File, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
-    let (from, to) = (c_name(from).map_err(std::io::Error::other)?, c_name(to).map_err(std::io::Error::other)?);
-    let fd = dir.as_raw_fd();
-    // SAFETY: valid C strings and fd.
-    match unsafe { libc::renameat(fd, from.as_ptr(), fd, to.as_ptr()) } {
-        0 => Ok(()),
-        _ => Err(std::io::Error::last_os_error()),
-    }
-}
-
-fn link_at(dir: &File, from: &OsStr, to: &OsStr) -> std::io::Result<()> {
-    let (from, to) = (c_name(from).map_err(std::io::Error::other)?, c_name(to).map_err(std::io::Error::other)?);
-    let fd = dir.as_raw_fd();
-    // SAFETY: valid C strings and fd.
-    match unsafe { libc::linkat(fd, from.as_ptr(), fd, to.as_ptr(), 0) } {
-        0 => Ok(()),
-        _ => Err(std::io::Error::last_os_error()),
-    }
-}
-
-fn unlink_at(dir: &File, name: &OsStr) -> std::io::Result<()> {
-    let c = c_name(name).map_err(std::io::Error::other)?;
-    // SAFETY: a valid C string and fd.
-    match unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } {
-        0 => Ok(()),
-        _ => Err(std::io::Error::last_os_error()),
-    }
 }
 
 #[cfg(test)]
