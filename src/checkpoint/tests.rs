@@ -121,9 +121,9 @@ fn a_file_the_user_saw_whose_end_holds_other_text_is_not_reviewed_and_says_so() 
     assert!(b.unreviewed && b.other_text, "{b:?}");
     assert!(changes.iter().filter(|c| c.path != b_txt).all(|c| !c.unreviewed && !c.other_text));
     // A terminal agent's turn, closed by the next one's start, is settled with what it showed.
-    let t2 = cp.begin("claude", None, &[]).unwrap().0;
+    let t2 = cp.begin("terminal", None, &[]).unwrap().0;
     std::fs::write(ws.join("a.txt"), "reviewed\n").unwrap();
-    let (_, closed) = cp.begin("claude", None, &[saw("a.txt", Some(b"reviewed\n"))]).unwrap();
+    let (_, closed) = cp.begin("terminal", None, &[saw("a.txt", Some(b"reviewed\n"))]).unwrap();
     let closed = closed.expect("the open turn closed");
     assert_eq!((closed.n, closed.changed.len(), closed.unreviewed.len()), (t2.n, 1, 0));
 }
