@@ -473,7 +473,7 @@ fn an_agent_that_writes_other_text_than_accepted_is_not_reviewed_and_is_undone_a
     let status = nvim.lua("return require('pi-ide').status()");
     assert!(status.as_str().unwrap().contains("⚠ 1 file changed without review (a.txt: other text than you accepted)"), "{status}");
     nvim.command("PiIde changes").unwrap();
-    nvim.wait_for("#vim.fn.getqflist() == 1", PATIENCE);
+    nvim.wait_for("#vim.fn.getqflist() == 1 and vim.t.pi_ide_changes == true", PATIENCE);
     let qf = quickfix(&nvim);
     assert!(qf[0].0.ends_with("a.txt") && qf[0].2.contains("other text than you accepted"), "{qf:?}");
     nvim.command("tabclose").unwrap();
