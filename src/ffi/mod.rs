@@ -227,11 +227,14 @@ fn staged_loaded(_: &Lua, req: u64) -> LuaResult<()> {
     Ok(())
 }
 
-/// The user accepted review `req` with this text (exactly as they left it). False when the
-/// review had ended already: nothing was sent.
-fn review_accept(_: &Lua, (req, text): (u64, mlua::LuaString)) -> LuaResult<bool> {
+/// The user accepted review `req` with this text (exactly as they left it): the text's git blob
+/// id (what the file must hold once the agent has written it). Nil when the review had ended
+/// already: nothing was sent.
+fn review_accept(_: &Lua, (req, text): (u64, mlua::LuaString)) -> LuaResult<Option<String>> {
     let text = text.to_str().map_err(|_| err("pi-ide: the accepted text is not UTF-8"))?.to_owned();
-    Ok(with_server(|s| s.shared.decide(req, Verdict::Accepted(text))).unwrap_or(false))
+    let blob = crate::support::blob::blob_id(text.as_bytes());
+    let sent = with_server(|s| s.shared.decide(req, Verdict::Accepted(text))).unwrap_or(false);
+    Ok(sent.then_some(blob))
 }
 
 /// The user rejected review `req` (or its panes went away). False when it had ended already.
@@ -370,29 +373,16 @@ fn release_load_pages(_: &Lua, _: ()) -> LuaResult<usize> {
     Ok(crate::support::pages::release_read_only())
 }
 
-/// The git blob id of `text` (what the user accepted in a review: the turn's end must hold it).
-fn blob_id(_: &Lua, text: mlua::LuaString) -> LuaResult<String> {
-    Ok(crate::support::blob::blob_id(&text.as_bytes()))
-}
-
 /// The git blob id of the file at `path` as it is now (the user's own write, just made): nil
-/// when it is not a regular file or is larger than 64 MiB (opened without blocking: a pipe is
-/// never waited on).
-fn blob_of_file(_: &Lua, path: mlua::LuaString) -> LuaResult<Option<String>> {
-    use std::io::Read;
+/// when it is not a regular file or is larger than `max` bytes.
+fn blob_of_file(_: &Lua, (path, max): (mlua::LuaString, usize)) -> LuaResult<Option<String>> {
+    use crate::support::on_disk::{self, OnDisk};
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::OpenOptionsExt;
-    const MAX: u64 = 64 << 20;
     let path = Path::new(std::ffi::OsStr::from_bytes(&path.as_bytes())).to_path_buf();
-    let Ok(file) = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&path) else { return Ok(None) };
-    if !file.metadata().is_ok_and(|m| m.is_file() && m.len() <= MAX) {
-        return Ok(None);
-    }
-    let mut bytes = Vec::new();
-    match file.take(MAX + 1).read_to_end(&mut bytes) {
-        Ok(n) if n as u64 <= MAX => Ok(Some(crate::support::blob::blob_id(&bytes))),
-        _ => Ok(None),
-    }
+    Ok(match on_disk::read(path, max) {
+        OnDisk::Contents(bytes) => Some(crate::support::blob::blob_id(&bytes)),
+        _ => None,
+    })
 }
 
 /// Where a text stops being valid UTF-8: nil when it is valid, else the 0-based byte offset.
@@ -566,7 +556,6 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         cancel => cancel,
         realpath => realpath,
         utf8_error => utf8_error,
-        blob_id => blob_id,
         blob_of_file => blob_of_file,
         release_load_pages => release_load_pages,
         log_configure => log_configure,

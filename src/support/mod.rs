@@ -7,6 +7,7 @@ pub mod at;
 pub mod blob;
 pub mod failpoint;
 pub mod log;
+pub mod on_disk;
 pub mod pages;
 pub mod resolve;
 pub mod reviewed_write;

@@ -72,11 +72,6 @@ impl Seen {
         Ok(Seen { folder, folder_id: (meta.dev(), meta.ino()), missing, name, file })
     }
 
-    /// Whether there was a file when it was reviewed.
-    pub fn existed(&self) -> bool {
-        self.file.is_some()
-    }
-
     /// Writes `bytes` as the file, if it is still the one reviewed. Err says what stood in the
     /// way (the file is then as it was), as in "{path} was not written: {why}".
     pub fn write(&self, bytes: &[u8]) -> Result<(), String> {
@@ -181,13 +176,13 @@ mod tests {
         std::fs::write(&f, "old\n").unwrap();
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o750)).unwrap();
         let seen = Seen::look(&f).unwrap();
-        assert!(seen.existed());
+        assert!(seen.file.is_some());
         seen.write(b"new\n").unwrap();
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "new\n");
         assert_eq!(std::fs::metadata(&f).unwrap().permissions().mode() & 0o777, 0o750);
         let n = d.join("x/y/new.txt");
         let seen = Seen::look(&n).unwrap();
-        assert!(!seen.existed());
+        assert!(seen.file.is_none());
         seen.write(b"hi").unwrap();
         assert_eq!(std::fs::read_to_string(&n).unwrap(), "hi");
         assert_eq!(std::fs::read_dir(d.join("x/y")).unwrap().count(), 1, "no temporary file left");

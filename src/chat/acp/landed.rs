@@ -5,15 +5,13 @@
 //! told at once (`landed`): the accepted text, or other text, which the chat, the statusline and
 //! `:PiIde changes` then say no review showed.
 
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
-
 use parking_lot::Mutex;
 use serde_json::json;
 
 use super::MAX_FILE;
 use crate::chat::op::Op;
 use crate::support::blob::blob_id;
+use crate::support::on_disk::{self, OnDisk};
 
 /// Allowed changes whose write has not been checked yet; more than this (an agent that never
 /// says its calls completed) drops the oldest.
@@ -74,38 +72,22 @@ impl Landing {
 /// was cancelled first): nothing to tell.
 pub fn check(expected: &[Expected], tell: &dyn Fn(Op)) {
     for e in expected {
-        let (as_accepted, why) = match read_back(&e.path) {
-            Ok(Some(bytes)) => match blob_id(&bytes) {
+        // A pipe swapped in is refused, never waited on.
+        let (as_accepted, why) = match on_disk::read(&e.path, MAX_FILE as usize) {
+            OnDisk::Contents(bytes) => match blob_id(&bytes) {
                 id if id == e.blob => (true, None),
                 id if Some(&id) == e.before.as_ref() => continue,
                 _ => (false, None),
             },
-            Ok(None) if e.before.is_none() => continue,
-            Ok(None) => (false, Some("the file is gone".to_owned())),
-            Err(why) => (false, Some(why)),
+            OnDisk::Missing if e.before.is_none() => continue,
+            OnDisk::Missing => (false, Some("the file is gone".to_owned())),
+            OnDisk::Refused(why) | OnDisk::Unreadable(why) => (false, Some(why)),
         };
         if !as_accepted {
             crate::warn!("acp: the agent's write of {} is not what the user accepted: {}", e.path, why.as_deref().unwrap_or("other text"));
         }
         tell(Op::Event { kind: Some("landed".into()), event: json!({ "path": e.path, "as_accepted": as_accepted, "why": why }) });
     }
-}
-
-/// The file's bytes (None: there is no file), if it is a regular file of at most [`MAX_FILE`]
-/// bytes (opened without blocking: a pipe swapped in is refused, never waited on).
-fn read_back(path: &str) -> Result<Option<Vec<u8>>, String> {
-    let file = match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
-    };
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("it is no longer a regular file".into());
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
-    Ok(Some(bytes))
 }
 
 #[cfg(test)]
@@ -149,7 +131,7 @@ mod tests {
         assert!(told[0].ends_with("same true differs"), "{told:?}");
         assert!(told[1].contains("other false differs"), "{told:?}");
         assert!(told[2].contains("false the file is gone"), "{told:?}");
-        assert!(told[3].contains("false it is no longer a regular file"), "{told:?}");
+        assert!(told[3].contains("false it is a named pipe"), "{told:?}");
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -305,7 +305,6 @@ impl Acp {
     /// agent writes the change itself (read-only); None: our write (editable).
     fn propose(self: &Arc<Self>, key: String, change: &Change, permission: Option<(&Value, bool)>) -> Option<Op> {
         let read_only = permission.is_some_and(|(_, r)| r);
-        let tool = permission.map(|(call, _)| tool_of(call));
         let path = change.path().to_owned();
         let served = self.served.lock().get(&path).cloned();
         let whole = match change {
@@ -316,8 +315,7 @@ impl Acp {
             Ok(c) => c,
             Err(why) => {
                 self.decided(&key, Verdict::Rejected);
-                let event = json!({ "path": path, "why": why, "tool": tool });
-                return Some(Op::Event { kind: Some("change_refused".into()), event });
+                return Some(refused(&path, &why, permission.map(|(call, _)| call)));
             }
         };
         let n = self.reviews.fetch_add(1, Relaxed) + 1;
@@ -329,6 +327,7 @@ impl Acp {
         let proposal = Proposal { tab, path: path.clone(), contents, read_only };
         let me = self.clone();
         self.reviewer.review(proposal, Box::new(move |verdict| me.decided(&key, verdict)));
+        let tool = permission.map(|(call, _)| tool_of(call));
         Some(Op::Event { kind: Some("review".into()), event: json!({ "path": path, "tool": tool }) })
     }
 

@@ -8,7 +8,8 @@
 
 use std::path::PathBuf;
 
-use super::files::{read_old, write_private, Old, StagedFiles};
+use super::files::{write_private, StagedFiles};
+use crate::support::on_disk::{self, OnDisk as Old};
 use crate::state::events::{NewFile, OldFile, StagedView};
 use super::stats::endings;
 
@@ -32,7 +33,7 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 pub fn stage(path: &str, contents: String, file: PathBuf, limit: usize) -> Staged {
     crate::support::failpoint::hang_if_under(std::path::Path::new(path));
     crate::support::failpoint::slow_stage();
-    match read_old(path, limit) {
+    match on_disk::read(path, limit) {
         Old::Refused(why) => refused(format!("cannot review a write to {path}: {why}")),
         old => finish(file, contents, old),
     }

@@ -1,7 +1,7 @@
 //! The records folder MCP clients' `pi-ide-mcp` finds Neovims by, one for all of this user's
 //! Neovims: `$XDG_RUNTIME_DIR/pi-ide/mcp`; with no XDG_RUNTIME_DIR, `/run/user/<uid>/pi-ide/mcp`
 //! when that runtime folder is there and private to us (so a client that strips the variable
-//! from its environment, as Codex does, finds the same folder), else
+//! from its environment, as some MCP clients do, finds the same folder), else
 //! `$TMPDIR/pi-ide-<uid>/mcp` (`/tmp` when TMPDIR is unset). Each folder of ours in it is
 //! private (0700), ours, and never a link: in a shared /tmp another user may have made
 //! `pi-ide-<uid>` first, or put a link there, to be sent what the records lead to.

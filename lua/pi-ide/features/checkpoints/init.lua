@@ -287,16 +287,16 @@ function M.now_ms()
 end
 
 -- The user wrote a file in Neovim: its text as written is what they saw. The file written
--- (`:w other.txt` writes other.txt, not the buffer's file), hashed from disk at once: a later
--- write of the agent's is not the user's.
+-- (`:w other.txt` writes other.txt, not the buffer's file), hashed from disk at once (a later
+-- write of the agent's is not the user's); one over the size cap is not recorded anyway.
 local function on_write(ev)
-  local file = ev.match ~= "" and ev.match or vim.api.nvim_buf_get_name(ev.buf)
-  local rel = M.relative(vim.fn.fnamemodify(file, ":p"))
+  local file = vim.fn.fnamemodify(ev.match ~= "" and ev.match or vim.api.nvim_buf_get_name(ev.buf), ":p")
+  local rel = M.relative(file)
   if rel then
     state.written[rel] = M.now_ms()
     if state.open then
       local native = require("pi-ide.core.native").get()
-      state.open.reviewed[rel] = native and native.blob_of_file(vim.fn.fnamemodify(file, ":p")) or true
+      state.open.reviewed[rel] = native and native.blob_of_file(file, cfg().max_file_mb * 1048576) or true
     end
   end
 end

@@ -81,9 +81,10 @@ local function decide(r, accepted, text)
     end
     return ended(r, "rejected")
   end
-  if core and core.review_accept(r.req, text) then
+  local blob = core and core.review_accept(r.req, text)
+  if blob then
     require("pi-ide.features.review.reload").when_written(r.path)
-    return ended(r, "accepted", core.blob_id(text))
+    return ended(r, "accepted", blob)
   end
   log.notify(("the agent's call for %s had ended: your accept was not sent"):format(display_name(r.path)), vim.log.levels.WARN)
   ended(r, "abandoned")

@@ -47,17 +47,12 @@ local function ensure_block(chat, tool)
   chat.view.tool_start(tool.id, text_or_nil(tool.title) or text_or_nil(tool.kind) or "tool", raw)
 end
 
--- Never a standing answer the user did not give (the core leaves them out too).
-local function once_options(options)
-  return vim.tbl_filter(function(o)
-    return type(o) == "table" and (o.kind == "allow_once" or o.kind == "reject_once")
-  end, type(options) == "table" and options or {})
-end
-
 local function permission(chat, key, params)
   local call = type(params.toolCall) == "table" and params.toolCall or {}
   ensure_block(chat, { id = call.toolCallId, title = call.title, kind = call.kind, rawInput = call.rawInput })
-  local options = once_options(params.options)
+  -- The agent's once options: the core leaves out any "always" (a standing answer the user
+  -- never gave), and answers cancelled to one picked anyway.
+  local options = type(params.options) == "table" and params.options or {}
   local title = tostring(call.title or call.kind or "permission")
   -- A change in a shape we cannot read: allowing it allows what no one has seen.
   local unshown = params.unshown_change and " (it changes a file, but the change could not be shown here)" or ""
