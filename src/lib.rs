@@ -33,7 +33,7 @@ mod ffi;
 
 /// Bumped whenever the functions Lua calls change shape; `lua/pi-ide/core/native.lua` holds the same
 /// number and refuses a library that differs.
-pub const ABI: u32 = 10;
+pub const ABI: u32 = 11;
 
 /// For unit tests: an empty folder of this name, private to this test process.
 #[cfg(test)]

@@ -98,7 +98,7 @@ fn setup_names_unknown_and_ill_typed_options_and_keeps_the_rest() {
     );
     // Nested options are named with their path.
     nvim.record_notify();
-    nvim.lua("require('pi-ide').setup({ suggestion = { count = 5, keys = { accept = true }, filetypes = { lua = 'yes' } }, diff = { layout = 'float', keyz = {} } })");
+    nvim.lua("require('pi-ide').setup({ suggestion = { count = 5, keys = { accept = true }, filetypes = { lua = 'yes' } }, review = { layout = 'float', keyz = {} } })");
     let notes = nvim.notes().join("\n");
     assert!(
         notes.contains("option 'suggestion.count' must be 1, 2 or 3"),
@@ -113,11 +113,11 @@ fn setup_names_unknown_and_ill_typed_options_and_keeps_the_rest() {
         "{notes}"
     );
     assert!(
-        notes.contains("option 'diff.layout' must be one of tab, vsplit"),
+        notes.contains("option 'review.layout' must be one of tab, vsplit"),
         "{notes}"
     );
     assert!(
-        notes.contains("unknown option 'diff.keyz' (did you mean 'keys'?)"),
+        notes.contains("unknown option 'review.keyz' (did you mean 'keys'?)"),
         "{notes}"
     );
     assert_eq!(
@@ -127,6 +127,46 @@ fn setup_names_unknown_and_ill_typed_options_and_keeps_the_rest() {
     nvim.record_notify();
     nvim.lua("require('pi-ide').setup('nope')");
     assert!(nvim.notes().join("").contains("takes a table"));
+}
+
+/// Records what vim.notify shows from now on, with its level, in `_G.shown`.
+const RECORD_SHOWN: &str =
+    "_G.shown = {} vim.notify = function(msg, level) table.insert(_G.shown, { msg = msg, level = level }) end";
+
+/// The review options in force: enabled, layout, the accept key, the reject key.
+const REVIEW_VALUES: &str =
+    "local r = require('pi-ide.core.config').values.review return { r.enabled, r.layout, r.keys.accept, r.keys.reject }";
+
+#[test]
+fn the_review_option_sets_how_reviews_open() {
+    let nvim = Nvim::start();
+    nvim.lua(RECORD_SHOWN);
+    nvim.lua("require('pi-ide').setup({ review = { enabled = false, layout = 'vsplit', keys = { accept = 'ga' } } })");
+    assert_eq!(nvim.lua(REVIEW_VALUES), json!([false, "vsplit", "ga", "<leader>pr"]));
+    assert_eq!(nvim.lua("return _G.shown"), json!([]));
+}
+
+#[test]
+fn the_old_option_name_diff_still_works_with_one_warning_naming_review() {
+    let nvim = Nvim::start();
+    nvim.lua(RECORD_SHOWN);
+    nvim.lua("require('pi-ide').setup({ diff = { review = false, layout = 'vsplit', keys = { accept = 'ga' } } })");
+    assert_eq!(nvim.lua(REVIEW_VALUES), json!([false, "vsplit", "ga", "<leader>pr"]));
+    // Told once, however often setup() runs with it.
+    nvim.lua("require('pi-ide').setup({ diff = { layout = 'vsplit' } })");
+    assert_eq!(nvim.lua(REVIEW_VALUES), json!([true, "vsplit", "<leader>pa", "<leader>pr"]));
+    let warned = "pi-ide.nvim: the option `diff` is now `review`, its `review` now `enabled` (the old name works until the next release)";
+    assert_eq!(nvim.lua("return _G.shown"), json!([{"msg": warned, "level": 3}]));
+}
+
+#[test]
+fn given_both_diff_and_review_review_wins_and_the_warning_says_so() {
+    let nvim = Nvim::start();
+    nvim.lua(RECORD_SHOWN);
+    nvim.lua("require('pi-ide').setup({ review = { layout = 'vsplit' }, diff = { review = false, layout = 'tab' } })");
+    assert_eq!(nvim.lua(REVIEW_VALUES), json!([true, "vsplit", "<leader>pa", "<leader>pr"]));
+    let warned = "pi-ide.nvim: the option `diff` is now `review`, its `review` now `enabled`; both are given: `review` is used, `diff` is ignored";
+    assert_eq!(nvim.lua("return _G.shown"), json!([{"msg": warned, "level": 3}]));
 }
 
 #[test]

@@ -440,7 +440,7 @@ fn the_layout_comes_back_and_splitright_does_not_flip_the_panes() {
 #[test]
 fn vsplit_layout_opens_in_the_current_tab() {
     let nvim = Nvim::start_with(Options {
-        after: Some("require('pi-ide').setup({diff = {layout = 'vsplit'}})".into()),
+        after: Some("require('pi-ide').setup({review = {layout = 'vsplit'}})".into()),
         ..Default::default()
     });
     let path = setup(&nvim, "vs.txt", "a\n");
@@ -556,7 +556,7 @@ fn a_large_file_is_reviewed_and_accepted_whole() {
 #[test]
 fn review_false_accepts_at_once_without_showing_anything() {
     let nvim = Nvim::start_with(Options {
-        after: Some("require('pi-ide').stop() require('pi-ide').setup({diff = {review = false}}) require('pi-ide').start()".into()),
+        after: Some("require('pi-ide').stop() require('pi-ide').setup({review = {enabled = false}}) require('pi-ide').start()".into()),
         ..Default::default()
     });
     let path = setup(&nvim, "nr.txt", "x\n");
@@ -565,7 +565,7 @@ fn review_false_accepts_at_once_without_showing_anything() {
     assert_eq!(texts(&r), vec!["FILE_SAVED".to_string(), "y\n".to_string()]);
     assert_eq!(nvim.lua("return #vim.api.nvim_list_tabpages()"), json!(1));
     // setup() while running turns reviews back on, without a restart...
-    nvim.lua("require('pi-ide').setup({diff = {review = true}})");
+    nvim.lua("require('pi-ide').setup({review = {enabled = true}})");
     p.send_json(&json!({"jsonrpc": "2.0", "id": "on", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "z\n", "tab_name": "on"}}})).unwrap();
     nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
@@ -573,7 +573,7 @@ fn review_false_accepts_at_once_without_showing_anything() {
     type_keys(&nvim, ":w<CR>");
     assert_eq!(answer(&mut p, "on"), vec!["FILE_SAVED".to_string(), "z\n".to_string()]);
     // ...and off again.
-    nvim.lua("require('pi-ide').setup({diff = {review = false}})");
+    nvim.lua("require('pi-ide').setup({review = {enabled = false}})");
     let r = p.call_tool("openDiff", json!({"old_file_path": path, "new_file_path": path, "new_file_contents": "w\n", "tab_name": "off"})).unwrap();
     assert_eq!(texts(&r), vec!["FILE_SAVED".to_string(), "w\n".to_string()]);
 }

@@ -76,7 +76,7 @@ fn start(lua: &Lua, (opts, handle): (Table, Value)) -> LuaResult<Table> {
         stage_dir: std::path::PathBuf::from(opts.get::<String>("run_dir")?)
             .join(format!("pi-ide.{}", std::process::id())),
     }));
-    shared.set_diff_review(opts.get("diff_review")?);
+    shared.set_review_enabled(opts.get("review_enabled")?);
     shared.set_turn_quiet(opts.get::<Option<u64>>("turn_quiet_ms")?.unwrap_or(u64::MAX));
     // SAFETY: luv's async userdata holds a pointer to its uv_async_t; Lua keeps the handle open
     // until after `stop` (which detaches) returns.
@@ -181,11 +181,11 @@ fn tools(lua: &Lua, (): ()) -> LuaResult<Table> {
     Ok(t)
 }
 
-/// Options that take effect while running (setup() after start): `{ diff_review = bool }`.
+/// Options that take effect while running (setup() after start): `{ review_enabled = bool }`.
 fn configure(_: &Lua, opts: Table) -> LuaResult<()> {
-    let review: Option<bool> = opts.get("diff_review")?;
+    let review: Option<bool> = opts.get("review_enabled")?;
     if let Some(review) = review {
-        with_server(|s| s.shared.set_diff_review(review));
+        with_server(|s| s.shared.set_review_enabled(review));
     }
     // Absent: checkpoints are off, and no call starts a turn.
     let quiet: Option<u64> = opts.get("turn_quiet_ms")?;

@@ -53,9 +53,9 @@ pub struct Shared {
     pub staging: Arc<tokio::sync::Semaphore>,
     /// Every review, from its staging to its answer (reviews/).
     reviews: Reviews,
-    /// The user's `diff.review`: false answers openDiff at once, unseen. Lua's config owns it;
+    /// The user's `review.enabled`: false answers openDiff at once, unseen. Lua's config owns it;
     /// setup() pushes each change here (the core answers without waking Neovim).
-    diff_review: AtomicBool,
+    review_enabled: AtomicBool,
     /// A client's tool call after this much quiet (ms) tells Lua a turn of its began (the
     /// user's `checkpoints.idle_ms`); u64::MAX: never (checkpoints off).
     turn_quiet_ms: AtomicU64,
@@ -133,7 +133,7 @@ impl Shared {
             stop_signal: tokio::sync::Notify::new(),
             staging: Arc::new(tokio::sync::Semaphore::new(1)),
             reviews: Reviews::default(),
-            diff_review: AtomicBool::new(true),
+            review_enabled: AtomicBool::new(true),
             turn_quiet_ms: AtomicU64::new(u64::MAX),
             fallback_after: settings.fallback_after,
             runtime: OnceLock::new(),
@@ -186,12 +186,12 @@ impl Shared {
         due.then_some(Event::AgentActive { client })
     }
 
-    pub fn set_diff_review(&self, on: bool) {
-        self.diff_review.store(on, Ordering::Relaxed);
+    pub fn set_review_enabled(&self, on: bool) {
+        self.review_enabled.store(on, Ordering::Relaxed);
     }
 
-    pub fn diff_review(&self) -> bool {
-        self.diff_review.load(Ordering::Relaxed)
+    pub fn review_enabled(&self) -> bool {
+        self.review_enabled.load(Ordering::Relaxed)
     }
 
     /// The last selection state sent, as `agent` reads it (for a client that just initialized).

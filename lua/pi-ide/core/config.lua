@@ -13,7 +13,7 @@ local M = {}
 ---@field claude_code? boolean Also serve Claude Code (default false).
 ---@field copilot? boolean|{ trust_workspace?: boolean } Also serve the GitHub Copilot CLI (default false).
 ---@field mcp? boolean|{ save_document?: boolean, close_tab?: boolean } Let any MCP client reach this Neovim through pi-ide-mcp (default true).
----@field diff? PiIde.DiffConfig Reviews of the agent's writes.
+---@field review? PiIde.ReviewConfig Reviews of the agent's writes (was `diff`, accepted until the next release).
 ---@field suggestion? PiIde.SuggestionConfig Ghost-text completions.
 ---@field terminal? PiIde.TerminalConfig Agents launched from Neovim (:PiIde open).
 ---@field chat? PiIde.ChatConfig The chat window driving Pi in RPC mode (:PiIde chat).
@@ -50,8 +50,8 @@ local M = {}
 ---@field max_new_mb? integer A checkpoint that would store more new MiB than this is skipped (default 256).
 ---@field keep_turns? integer Turns kept per folder; older ones are pruned (default 50).
 
----@class PiIde.DiffConfig
----@field review? boolean false: accept every proposal at once, unseen (default true).
+---@class PiIde.ReviewConfig
+---@field enabled? boolean false: accept every proposal at once, unseen (default true; was `diff.review`).
 ---@field layout? "tab"|"vsplit" Where a review opens (default "tab").
 ---@field keys? { accept?: string|false, reject?: string|false } Buffer-local keys in both panes.
 
@@ -109,11 +109,18 @@ setmetatable(M, {
 ---@type PiIde.Config
 M.values = schema().defaults()
 
+-- Whether the user was told of an old option name (once is enough).
+local told_old_name = false
+
 --- Applies setup(opts); reports every bad key at once.
 ---@param opts? PiIde.Config
 function M.setup(opts)
-  local merged, errors = M.resolve(opts)
+  local merged, errors, old_name = M.resolve(opts)
   M.values = merged
+  if old_name and not told_old_name then
+    told_old_name = true
+    require("pi-ide.core.log").notify(old_name, vim.log.levels.WARN)
+  end
   if #errors > 0 then
     require("pi-ide.core.log").notify(
       "configuration problem (ignored, defaults kept):\n  " .. table.concat(errors, "\n  "),

@@ -3,7 +3,7 @@
 local M = {}
 
 -- Must match `ABI` in src/lib.rs and `version` in Cargo.toml (a test checks both).
-M.ABI = 10
+M.ABI = 11
 M.VERSION = "0.1.0"
 
 local sep = package.config:sub(1, 1)

@@ -96,10 +96,11 @@ local spec = {
   selection_debounce_ms = ms(100, 0),
   -- The selected text sent to the agent is cut after this many lines.
   selection_max_lines = opt(1000, { "number" }, whole_number(1, "lines")),
-  -- Reviews of the files the agent wants to write (openDiff).
-  diff = {
+  -- Reviews of the files the agent wants to write (openDiff). Was `diff` (with `review` for
+  -- `enabled`), still accepted until the next release.
+  review = {
     -- false: accept every proposal at once, without showing it.
-    review = opt(true, { "boolean" }),
+    enabled = opt(true, { "boolean" }),
     -- "tab": a new tab page; "vsplit": two new windows in the current tab.
     layout = opt("tab", { "string" }, one_of("tab", "vsplit")),
     -- Buffer-local keys in both panes of a review; false turns one off.
@@ -300,7 +301,7 @@ local function check_fields(prefix, opts, node, merged, errors)
     if not rule then
       table.insert(errors, ("unknown option '%s'%s"):format(name, suggestion(tostring(key), node)))
     elseif not rule.is_option then
-      -- A group of options (diff, suggestion, keys...).
+      -- A group of options (review, suggestion, keys...).
       if type(value) ~= "table" then
         table.insert(errors, ("option '%s' must be a table, got a %s"):format(name, type(value)))
       else
@@ -326,7 +327,30 @@ local function check_fields(prefix, opts, node, merged, errors)
   end
 end
 
---- Checks `opts` and returns the merged configuration and a list of error texts.
+-- The option `diff` is now `review`, and its `review` is `enabled`: `opts` with the old names
+-- written as the new ones (a copy; `review` wins when both are given), and what to tell the user.
+local function renamed(opts)
+  local old = opts.diff
+  if old == nil then
+    return opts
+  end
+  local new = vim.tbl_extend("force", {}, opts)
+  new.diff = nil
+  local said = "the option `diff` is now `review`"
+    .. (type(old) == "table" and old.review ~= nil and ", its `review` now `enabled`" or "")
+  if opts.review ~= nil then
+    return new, said .. "; both are given: `review` is used, `diff` is ignored"
+  end
+  if type(old) == "table" and old.review ~= nil and old.enabled == nil then
+    old = vim.tbl_extend("force", {}, old, { enabled = old.review })
+    old.review = nil
+  end
+  new.review = old
+  return new, said .. " (the old name works until the next release)"
+end
+
+--- Checks `opts` and returns the merged configuration, a list of error texts, and what to tell
+--- of an old option name used (or nil).
 function S.resolve(opts)
   local errors = {}
   local merged = defaults_of(spec)
@@ -336,9 +360,10 @@ function S.resolve(opts)
   if type(opts) ~= "table" then
     return merged, { ("setup() takes a table of options, got a %s"):format(type(opts)) }
   end
-  check_fields("", opts, spec, merged, errors)
+  local opts_now, old_name = renamed(opts)
+  check_fields("", opts_now, spec, merged, errors)
   table.sort(errors)
-  return merged, errors
+  return merged, errors, old_name
 end
 
 return S

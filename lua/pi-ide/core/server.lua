@@ -163,7 +163,7 @@ end
 function M.configure()
   if state.info and state.native then
     local cp = config.values.checkpoints
-    state.native.configure({ diff_review = config.values.diff.review, turn_quiet_ms = cp.enabled and cp.idle_ms or nil })
+    state.native.configure({ review_enabled = config.values.review.enabled, turn_quiet_ms = cp.enabled and cp.idle_ms or nil })
   end
 end
 
@@ -189,7 +189,7 @@ function M.start()
     diagnostics_timeout_ms = config.values.diagnostics_timeout_ms,
     selection_debounce_ms = config.values.selection_debounce_ms,
     serve = require("pi-ide.agents").served_at_start(config.values),
-    diff_review = config.values.diff.review,
+    review_enabled = config.values.review.enabled,
     turn_quiet_ms = config.values.checkpoints.enabled and config.values.checkpoints.idle_ms or nil,
     run_dir = vim.fn.stdpath("run"),
     own_names = { "Neovim", name },

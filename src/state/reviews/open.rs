@@ -64,7 +64,7 @@ pub async fn open(client: u64, id: Id, tool: &'static Tool, args: Value, shared:
         let outcome = tool.owed(agent.shape(tool, review.answer(&verdict, &p.tab), Some(&p.tab)), Some(&p.tab));
         Some(jsonrpc::outcome_frame(&id, &outcome))
     };
-    if !shared.diff_review() {
+    if !shared.review_enabled() {
         // The user chose no review: accept the proposal as it is, at once.
         return answer_now(Verdict::Accepted(p.contents.clone()));
     }

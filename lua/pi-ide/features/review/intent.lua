@@ -69,7 +69,7 @@ end
 
 -- One line, the words that matter first (a narrow notifier shows only its start).
 local function hint(r, why)
-  local keys = config.values.diff.keys
+  local keys = config.values.review.keys
   vim.notify(
     ("pi-ide.nvim: not accepted: %s. To accept %s: :w in its window%s, or :PiIde accept"):format(
       why,

@@ -72,7 +72,7 @@ local function attach(r, view)
       pcall(vim.api.nvim_del_augroup_by_id, group)
     end),
   })
-  local keys = config.values.diff.keys
+  local keys = config.values.review.keys
   for _, buf in ipairs({ r.ui.left_buf, r.ui.right_buf }) do
     for action, lhs in pairs({ accept = keys.accept, reject = keys.reject }) do
       if lhs then
@@ -114,7 +114,7 @@ local function open_windows(r, built, view)
   if vim.api.nvim_win_is_valid(built.origin_win) then
     vim.api.nvim_set_current_win(built.origin_win)
   end
-  if config.values.diff.layout == "tab" then
+  if config.values.review.layout == "tab" then
     ui.open_window(r, "tab sbuffer", built.left_buf)
     built.tab = vim.api.nvim_get_current_tabpage()
   else

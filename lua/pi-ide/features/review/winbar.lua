@@ -49,7 +49,7 @@ local function keep_name(win, bar, text, name)
 end
 
 local function right_bar(r, i, n)
-  local keys = config.values.diff.keys
+  local keys = config.values.review.keys
   local parts = { M.display_name(r.path) }
   local counts = {}
   if r.stats then
