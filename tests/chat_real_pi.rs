@@ -90,7 +90,7 @@ impl Rig {
         });
         nvim.wait_for("require('pi-ide').info().running", PATIENCE);
         nvim.record_notify();
-        nvim.t("record_events", json!(["PiIdeDiffOpened", "PiIdeDiffClosed"]));
+        nvim.t("record_events", json!(["PiIdeReviewOpened", "PiIdeReviewClosed"]));
         Rig { nvim, model, dirs }
     }
 
@@ -313,7 +313,7 @@ fn a_write_of_pis_is_reviewed_in_neovim_and_accepted_with_w() {
     rig.wait("the state to go back to idle", || rig.status().is_empty());
     assert_eq!(
         rig.nvim
-            .t("count_events", json!(["PiIdeDiffClosed", "result", "accepted"])),
+            .t("count_events", json!(["PiIdeReviewClosed", "result", "accepted"])),
         json!(1)
     );
     assert_eq!(rig.nvim.lua("return #require('pi-ide.features.review').list()"), json!(0));

@@ -164,11 +164,11 @@ fn with_pi_and_claude_code_connected_each_keeps_its_reviews_and_its_diagnostics_
     let for_claude = diagnostics_text(&c.call_tool("getDiagnostics", json!({})).unwrap());
     assert_eq!(for_claude[0]["uri"], uri, "{for_claude}");
     // Pi's review survives Claude Code's closeAllDiffTabs (the user typed a prompt there).
-    nvim.t("record_events", json!(["PiIdeDiffOpened"]));
+    nvim.t("record_events", json!(["PiIdeReviewOpened"]));
     pi.send_json(&json!({"jsonrpc": "2.0", "id": "p", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "y\n", "tab_name": "pi-edit:1"}}}))
         .unwrap();
-    wait_until("the review on screen", PATIENCE, || nvim.t("count_events", json!(["PiIdeDiffOpened"])) == json!(1));
+    wait_until("the review on screen", PATIENCE, || nvim.t("count_events", json!(["PiIdeReviewOpened"])) == json!(1));
     let closed = c.call_tool("closeAllDiffTabs", json!({})).unwrap();
     assert_eq!(texts(&closed), vec!["CLOSED_0_DIFF_TABS".to_string()]);
     // A close_tab naming Pi's tab from Claude Code does nothing either.

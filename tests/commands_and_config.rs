@@ -532,6 +532,8 @@ fn the_help_file_has_valid_unique_tags() {
         "PiIdeStopped",
         "PiIdeClientConnected",
         "PiIdeClientDisconnected",
+        "PiIdeReviewOpened",
+        "PiIdeReviewClosed",
         "PiIdeDiffOpened",
         "PiIdeDiffClosed",
         "PiIdeSuggestionRequested",

@@ -5,13 +5,13 @@ mod common;
 use common::*;
 use pi_ide_peer::nvim::Options;
 
-/// Records PiIdeDiffOpened/Closed (see tests/lua/pi_ide_test.lua).
+/// Records PiIdeReviewOpened/Closed (see tests/lua/pi_ide_test.lua).
 fn record_events(nvim: &Nvim) {
-    nvim.t("record_events", json!(["PiIdeDiffOpened", "PiIdeDiffClosed"]));
+    nvim.t("record_events", json!(["PiIdeReviewOpened", "PiIdeReviewClosed"]));
 }
 
 fn opened(nvim: &Nvim) -> u64 {
-    nvim.t("count_events", json!(["PiIdeDiffOpened"])).as_u64().unwrap()
+    nvim.t("count_events", json!(["PiIdeReviewOpened"])).as_u64().unwrap()
 }
 
 /// Sends openDiff (not waiting for the answer) and waits until the review is on screen.
@@ -69,9 +69,28 @@ fn accept_with_w_sends_the_users_edits_and_never_writes_the_file() {
         "the plugin wrote the file"
     );
     wait_until("the review accepted", PATIENCE, || {
-        nvim.t("count_events", json!(["PiIdeDiffClosed", "result", "accepted"])) == json!(1)
+        nvim.t("count_events", json!(["PiIdeReviewClosed", "result", "accepted"])) == json!(1)
     });
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
+}
+
+#[test]
+fn the_old_event_names_fire_too_until_the_next_release() {
+    let nvim = Nvim::start();
+    let path = nvim.cwd.join("old.txt");
+    std::fs::write(&path, "a\n").unwrap();
+    let path = path.to_string_lossy().to_string();
+    nvim.t("record_events", json!(["PiIdeReviewOpened", "PiIdeReviewClosed", "PiIdeDiffOpened", "PiIdeDiffClosed"]));
+    let mut p = nvim.peer();
+    open_diff(&nvim, &mut p, "o1", &path, "b\n", "pi-edit:o");
+    type_keys(&nvim, ":w<CR>");
+    assert_eq!(answer(&mut p, "o1"), vec!["FILE_SAVED".to_string(), "b\n".to_string()]);
+    wait_until("the old name of the close", PATIENCE, || {
+        nvim.t("count_events", json!(["PiIdeDiffClosed", "result", "accepted"])) == json!(1)
+    });
+    let recorded = nvim.t("recorded", json!([]));
+    let names: Vec<&str> = recorded.as_array().unwrap().iter().map(|e| e[0].as_str().unwrap()).collect();
+    assert_eq!(names, ["PiIdeReviewOpened", "PiIdeDiffOpened", "PiIdeReviewClosed", "PiIdeDiffClosed"]);
 }
 
 #[test]
@@ -162,7 +181,7 @@ fn a_disconnect_mid_review_closes_it() {
     nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
     assert_eq!(
-        nvim.t("last_event", json!(["PiIdeDiffClosed"]))["result"],
+        nvim.t("last_event", json!(["PiIdeReviewClosed"]))["result"],
         json!("abandoned")
     );
 }
@@ -652,7 +671,7 @@ fn a_waiting_review_opens_once_when_the_user_leaves_two_modes_in_one_burst() {
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(opened(&nvim), 1);
     assert_eq!(
-        nvim.t("count_events", json!(["PiIdeDiffClosed"])),
+        nvim.t("count_events", json!(["PiIdeReviewClosed"])),
         json!(0),
         "the review was closed before the user decided"
     );

@@ -241,13 +241,14 @@ fn a_throwing_autocmd_of_another_plugin_does_not_block_reviews() {
     let path = nvim.cwd.join("t.txt");
     std::fs::write(&path, "old\n").unwrap();
     let path = path.to_string_lossy().to_string();
-    nvim.t("record_events", json!(["PiIdeDiffOpened"]));
+    nvim.t("record_events", json!(["PiIdeReviewOpened"]));
     let mut p = nvim.peer();
     let events = [
         "BufEnter", "BufWinEnter", "WinNew", "TabNew", "OptionSet", "DiffUpdated", "BufNew",
         "WinEnter", "TabEnter", "BufLeave", "WinLeave", "BufAdd", "FileType", "BufFilePre",
         "BufFilePost", "FileReadPre", "FileReadPost", "BufHidden", "BufUnload", "BufWipeout",
-        "WinClosed", "TabClosed", "BufWritePre", "User PiIdeDiffOpened", "User PiIdeDiffClosed",
+        "WinClosed", "TabClosed", "BufWritePre", "User PiIdeReviewOpened", "User PiIdeReviewClosed",
+        "User PiIdeDiffOpened", "User PiIdeDiffClosed",
     ];
     let started = std::time::Instant::now();
     for (i, event) in events.iter().enumerate() {
@@ -267,7 +268,7 @@ fn a_throwing_autocmd_of_another_plugin_does_not_block_reviews() {
         // The broken plugin's own errors may bring up hit-enter prompts: Enter, as a user would.
         let n = i + 1;
         wait_until(&format!("review {n} opened ({event})"), PATIENCE, || {
-            nvim.lua_through_prompts(&format!("return require('pi_ide_test').count_events('PiIdeDiffOpened') == {n}")) == json!(true)
+            nvim.lua_through_prompts(&format!("return require('pi_ide_test').count_events('PiIdeReviewOpened') == {n}")) == json!(true)
         });
         assert_eq!(nvim.lua_through_prompts("return vim.bo.buftype"), json!("acwrite"), "{event}");
         assert_eq!(nvim.lua_through_prompts("return vim.wo.diff"), json!(true), "{event}");

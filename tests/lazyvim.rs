@@ -111,11 +111,11 @@ fn the_readme_spec_loads_it_and_reviews_accept_with_w_and_reject_with_q() {
     let path = nvim.cwd.join("a.lua");
     std::fs::write(&path, "local a = 1\n").unwrap();
     let path = path.to_string_lossy().to_string();
-    nvim.t("record_events", json!(["PiIdeDiffOpened"]));
+    nvim.t("record_events", json!(["PiIdeReviewOpened"]));
     let mut p = nvim.peer();
     // Accept: the user edits the proposal and types :w (through noice's command line).
     open_diff(&mut p, "w", &path, "local a = 2\n", "pi-edit:w");
-    nvim.wait_for("require('pi_ide_test').count_events('PiIdeDiffOpened') == 1", PATIENCE);
+    nvim.wait_for("require('pi_ide_test').count_events('PiIdeReviewOpened') == 1", PATIENCE);
     assert_eq!(nvim.lua("return vim.bo.buftype"), json!("acwrite"));
     type_keys(&nvim, "ggA -- mine<Esc>:w<CR>");
     let r = p.wait_response(&json!("w")).unwrap();
@@ -126,7 +126,7 @@ fn the_readme_spec_loads_it_and_reviews_accept_with_w_and_reject_with_q() {
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
     // Reject: :q in the proposal.
     open_diff(&mut p, "q", &path, "local a = 3\n", "pi-edit:q");
-    nvim.wait_for("require('pi_ide_test').count_events('PiIdeDiffOpened') == 2", PATIENCE);
+    nvim.wait_for("require('pi_ide_test').count_events('PiIdeReviewOpened') == 2", PATIENCE);
     type_keys(&nvim, ":q<CR>");
     let r = p.wait_response(&json!("q")).unwrap();
     assert_eq!(

@@ -363,7 +363,7 @@ fn claude_connected(nvim: &Nvim) -> bool {
 }
 
 fn review_closed(nvim: &Nvim, result: &str) -> u64 {
-    nvim.t("count_events", json!(["PiIdeDiffClosed", "result", result]))
+    nvim.t("count_events", json!(["PiIdeReviewClosed", "result", result]))
         .as_u64()
         .unwrap()
 }
@@ -391,7 +391,7 @@ fn start_rig() -> Rig {
     write_claude_config(&config, &nvim.cwd);
     nvim.t(
         "record_events",
-        json!(["PiIdeDiffOpened", "PiIdeDiffClosed"]),
+        json!(["PiIdeReviewOpened", "PiIdeReviewClosed"]),
     );
     let mock = Mock::start(script(nvim.cwd.join("hello.txt")));
     let env = claude_env(&scratch, &mock, port);
@@ -564,7 +564,7 @@ fn real_claude_code_launched_in_lazyvim_by_piide_open_connects_to_that_neovim_on
     });
     wait_until("the other Neovim's Claude lockfile", WAIT, || lock::read_all(&config.join("ide")).len() == 1);
     write_claude_config(&config, &nvim.cwd);
-    nvim.t("record_events", json!(["PiIdeDiffOpened", "PiIdeDiffClosed"]));
+    nvim.t("record_events", json!(["PiIdeReviewOpened", "PiIdeReviewClosed"]));
     let mock = Mock::start(script(nvim.cwd.join("hello.txt")));
     let env: Vec<_> = claude_env(&scratch, &mock, 0)
         .into_iter()

@@ -190,7 +190,7 @@ impl Rig {
 
     fn closed(&self, result: &str) -> u64 {
         self.nvim
-            .t("count_events", json!(["PiIdeDiffClosed", "result", result]))
+            .t("count_events", json!(["PiIdeReviewClosed", "result", result]))
             .as_u64()
             .unwrap()
     }
@@ -209,7 +209,7 @@ fn connected() -> Rig {
     let mut rig = Rig::new();
     rig.nvim.t(
         "record_events",
-        json!(["PiIdeDiffOpened", "PiIdeDiffClosed"]),
+        json!(["PiIdeReviewOpened", "PiIdeReviewClosed"]),
     );
     rig.connect();
     rig
@@ -483,7 +483,7 @@ fn pi_launched_in_lazyvim_by_piide_open_connects_to_that_neovim_and_its_write_is
     ));
     nvim.wait_for("require('pi-ide').info().running", PATIENCE);
     assert_eq!(lock::read_all(&nvim.lock_dir).len(), 2, "two editors serve this folder");
-    nvim.t("record_events", json!(["PiIdeDiffOpened", "PiIdeDiffClosed"]));
+    nvim.t("record_events", json!(["PiIdeReviewOpened", "PiIdeReviewClosed"]));
     let wait = |what: &str, cond: &dyn Fn() -> bool| {
         let deadline = Instant::now() + PI_PATIENCE;
         while !cond() {

@@ -57,12 +57,12 @@ function M.status()
   if chat_state ~= "" then
     parts[1] = chat_state
   end
-  local diff = package.loaded["pi-ide.features.review"]
+  local review = package.loaded["pi-ide.features.review"]
   -- Only reviews on screen count as "to review": `:PiIde reject` must find what the status
   -- promises. One that is not shown yet (held while you type) is "waiting".
   local shown, waiting = 0, 0
-  if diff then
-    shown, waiting = diff.count()
+  if review then
+    shown, waiting = review.count()
   end
   if shown > 0 then
     table.insert(parts, ("%d to review"):format(shown))

@@ -350,7 +350,7 @@ fn review(nvim: &Nvim, path: &str, contents: &str, runs: usize) -> (f64, f64, f6
           if now - __b.last > __b.max then __b.max = now - __b.last end
           __b.last = now
         end)
-        vim.api.nvim_create_autocmd("User", { pattern = "PiIdeDiffOpened", callback = function() __b.opened = vim.uv.hrtime() end })
+        vim.api.nvim_create_autocmd("User", { pattern = "PiIdeReviewOpened", callback = function() __b.opened = vim.uv.hrtime() end })
         "#,
     );
     let mut p = nvim.peer();

@@ -460,10 +460,10 @@ function M.status()
   if chat.state ~= "working" and not require("pi-ide.features.chat.dialogs").waiting() then
     return chat.starting and "π starting" or ""
   end
-  local diff = package.loaded["pi-ide.features.review"]
+  local review = package.loaded["pi-ide.features.review"]
   local shown, held = 0, 0
-  if diff then
-    shown, held = diff.count() -- held: opens when the user leaves Insert mode
+  if review then
+    shown, held = review.count() -- held: opens when the user leaves Insert mode
   end
   local reviews = shown + held
   if require("pi-ide.features.chat.dialogs").waiting() or reviews > 0 then

@@ -325,7 +325,7 @@ end
 function M.setup()
   local group = vim.api.nvim_create_augroup("PiIdeCheckpointsWatch", { clear = true })
   vim.api.nvim_create_autocmd("BufWritePost", { group = group, callback = on_write })
-  vim.api.nvim_create_autocmd("User", { group = group, pattern = "PiIdeDiffClosed", callback = on_review_closed })
+  vim.api.nvim_create_autocmd("User", { group = group, pattern = "PiIdeReviewClosed", callback = on_review_closed })
   vim.api.nvim_create_autocmd("User", { group = group, pattern = "PiIdeWroteOther", callback = on_wrote_other })
 end
 

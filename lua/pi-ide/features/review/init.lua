@@ -19,7 +19,15 @@ local M = {}
 local views = {} -- req -> view
 local order = {} -- reqs
 
-local user_event = require("pi-ide.core.events").fire
+local fire = require("pi-ide.core.events").fire
+
+-- User PiIdeReviewOpened and PiIdeReviewClosed (`what`: "Opened", "Closed"); the names they had,
+-- PiIdeDiffOpened and PiIdeDiffClosed, fire too until the next release.
+local function review_event(what, data)
+  fire("PiIdeReview" .. what, data)
+  fire("PiIdeDiff" .. what, data)
+end
+
 local display_name = winbar.display_name
 
 local function native()
@@ -46,7 +54,7 @@ local function forget(r)
   end
 end
 
---- The view of a review that ended: PiIdeDiffClosed, then the windows go on the next turn of
+--- The view of a review that ended: PiIdeReviewClosed, then the windows go on the next turn of
 --- the loop (it may be ending from inside one of its own autocmds). result: "accepted",
 --- "rejected" or "abandoned"; `blob`: the git blob id of the text accepted (what the file must
 --- hold once the agent has written it).
@@ -57,7 +65,7 @@ local function ended(r, result, blob)
   r.ended = true
   forget(r)
   log.info("review %s of %s: %s", r.tab_name, r.path, result)
-  user_event("PiIdeDiffClosed", { tab_name = r.tab_name, path = r.path, result = result, blob = blob })
+  review_event("Closed", { tab_name = r.tab_name, path = r.path, result = result, blob = blob })
   vim.schedule(function()
     ui.close(r)
     refresh_winbars()
@@ -182,7 +190,7 @@ end
 function M.shown(r)
   r.shown = true
   refresh_winbars()
-  user_event("PiIdeDiffOpened", { tab_name = r.tab_name, path = r.path })
+  review_event("Opened", { tab_name = r.tab_name, path = r.path })
 end
 
 --- Redraws the winbars (an agent named its session; a window was resized).

@@ -20,7 +20,7 @@ local function track_command_lines()
   if tracking then
     return
   end
-  tracking = vim.api.nvim_create_augroup("PiIdeDiffIntent", { clear = true })
+  tracking = vim.api.nvim_create_augroup("PiIdeReviewIntent", { clear = true })
   vim.api.nvim_create_autocmd("CmdlineLeave", {
     group = tracking,
     callback = log.guard("noting a command line", function()

@@ -54,7 +54,7 @@ local function make_right(r, built)
 end
 
 local function attach(r, view)
-  local group = vim.api.nvim_create_augroup("PiIdeDiff_" .. r.ui.right_buf, { clear = true })
+  local group = vim.api.nvim_create_augroup("PiIdeReview_" .. r.ui.right_buf, { clear = true })
   require("pi-ide.features.review.intent").attach(r, group, function()
     view.accept(r)
   end)
