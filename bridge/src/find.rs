@@ -1,7 +1,7 @@
 //! Which Neovim to use, from the records Neovims with pi-ide.nvim keep (one file each, in the
 //! records folder: `$XDG_RUNTIME_DIR/pi-ide/mcp`, else `/run/user/<uid>/pi-ide/mcp` or
 //! `$TMPDIR/pi-ide-<uid>/mcp`, see the core's support/safe_dir/runtime.rs, which this program
-//! shares; the core's agents/mcp/record.rs writes them). In order: the one named (`--nvim`,
+//! shares; the core's agents/mcp_clients/record.rs writes them). In order: the one named (`--nvim`,
 //! `PI_IDE_NVIM`: its socket, its server address or its pid); the one whose terminal runs us
 //! (`$NVIM`); the one whose workspace folder holds our working folder (the deepest; among
 //! equals, the one focused last); the one focused last. Records of processes that are gone, or

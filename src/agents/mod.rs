@@ -4,13 +4,20 @@
 //! where its answers and notifications differ from pi-ide's, and whether it takes our requests.
 //! The rest of the core asks the agent a client came as (`&'static Agent`), never its name.
 //!
+//! An entry is an agent (a product: `pi`, `claude`, `copilot`) or, where the core serves many
+//! agents alike, the one way they all come: `mcp` (every MCP client, through the bridge:
+//! mcp_clients/) and `chat` (whichever agent runs in a chat, through the chat's client in this
+//! process: chat.rs). Lua names the entries as the core does (lua/pi-ide/agents/), except
+//! `chat`: there each agent a chat runs is a module of its own (gemini's only lives there). `mcp`
+//! is the user's word too (its option, `:PiIde mcp`, its line in `:PiIde status`).
+//!
 //! Adding an agent that speaks an existing transport is a module here and a line in [`ALL`]
 //! (with its Lua side: lua/pi-ide/agents/). README.md ("Architecture") has the steps.
 
-pub mod acp;
+pub mod chat;
 pub mod claude;
 pub mod copilot;
-pub mod mcp;
+pub mod mcp_clients;
 pub mod pi;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +29,7 @@ use crate::protocol::lockfile::LockInfo;
 use crate::protocol::tools::Tool;
 
 /// Every agent the core can serve, by the name Lua gives it.
-pub static ALL: &[&Agent] = &[&pi::AGENT, &claude::AGENT, &copilot::AGENT, &mcp::AGENT, &acp::AGENT];
+pub static ALL: &[&Agent] = &[&pi::AGENT, &claude::AGENT, &copilot::AGENT, &mcp_clients::AGENT, &chat::AGENT];
 
 /// The agent served always, whose lockfile is the server's own.
 pub static HOME: &Agent = &pi::AGENT;

@@ -69,7 +69,7 @@ fn a_folder_that_is_not_a_repository_works_and_respects_its_gitignore() {
     std::fs::create_dir_all(ws.join("build")).unwrap();
     std::fs::write(ws.join("build/out"), "x").unwrap();
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("acp", None, &[]).unwrap().0;
+    let t = cp.begin("pi", None, &[]).unwrap().0;
     std::fs::write(ws.join("build/out"), "y").unwrap();
     std::fs::remove_file(ws.join("keep.txt")).unwrap();
     let (_, changes) = cp.changes(Some(t.n)).unwrap();
@@ -104,7 +104,7 @@ fn a_change_after_the_turn_is_flagged_and_a_deleted_then_recreated_file_is_one_c
 fn a_file_the_user_saw_whose_end_holds_other_text_is_not_reviewed_and_says_so() {
     let (ws, state) = rig("cp-other-text", false);
     let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
-    let t = cp.begin("acp", None, &[]).unwrap().0;
+    let t = cp.begin("pi", None, &[]).unwrap().0;
     for (name, text) in [("a.txt", "accepted\n"), ("b.txt", "evil\n"), ("c.txt", "mine\n")] {
         std::fs::write(ws.join(name), text).unwrap();
     }

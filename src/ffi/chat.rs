@@ -79,7 +79,7 @@ struct ServerReviews {
 }
 
 impl crate::chat::acp::Reviewer for ServerReviews {
-    fn review(&self, proposal: crate::agents::acp::Proposal, done: crate::agents::acp::Done) {
+    fn review(&self, proposal: crate::agents::chat::Proposal, done: crate::agents::chat::Done) {
         let mut done = Some(done);
         super::with_server(|s| {
             if let Some(done) = done.take() {

@@ -1,5 +1,5 @@
 //! Clients in this process: each ACP chat brings the changes its agent proposes as calls of
-//! the acp agent's review tools (agents/acp.rs), so that they are reviews like any other agent's
+//! the chat's review tools (agents/chat.rs), so that they are reviews like any other agent's
 //! (state/reviews/): shown, answered once, taken away when the chat ends or the editor stops.
 //! The chat gets each verdict through a callback; a callback dropped unanswered (its client
 //! forgotten, the server stopped) answers a rejection, so no proposal is ever left hanging.
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
-use crate::agents::acp::{self, Done, Proposal};
+use crate::agents::chat::{self, Done, Proposal};
 use crate::protocol::jsonrpc::Id;
 use crate::protocol::tools::Verdict;
 use crate::state::outbox::{Outbound, Outbox};
@@ -56,7 +56,7 @@ impl Locals {
         let local = self.local(shared, &rt, tag, label);
         let call = shared.next_id();
         local.owed.lock().insert(call, Owed(Some(done)));
-        let tool = if p.read_only { acp::PERMISSION } else { acp::WRITE };
+        let tool = if p.read_only { chat::PERMISSION } else { chat::WRITE };
         let args = json!({ "tab": p.tab, "path": p.path, "contents": p.contents });
         let shared = shared.clone();
         rt.spawn(async move {
@@ -110,9 +110,9 @@ impl Locals {
             return l.clone();
         }
         let client = shared.next_id();
-        // Its slot is given back when it is forgotten (end); chats are few, so never refused.
+        // Its slot is released when it is forgotten (end); chats are few, so never refused.
         shared.clients.reserve(usize::MAX);
-        let outbox = shared.clients.add(client, &acp::AGENT, Some(tag.to_owned()));
+        let outbox = shared.clients.add(client, &chat::AGENT, Some(tag.to_owned()));
         shared.clients.mark_initialized(client, Some(label.to_owned()), None);
         let local = Arc::new(Local { client, owed: Mutex::new(HashMap::new()) });
         rt.spawn(read_answers(Arc::downgrade(&local), outbox));

@@ -272,7 +272,7 @@ impl Server {
     }
 
     /// A change the chat `tag`'s agent proposes, to review (local.rs).
-    pub fn review_for_chat(&self, chat: (&str, &str), proposal: agents::acp::Proposal, done: agents::acp::Done) {
+    pub fn review_for_chat(&self, chat: (&str, &str), proposal: agents::chat::Proposal, done: agents::chat::Done) {
         self.locals.review(&self.shared, chat, proposal, done);
     }
 

@@ -36,7 +36,7 @@ use serde_json::{json, Map, Value};
 use self::change::Change;
 use self::landed::Landing;
 use super::op::Op;
-use crate::agents::acp::{Done, Proposal};
+use crate::agents::chat::{Done, Proposal};
 use crate::protocol::tools::Verdict;
 use crate::support::blob::blob_id;
 use crate::support::reviewed_write::Seen;

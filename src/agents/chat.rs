@@ -1,8 +1,8 @@
-//! An ACP agent in the chat (`:PiIde chat claude|copilot|gemini|…`, chat/acp/): it reaches no
-//! socket of ours. The chat speaks ACP on the agent's stdio and brings each change the agent
-//! proposes here as a call of one of these review tools, from a client of its own in this
-//! process (server/local.rs): so a chat's review is the same state machine, shown and answered
-//! as every other agent's.
+//! Every agent in a chat over ACP (`:PiIde chat claude|copilot|gemini|…`, chat/acp/), as one
+//! entry: the core sees them alike, as the chat's own client in this process (server/local.rs),
+//! and no socket of ours is reached. The chat speaks ACP on the agent's stdio and brings each
+//! change the agent proposes here as a call of one of these review tools: so a chat's review is
+//! the same state machine, shown and answered as every other agent's.
 
 use serde_json::Value;
 
@@ -10,7 +10,7 @@ use super::{Agent, Lockfile, Transport};
 use crate::protocol::tools::{Hook, Param, ReviewArgs, Shape, Tool, Ty, PLAIN};
 
 pub static AGENT: Agent = Agent {
-    name: "acp",
+    name: "chat",
     transport: Transport::InProcess,
     lockfile: Lockfile::None,
     tools: TOOLS,
