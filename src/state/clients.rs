@@ -84,7 +84,7 @@ impl Clients {
         outbox
     }
 
-    /// Forgets a client (its socket is gone) and gives its slot back. Returns what it was
+    /// Forgets a client (its socket is gone) and releases its slot. Returns what it was
     /// (None when unknown).
     pub fn remove(&self, client: u64) -> Option<ClientStatus> {
         let c = self.map.lock().remove(&client)?;
@@ -128,7 +128,7 @@ impl Clients {
             .is_ok()
     }
 
-    /// Gives a slot back (a client left, or its upgrade failed after the check).
+    /// Releases a slot (a client left, or its upgrade failed after the check).
     pub fn release(&self) {
         let _ = self
             .slots

@@ -122,14 +122,14 @@ pub struct Handshakes {
     freed: Notify,
 }
 
-/// A handshake slot, given back when dropped. `evicted` fires if it is pushed out.
+/// A handshake slot, released when dropped. `evicted` fires if it is pushed out.
 pub struct Slot<'a> {
     owner: &'a Handshakes,
     client: u64,
     pub evicted: oneshot::Receiver<()>,
 }
 
-/// A place among the connections waiting for a slot; given back when the wait ends in any way.
+/// A place among the connections waiting for a slot; released when the wait ends in any way.
 struct Queued<'a> {
     owner: &'a Handshakes,
     counted: bool,
@@ -188,7 +188,7 @@ impl Handshakes {
     }
 
     /// Waits for a handshake slot. None when too many wait already (the newcomer is refused).
-    /// Cancelling the wait (a deadline, stopping) gives its place in the queue back.
+    /// Cancelling the wait (a deadline, stopping) releases its place in the queue.
     pub async fn slot(&self, client: u64, activity: Arc<Activity>) -> Option<Slot<'_>> {
         let mut queued: Option<Queued<'_>> = None;
         let got = loop {
@@ -328,7 +328,7 @@ mod tests {
         }
         assert_eq!(h.counts().2, 4);
         assert!(h.slot(99, Activity::new()).await.is_none(), "the fifth waiting is refused");
-        // Waits cut short (their deadline) give their places back.
+        // Waits cut short (their deadline) release their places.
         drop(waiters);
         for i in 20..30 {
             assert!(tokio::time::timeout(Duration::from_millis(1), h.slot(i, activity.clone())).await.is_err());

@@ -238,7 +238,7 @@ async fn handshake(
     };
     drop(slot);
     if admitted.load(Relaxed) && !matches!(upgraded, Some(Ok(_))) {
-        // Passed the check, but the upgrade did not complete: give the slot back.
+        // Passed the check, but the upgrade did not complete: release the slot.
         shared.clients.release();
     }
     match upgraded? {
