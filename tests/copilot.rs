@@ -1,4 +1,4 @@
-//! The Copilot CLI's bridge (COPILOT.md) through a real HTTP client on the Unix socket (hyper's,
+//! The Copilot CLI's bridge (src/agents/copilot/) through a real HTTP client on the Unix socket (hyper's,
 //! in peer/src/copilot.rs), against a real headless Neovim: discovery, auth, the handshake,
 //! the event stream, each tool's shape, reviews answered on every path, several sessions, and
 //! Pi, Claude Code and Copilot connected at once.

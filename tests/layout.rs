@@ -223,8 +223,8 @@ fn the_cores_modules_never_use_each_other_in_a_circle() {
     }
 }
 
-/// The names of files (with a folder, ending in .rs or .lua) and of our folders (src/, lua/,
-/// tests/ and below) in a comment or a document.
+/// The names of files (with a folder, ending in .rs or .lua), of documents (.md) and of our
+/// folders (src/, lua/, tests/ and below) in a comment or a document.
 fn referenced_paths(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let bytes = text.as_bytes();
@@ -244,7 +244,7 @@ fn referenced_paths(text: &str) -> Vec<String> {
         if w.starts_with('/') || text[..start].ends_with(':') {
             continue;
         }
-        let is_file = (w.ends_with(".rs") || w.ends_with(".lua")) && w.contains('/');
+        let is_file = (w.ends_with(".rs") || w.ends_with(".lua")) && w.contains('/') || w.ends_with(".md") && !w.starts_with('.');
         let is_folder = w.ends_with('/') && ["src/", "lua/", "tests/", "peer/"].iter().any(|r| w.starts_with(r));
         if is_file || is_folder {
             out.push(w.to_owned());
@@ -259,6 +259,7 @@ fn no_comment_or_document_names_a_file_that_is_not_there() {
         .iter()
         .flat_map(|d| files(d, ""))
         .map(|f| rel(&f))
+        .chain(std::fs::read_dir(root()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()))
         .collect();
     let exists = |r: &str| all.iter().any(|f| f == r || f.ends_with(&format!("/{r}")) || f.starts_with(r) || f.contains(&format!("/{r}")));
     let mut stale = Vec::new();
@@ -282,4 +283,5 @@ fn no_comment_or_document_names_a_file_that_is_not_there() {
     }
     assert!(stale.is_empty(), "references to files that are not there:\n{}", stale.join("\n"));
     assert_eq!(referenced_paths("see src/x/y.rs, and lua/pi-ide/core/ too."), ["src/x/y.rs", "lua/pi-ide/core/"]);
+    assert_eq!(referenced_paths("(NOTES.md says)"), ["NOTES.md"]);
 }

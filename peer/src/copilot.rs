@@ -1,4 +1,4 @@
-//! The Copilot CLI's side of its IDE bridge (COPILOT.md), for tests and benchmarks: find the
+//! The Copilot CLI's side of its IDE bridge (src/agents/copilot/), for tests and benchmarks: find the
 //! editor by the Copilot lockfile, then speak MCP over HTTP on its Unix socket with hyper's
 //! client. Blocking calls on a private runtime; each request on a connection of its own (the
 //! CLI keeps several open: a pending open_diff holds one).

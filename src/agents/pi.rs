@@ -1,4 +1,5 @@
-//! Pi, with the pi-ide extension (PROTOCOL.md): the pi-ide tools over our WebSocket, its own
+//! Pi, with the pi-ide extension (npm `@ldelossa/pi-ide`, whose README is the protocol's
+//! description; protocol/ holds our side of it): the pi-ide tools over our WebSocket, its own
 //! header, and the lockfile in `$PI_IDE_LOCK_DIR` (or `~/.pi/ide`), the server's own. It takes
 //! our requests (ghost-text suggestions).
 

@@ -3,7 +3,8 @@
 //! the cap are counted and dropped up to the next LF.
 //!
 //! Lines split on LF only: U+2028 and U+2029 are valid inside JSON strings, and Pi's framing
-//! (docs/rpc.md "Framing") says they are not record boundaries. A CR before the LF is dropped.
+//! (the RPC mode's page of Pi's documentation, "Framing") says they are not record boundaries.
+//! A CR before the LF is dropped.
 
 use std::io::{BufRead, ErrorKind};
 

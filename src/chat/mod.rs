@@ -1,7 +1,7 @@
-//! A chat: Pi in RPC mode (`pi --mode rpc`, JSON lines on its stdin and stdout; see Pi's
-//! docs/rpc.md) as a child process of Neovim, driven from here so that Neovim's main thread
-//! never reads, parses or waits on it. Lua sends commands (`send`), and on each wake takes
-//! what to draw (`drain`): a few ops per frame, however many records Pi wrote.
+//! A chat: Pi in RPC mode (`pi --mode rpc`, JSON lines on its stdin and stdout; see the RPC
+//! mode's page of Pi's documentation) as a child process of Neovim, driven from here so that
+//! Neovim's main thread never reads, parses or waits on it. Lua sends commands (`send`), and on
+//! each wake takes what to draw (`drain`): a few ops per frame, however many records Pi wrote.
 //!
 //! Design notes:
 //! - Plain threads, not the server's tokio runtime: the chat must live on while the server is

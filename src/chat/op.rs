@@ -1,6 +1,6 @@
-//! What Lua draws: Pi's stdout records (docs/json.md, docs/rpc.md) turned into ops. Text is
-//! cut down here, off the main thread: a tool's output becomes its first few lines, so a
-//! build log of megabytes costs Lua a dozen strings.
+//! What Lua draws: Pi's stdout records (the JSON and RPC modes' pages of Pi's documentation)
+//! turned into ops. Text is cut down here, off the main thread: a tool's output becomes its
+//! first few lines, so a build log of megabytes costs Lua a dozen strings.
 
 use serde_json::{Map, Value};
 

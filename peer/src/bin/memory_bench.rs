@@ -101,7 +101,7 @@ pub fn added() -> Added {
     Added { base, idle: idle.minus(base), client: client.minus(base2) }
 }
 
-/// A client that connects as the Pi extension does (PROTOCOL.md): it offers permessage-deflate
+/// A client that connects as the Pi extension does (src/agents/pi.rs): it offers permessage-deflate
 /// (declined), initializes, and then only calls tools.
 fn pi_like_client(nvim: &Nvim) -> pi_ide_peer::Peer {
     let l = nvim.lockfile();

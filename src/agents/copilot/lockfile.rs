@@ -1,4 +1,4 @@
-//! The Copilot CLI's lockfile (COPILOT.md): `${COPILOT_HOME:-~/.copilot}/ide/<uuid>.lock`,
+//! The Copilot CLI's lockfile (its IDE bridge: mod.rs): `${COPILOT_HOME:-~/.copilot}/ide/<uuid>.lock`,
 //! mode 0600, naming our Unix socket and the header the CLI must send. The CLI connects on its
 //! own when one of `workspaceFolders` is exactly its cwd.
 

@@ -1,6 +1,8 @@
-//! The GitHub Copilot CLI (COPILOT.md): MCP over HTTP on a Unix socket of its own, a lockfile
-//! of its own format (lockfile.rs), its own tools (tools.rs, each mapped onto the pi-ide tool of
-//! the same meaning) and notifications (notify.rs). It answers none of our requests.
+//! The GitHub Copilot CLI (npm `@github/copilot`) and its IDE bridge, as observed with the CLI
+//! (the editor side Microsoft publishes for VS Code is in microsoft/vscode-copilot-chat): MCP
+//! over HTTP on a Unix socket of its own, a lockfile of its own format (lockfile.rs), its own
+//! tools (tools.rs, each mapped onto the pi-ide tool of the same meaning) and notifications
+//! (notify.rs). It answers none of our requests.
 
 pub mod lockfile;
 pub mod notify;

@@ -1,4 +1,4 @@
-//! What the Copilot CLI is told (COPILOT.md): our notifications (the selection, `:PiIde send`),
+//! What the Copilot CLI is told (its IDE bridge: mod.rs): our notifications (the selection, `:PiIde send`),
 //! which are in pi-ide's words, as the CLI reads them.
 
 use serde_json::{json, Value};

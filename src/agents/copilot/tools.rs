@@ -1,4 +1,4 @@
-//! The Copilot CLI's tools (COPILOT.md), one entry each. Each shares its Lua handler and its
+//! The Copilot CLI's tools (its IDE bridge: mod.rs), one entry each. Each shares its Lua handler and its
 //! hook with the pi-ide tool of the same meaning (protocol/tools/pi_ide.rs); `adapt` maps the
 //! arguments onto that handler's, `reshape` its answer onto the shape the CLI parses.
 

@@ -1,8 +1,8 @@
 //! The change a permission carries, made whole: the file as it will be. Agents send a fragment
 //! (a `diff` item `{path, oldText, newText}`, a new file with `oldText: null`; or a unified diff
 //! in `rawInput.diff`, with the fragment on the `tool_call` before it) or the whole file before
-//! and after (../shared/AGENTS.md says which agent sends which). Applied to the text on disk; a fragment that
-//! does not apply says why, and is never guessed at.
+//! and after: each agent one of these. Applied to the text on disk; a fragment that does not
+//! apply says why, and is never guessed at.
 
 use serde_json::Value;
 
