@@ -16,7 +16,7 @@ struct Rig {
     log: std::path::PathBuf,
 }
 
-/// A Neovim with the chat agent `fake` (the stand-in, started with `args`), its messages logged.
+/// A Neovim with the chat agent `fake` (the fake ACP agent, started with `args`), its messages logged.
 fn rig(args: &[&str]) -> Rig {
     let dir = pi_ide_peer::nvim::temp_dir("acp-log");
     let log = dir.join("agent.log");

@@ -1,4 +1,4 @@
-//! Checkpoints of agent turns (:PiIde changes, :PiIde undo) with the stand-in ACP agent
+//! Checkpoints of agent turns (:PiIde changes, :PiIde undo) with the fake ACP agent
 //! (peer/src/bin/fake_acp_agent.rs), whose `shell` prompt changes files through `sh -c` as an
 //! agent's shell tool does: nothing asked, nothing reviewed. The user's repository must come out
 //! as it went in (HEAD, stash list, index); every change is listed, shown and put back.
@@ -15,7 +15,7 @@ fn fake() -> String {
     plugin_root().join("target/release/fake_acp_agent").display().to_string()
 }
 
-/// A Neovim whose chat agent `fake` is the stand-in; `extra`: more of setup's options.
+/// A Neovim whose chat agent `fake` is the fake ACP agent; `extra`: more of setup's options.
 fn rig(extra: &str) -> Nvim {
     rig_with(extra, Options::default())
 }
