@@ -8,13 +8,34 @@
 //! - `state`: what the server thread and Neovim's main thread share (clients, events, calls
 //!   parked for Lua, reviews, requests, the selection, diagnostics).
 //! - `mcp`: the MCP core every transport hands its messages to.
-//! - `transport`: how messages arrive and leave (WebSocket, HTTP on a Unix socket).
+//! - `transport`: how messages arrive and leave (WebSocket, HTTP or lines on a Unix socket).
 //! - `server`: the server's life (bind, threads, the agents served, stop in order).
 //! - `ffi`: the one narrow boundary Lua calls through.
 //!
 //! `chat` runs a chat's agent as a child process, beside the server; `checkpoint` records the
 //! workspace at each agent turn (a shadow git repository) and puts it back. See README.md
 //! ("Architecture").
+//!
+//! The words, one per idea, in Rust and Lua alike:
+//!
+//! - *review*: a write an agent proposes, shown in two panes (the proposal, the file on disk)
+//!   until the user accepts or rejects it; the option `review`, events `PiIdeReview*`. Agents
+//!   call it a diff (`openDiff`, `open_diff`, `DIFF_REJECTED`): those are their words on the
+//!   wire and stay. *diff* is otherwise only Neovim's diff mode or a diff of texts.
+//! - *agent*: a product (Pi, Codex, each one agents/ or lua/pi-ide/agents/ names). A *client* is
+//!   one connection of one. The registries (agents/, lua/pi-ide/agents/) hold an entry per agent
+//!   served with a dialect of its own, and an entry per way that many agents come alike: `mcp`
+//!   (every MCP client) and, in the core, `chat` (whichever agent runs in a chat).
+//! - *transport*: how an agent's bytes reach us (WebSocket, HTTP on a Unix socket, lines on a
+//!   Unix socket, in-process): transport/. *protocol*: what is said over it: MCP (JSON-RPC; the
+//!   MCP core every transport feeds is `mcp`), ACP (a chat and its agent: chat/acp/), Pi's RPC
+//!   mode (Pi's chat). *dialect*: where an agent's tools, answers and notifications differ.
+//! - `mcp`: the MCP core here; the entry of MCP clients (agents/mcp_clients/, named `mcp` to Lua
+//!   and the user); their program is `pi-ide-mcp`, the *bridge* (bridge/).
+//! - *release*: what is held (a slot, a staged proposal) goes back; never "give back". (A
+//!   *release* of the plugin is a tagged version.)
+//! - In tests, a *fake* plays a program or a plugin (a fake Pi, a fake ACP agent, fake file
+//!   explorers); a *mock* is only a model's API server on loopback (the tests' `*_mock` modules).
 
 pub mod agents;
 pub mod chat;
