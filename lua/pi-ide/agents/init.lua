@@ -4,9 +4,10 @@
 -- it from the start and with what, what connects one launched from Neovim to this Neovim, and
 -- its lines in :PiIde status and :checkhealth. The core's side of each agent is src/agents/.
 -- Everything else asks this registry; adding an agent is a module and a line in `names`.
+-- An entry is an agent (a product), or `mcp`: every MCP client, served alike through pi-ide-mcp.
 --
 ---@class PiIde.Agent
----@field name string Its name here, in the core, in :PiIde open and in terminal.agents.
+---@field name string Its name here, in the core (for one it serves), in :PiIde open and in terminal.agents.
 ---@field label string How messages name it ("Claude Code").
 ---@field short string How a tight place names it ("Claude").
 ---@field install string What to run to install it.
