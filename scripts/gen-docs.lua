@@ -240,20 +240,14 @@ end
 
 local HELP_INTRO = [[
 Pass options to |pi-ide.setup()| (lazy.nvim's `opts`). An unknown key or a
-value of the wrong type is named in an error message (with a suggestion for a
-typo) and ignored; the other options still apply. Options the server reads
-when it starts (those that serve an agent, `max_message_size`, ...) changed by
-a later setup() restart the server at once when no agent is connected and no
-review is open; otherwise a message says to run `:PiIde stop` and
-`:PiIde start`.
-
-The options are annotated for lua_ls (the class `PiIde.Config`): with
-lazydev.nvim they complete and type-check, also in a lazy.nvim spec after
-`---@type PiIde.Config` above `opts`. Each option below gives its type (as
-LuaCATS writes it) and its default.
-
-This section is generated from the options' descriptions by
-`scripts/gen-docs` (edit those, not this).
+value of the wrong type is named in an error message and ignored; the rest
+still applies. Options the server reads when it starts (those that serve an
+agent, `max_message_size`, ...) changed by a later setup() restart the server
+at once when no agent is connected and no review is open; otherwise a message
+says to run `:PiIde stop` and `:PiIde start`. The class `PiIde.Config`
+annotates them for lua_ls (with lazydev.nvim, or `---@type PiIde.Config`
+above lazy.nvim's `opts`). Each option gives its LuaCATS type and default.
+(Generated from the options' declarations by `scripts/gen-docs`.)
 ]]
 
 --- Help text: `:help x` becomes a link, and so does a :PiIde subcommand.
@@ -279,9 +273,13 @@ local function wrap(text, indent)
   return out
 end
 
-local function tag_line(tag)
+--- `name`, and its tag at the right margin (on a line of its own above when both do not fit).
+local function tagged(name, tag)
   local t = ("*%s*"):format(tag)
-  return (" "):rep(math.max(1, WIDTH - #t)) .. t
+  if #name + 1 + #t > WIDTH then
+    return { (" "):rep(WIDTH - #t) .. t, name }
+  end
+  return { name .. (" "):rep(WIDTH - #name - #t) .. t }
 end
 
 --- The option's type and default as the help writes them (no "|" that could read as a link).
@@ -328,7 +326,8 @@ local function help_section()
   local out, chunks = { "" }, {}
   vim.list_extend(out, vim.split(HELP_INTRO, "\n", { trimempty = true }))
   for _, e in ipairs(children(spec, "")) do
-    local lines = { "", tag_line("pi-ide-option-" .. e.name), e.name .. " ~" }
+    local lines = { "" }
+    vim.list_extend(lines, tagged(e.name, "pi-ide-option-" .. e.name))
     if e.rule.is_option then
       vim.list_extend(lines, wrap(help_type(e), 4))
       vim.list_extend(lines, wrap(helpish(e.doc.text), 4))
