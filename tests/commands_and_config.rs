@@ -670,3 +670,75 @@ fn every_option_is_in_the_annotations_and_the_help() {
     }
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
+
+/// Runs scripts/gen-docs.lua in check mode on the plugin at `root`: its success, and what it said.
+fn gen_docs_check(root: &Path) -> (bool, String) {
+    let out = std::process::Command::new(pi_ide_peer::nvim::nvim_binary())
+        .arg("--clean")
+        .arg("-l")
+        .arg(plugin_root().join("scripts/gen-docs.lua"))
+        .args(["--check", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn the_helps_options_and_the_luacats_classes_are_what_the_schema_generates() {
+    let (ok, said) = gen_docs_check(&plugin_root());
+    assert!(ok, "scripts/gen-docs --check failed:\n{said}");
+    // A description changed in the schema and not generated again: both outputs name it.
+    let dir = plugin_copy("gen-docs", false, None);
+    copy_tree(&plugin_root().join("doc"), &dir.join("doc"));
+    let schema = dir.join("lua/pi-ide/core/schema.lua");
+    let text = std::fs::read_to_string(&schema).unwrap();
+    let drifted = text.replacen("-- Lines before the cursor.", "-- Lines before the cursor, at most.", 1);
+    assert_ne!(text, drifted, "the description to change is not in the schema");
+    std::fs::write(&schema, drifted).unwrap();
+    let (ok, said) = gen_docs_check(&dir);
+    assert!(!ok, "a drifted description passed the check");
+    for file in ["lua/pi-ide/core/config.lua", "doc/pi-ide.txt"] {
+        assert!(said.contains(&format!("{file} is out of date")), "{file} not named:\n{said}");
+    }
+    assert_eq!(said.matches("option suggestion.context.before_lines: its text differs").count(), 2, "{said}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_help_links_only_to_tags_that_exist() {
+    let nvim = Nvim::start();
+    let help = std::fs::read_to_string(plugin_root().join("doc/pi-ide.txt")).unwrap();
+    let runtime = nvim.lua("return vim.env.VIMRUNTIME");
+    let theirs = std::fs::read_to_string(Path::new(runtime.as_str().unwrap()).join("doc/tags")).unwrap();
+    let mut tags: std::collections::HashSet<&str> = theirs.lines().filter_map(|l| l.split('\t').next()).collect();
+    // Ours: *tag* where a tag may stand (after a space or at the start of a line).
+    for (i, _) in help.match_indices('*') {
+        let rest = &help[i + 1..];
+        let before = help[..i].chars().next_back();
+        if let Some(end) = rest.find(['*', ' ', '\t', '\n']).filter(|&e| rest.as_bytes()[e] == b'*' && e > 0) {
+            if before.is_none_or(|c| c.is_whitespace()) {
+                tags.insert(&rest[..end]);
+            }
+        }
+    }
+    // Links as Vim's help syntax sees them: |x| with no space, quote, star or bar inside.
+    let mut broken = Vec::new();
+    for (n, line) in help.lines().enumerate() {
+        let mut rest = line;
+        while let Some(i) = rest.find('|') {
+            let after = &rest[i + 1..];
+            let Some(j) = after.find('|') else { break };
+            let w = &after[..j];
+            if w.is_empty() || w.contains([' ', '"', '*', '\t']) {
+                rest = after;
+                continue;
+            }
+            if !tags.contains(w) {
+                broken.push(format!("line {}: |{w}|", n + 1));
+            }
+            rest = &after[j + 1..];
+        }
+    }
+    assert!(broken.is_empty(), "links to no tag in doc/pi-ide.txt:\n{}", broken.join("\n"));
+}

@@ -2,9 +2,6 @@
 -- optional; with no configuration the server starts when Neovim does.
 local M = {}
 
---- Applies options (see :help pi-ide-options). Unknown or ill-typed keys are named in an error
---- message and ignored.
----@param opts? PiIde.Config
 -- setup()'s work: the options checked and taken, and a running server told.
 local function configure(opts)
   local config = require("pi-ide.core.config")
@@ -19,6 +16,9 @@ local function configure(opts)
   end
 end
 
+--- Applies options (see :help pi-ide-options). Unknown or ill-typed keys are named in an error
+--- message and ignored.
+---@param opts? PiIde.Config
 function M.setup(opts)
   require("pi-ide.core.gc").eager(configure, opts)
 end

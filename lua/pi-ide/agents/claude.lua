@@ -21,7 +21,8 @@ local opt = require("pi-ide.core.options").opt
 
 M.options = {
   -- Also serve Claude Code (same wire format): a second lockfile in $CLAUDE_CONFIG_DIR/ide
-  -- (or ~/.claude/ide) and its x-claude-code-ide-authorization header.
+  -- (or ~/.claude/ide) and its x-claude-code-ide-authorization header. See :help
+  -- pi-ide-claude-code.
   claude_code = opt(false, { "boolean" }),
 }
 

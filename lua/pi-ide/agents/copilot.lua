@@ -25,8 +25,11 @@ local M = {
 local opt = require("pi-ide.core.options").opt
 
 M.options = {
-  -- Also serve the GitHub Copilot CLI. A table turns it on with options: trust_workspace =
-  -- true tells the CLI the folder is trusted (it skips its trust prompt).
+  -- Also serve the GitHub Copilot CLI (see :help pi-ide-copilot); off, nothing of it runs (no
+  -- socket, no lockfile). A table turns it on with options: trust_workspace = true tells the
+  -- CLI the workspace folders are trusted (isTrusted in its lockfile), so it skips its "do you
+  -- trust this folder?" prompt. Set it only for folders you trust.
+  -- @type boolean|{ trust_workspace?: boolean }
   copilot = opt(false, { "boolean", "table" }, function(v)
     if type(v) ~= "table" then
       return

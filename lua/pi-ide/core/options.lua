@@ -1,7 +1,11 @@
 -- The words options are written in: an option is its default, the Lua types it may have, and a
--- check returning an error text. config.lua builds its tree of them; an agent's module adds
--- its own options in the same words.
+-- check returning an error text. core/schema.lua builds its tree of them; an agent's module
+-- adds its own options in the same words. The comment right above an option is its
+-- description: scripts/gen-docs.lua writes the help's options and the LuaCATS classes from both.
 local M = {}
+
+-- The values each one_of check allows, for the generated docs (weak: a check let go goes too).
+local choices = setmetatable({}, { __mode = "k" })
 
 --- One option. `check(value)` returns why a value is wrong, or nil.
 function M.opt(default, types, check)
@@ -20,11 +24,18 @@ end
 --- A check: one of these values.
 function M.one_of(...)
   local allowed = { ... }
-  return function(v)
+  local function check(v)
     if not vim.tbl_contains(allowed, v) then
       return "must be one of " .. table.concat(allowed, ", ")
     end
   end
+  choices[check] = allowed
+  return check
+end
+
+--- The values a check made by one_of allows; nil for any other check.
+function M.choices(check)
+  return choices[check]
 end
 
 --- An option in milliseconds, at least `min`.

@@ -74,54 +74,73 @@ end
 -- Fractions are written as divisions: LuaJIT reads a decimal literal with libm, whose tables
 -- then stay resident (56 KiB in every Neovim; a division is folded without it).
 local spec = {
-  -- Start the server when Neovim starts (after VimEnter, so startup is never slowed).
+  -- Start the server when Neovim has started (after VimEnter, so startup is never slowed).
   auto_start = opt(true, { "boolean" }),
-  -- "off", "error", "warn", "info", "debug" or "trace"; the file is stdpath("log")/pi-ide.log.
+  -- How much goes to the log file, stdpath("log")/pi-ide.log (:PiIde log opens it). Messages
+  -- below the level are neither written nor formatted.
   log_level = opt("info", { "string" }, one_of(unpack(log_levels))),
-  -- The name Pi's /ide list shows for this editor; a string, or a function returning one.
-  -- nil: "Neovim", plus the terminal pane when one is known (tmux, WezTerm, kitty).
+  -- The name the agent's /ide list shows for this editor: a string, or a function returning
+  -- one. nil: "Neovim", or for example "Neovim (tmux %3)" inside tmux, WezTerm or kitty, so
+  -- that two editors in one folder can be told apart.
+  -- @type string|fun():string
   ide_name = opt(nil, { "nil", "string", "function" }, function(v)
     if v == "" then
       return "must not be empty"
     end
   end),
-  -- Frames larger than this many bytes are refused (the connection is closed with code 1009).
+  -- A message larger than this many bytes is read and dropped, the request in it answered (a
+  -- review rejected), and that client's connection closed with code 1009; other clients and
+  -- the editor are not affected.
   max_message_size = opt(64 * 1024 * 1024, { "number" }, whole_number(1024, "bytes")),
-  -- The agent waits for getDiagnostics before every model call; the core answers from a
-  -- snapshot, and only when Neovim must answer but cannot within this many milliseconds (a
-  -- hit-enter prompt, a blocking input(), a long :!command) from what it has.
+  -- The agent asks for diagnostics before every model call and waits without a timeout. The
+  -- core answers from a snapshot Neovim keeps current, without Neovim's main loop; only in the
+  -- moment after a change does Neovim answer itself. If it cannot run scheduled work right then
+  -- (a hit-enter prompt, a blocking input(), a long :!cmd), the core answers after this many
+  -- milliseconds with what it has, so the agent is never stalled by the editor.
   diagnostics_timeout_ms = ms(500, 1),
-  -- selection_changed is sent once the cursor has been still this long (leaving visual mode
-  -- sends at once).
+  -- The selection is sent once the cursor has been still this many milliseconds (leaving
+  -- Visual mode sends it at once).
   selection_debounce_ms = ms(100, 0),
-  -- The selected text sent to the agent is cut after this many lines.
+  -- The selected text sent is cut after this many lines (the range sent is still the whole
+  -- selection).
   selection_max_lines = opt(1000, { "number" }, whole_number(1, "lines")),
-  -- Reviews of the files the agent wants to write (openDiff). Was `diff` (with `review` for
-  -- `enabled`), still accepted until the next release.
+  -- Reviews of the files the agent wants to write (openDiff): how they look and behave. Was
+  -- `diff` (with `review` for `enabled`), still accepted until the next release.
   review = {
-    -- false: accept every proposal at once, without showing it.
+    -- false: accept every proposal at once, without showing it (the agent writes unreviewed).
+    -- Takes effect at once when setup() is called again while the server runs.
     enabled = opt(true, { "boolean" }),
     -- "tab": a new tab page; "vsplit": two new windows in the current tab.
     layout = opt("tab", { "string" }, one_of("tab", "vsplit")),
-    -- Buffer-local keys in both panes of a review; false turns one off.
-    keys = { accept = key("<leader>pa"), reject = key("<leader>pr") },
+    -- Buffer-local Normal-mode keys in both panes of a review; false turns one off.
+    keys = {
+      -- Accept the review, as :w in its proposal does.
+      accept = key("<leader>pa"),
+      -- Reject the review.
+      reject = key("<leader>pr"),
+    },
   },
   -- Inline completions from the agent, shown as ghost text in Insert mode.
   suggestion = {
     -- Ask while typing (after debounce_ms without a keystroke); :PiIde toggle flips it.
     auto_trigger = opt(true, { "boolean" }),
+    -- Ask once no key was typed this many milliseconds.
     debounce_ms = ms(75, 0),
-    -- An unanswered request ends quietly after this long.
+    -- A request still unanswered after this many milliseconds ends quietly (and is cancelled
+    -- on the wire).
     timeout_ms = ms(10000, 1),
     -- How many alternatives to ask for (1 to 3).
+    -- @type 1|2|3
     count = opt(3, { "number" }, function(v)
       if v < 1 or v > 3 or v ~= math.floor(v) then
         return "must be 1, 2 or 3"
       end
     end),
-    -- "provider/id" to ask the agent to use; :PiIde model picks one.
+    -- "provider/id" of the model to ask for; nil: the agent's choice. :PiIde model picks one
+    -- for the session.
     model = opt(nil, { "nil", "string" }),
     -- Per filetype on/off; "*" for the rest. Merged with the default, key by key.
+    -- @type table<string, boolean>
     filetypes = opt({ ["*"] = true, gitcommit = false, gitrebase = false, help = false }, { "table" }, function(v)
       for ft, on in pairs(v) do
         if type(ft) ~= "string" or type(on) ~= "boolean" then
@@ -129,27 +148,39 @@ local spec = {
         end
       end
     end),
-    -- Larger buffers get no suggestions.
+    -- Buffers larger than this many bytes get no suggestions.
     max_file_bytes = opt(2 * 1024 * 1024, { "number" }, whole_number(0, "bytes")),
     -- Hide the ghost text while a completion menu (built-in, nvim-cmp, blink.cmp) is open; it
-    -- comes back when the menu closes. With blink.cmp, the "pi_ide" source (see :help
-    -- pi-ide-blink) shows the suggestion in the menu instead.
+    -- comes back when the menu closes. false draws it over the menu too. With blink.cmp, the
+    -- "pi_ide" source (see :help pi-ide-blink) shows the suggestion in the menu instead.
     hide_during_completion = opt(true, { "boolean" }),
+    -- What is sent around the cursor.
     context = {
+      -- Lines before the cursor.
       before_lines = opt(20, { "number" }, whole_number(0, "lines")),
+      -- Lines after the cursor.
       after_lines = opt(10, { "number" }, whole_number(0, "lines")),
+      -- Bytes of the treesitter outline of the file's declarations (with a parser).
       outline_max_bytes = opt(4000, { "number" }, whole_number(0, "bytes")),
+      -- Bytes of the enclosing function or class (with a parser).
       scope_max_bytes = opt(4000, { "number" }, whole_number(0, "bytes")),
     },
-    -- Insert-mode keys; false turns one off. Accept, word, line and dismiss act only while a
-    -- suggestion is shown; otherwise the key does what it did before.
+    -- Insert-mode keys (see :help pi-ide-keys); false turns one off. Accept, word, line and
+    -- dismiss act only while a suggestion is shown; otherwise the key does what it did before.
     keys = {
+      -- Accept the whole suggestion.
       accept = key("<Tab>"),
+      -- Accept its next word.
       accept_word = key("<M-Right>"),
+      -- Accept the rest of its line.
       accept_line = key("<M-C-Right>"),
+      -- Show the next alternative.
       next = key("<M-]>"),
+      -- Show the previous alternative.
       prev = key("<M-[>"),
+      -- Hide the suggestion.
       dismiss = key("<C-]>"),
+      -- Ask for a suggestion now.
       trigger = key("<M-\\>"),
     },
   },
@@ -157,40 +188,59 @@ local spec = {
   terminal = {
     -- The agent :PiIde open starts when given none.
     agent = opt(agents.launched()[1], { "string" }, one_of(unpack(agents.launched()))),
-    -- "split": a :terminal in a vertical split; "float"; "snacks": snacks.nvim's terminal;
-    -- "external": a command of yours (below); "auto": snacks when installed, else split.
+    -- Where it runs. "split": a :terminal in a vertical split; "float"; "snacks": snacks.nvim's
+    -- terminal; "external": a command of yours (external); "auto": snacks when installed,
+    -- else split.
     provider = opt("auto", { "string" }, one_of("auto", "split", "float", "snacks", "external")),
+    -- The split's side.
     side = opt("right", { "string" }, one_of("left", "right")),
+    -- The split's width: a fraction of the columns below 1, else columns; never under 40
+    -- columns (or half the screen).
     width = opt(40 / 100, { "number" }, fraction_or_columns),
+    -- The float.
     float = {
+      -- A fraction of the screen below 1, else cells.
       width = opt(85 / 100, { "number" }, fraction_or_columns),
+      -- A fraction of the screen below 1, else cells.
       height = opt(85 / 100, { "number" }, fraction_or_columns),
+      -- Its border, as nvim_open_win() takes it.
       border = opt("rounded", { "string" }),
     },
-    -- "external": a command in which %s is replaced by the agent's command line (one shell
+    -- For "external": a command in which %s is replaced by the agent's command line (one shell
     -- word), run by your shell: "tmux split-window -h %s", "wezterm cli split-pane -- sh -c %s".
+    -- Neovim does not track an external agent: :PiIde open starts another.
     external = opt(nil, { "nil", "string" }, function(v)
       if not v:find("%s", 1, true) then
         return "must contain %s (where the agent's command goes)"
       end
     end),
-    -- Close the agent's window when it exits with status 0 (an error stays on screen).
+    -- Close the agent's window when it exits with status 0 (after a failure it stays, to be
+    -- read).
     close_on_exit = opt(true, { "boolean" }),
-    -- :PiIde send and :PiIde add put you in the agent's terminal after sending.
+    -- :PiIde send and :PiIde add put the cursor in the agent's terminal after sending.
     focus_after_send = opt(true, { "boolean" }),
     -- How each agent runs: cmd is the program and its first arguments, env is added to
-    -- Neovim's. Merged agent by agent with the defaults.
+    -- Neovim's environment. Merged agent by agent with the defaults.
+    -- @type table<string, { cmd?: string[], env?: table<string, string> }>
     agents = opt(agent_defaults(), { "table" }, agents_table),
   },
-  -- The chat window (:PiIde chat): Pi in RPC mode, run as terminal.agents.pi says.
+  -- The chat window (:PiIde chat): Pi in RPC mode, run as terminal.agents.pi says with
+  -- "--mode rpc" added, and ACP agents (:PiIde chat {agent}).
   chat = {
     -- "split": at the side of the screen; "float": in the middle.
     provider = opt("split", { "string" }, one_of("split", "float")),
+    -- The split's side.
     side = opt("right", { "string" }, one_of("left", "right")),
+    -- The split's width: a fraction of the columns below 1, else columns; never under 40
+    -- columns (or half the screen).
     width = opt(40 / 100, { "number" }, fraction_or_columns),
+    -- The float.
     float = {
+      -- A fraction of the screen below 1, else cells.
       width = opt(80 / 100, { "number" }, fraction_or_columns),
+      -- A fraction of the screen below 1, else cells.
       height = opt(80 / 100, { "number" }, fraction_or_columns),
+      -- Its border, as nvim_open_win() takes it.
       border = opt("rounded", { "string" }),
     },
     -- Lines of the prompt area under the conversation.
@@ -199,37 +249,48 @@ local spec = {
         return "must be a whole number of lines, at least 1"
       end
     end),
-    -- A prompt sent while Pi works: "steer" (delivered after the current tool calls) or
+    -- A prompt sent while Pi works: "steer" (delivered after its current tool calls) or
     -- "follow_up" (delivered when Pi is done).
     while_working = opt("steer", { "string" }, one_of("steer", "follow_up")),
-    -- Lines of a tool's output shown in its block (the rest is counted).
+    -- Lines of a tool's output shown in its block; the rest is counted ("… N more lines").
     tool_lines = opt(12, { "number" }, function(v)
       if v < 0 or v ~= math.floor(v) then
         return "must be a whole number of lines"
       end
     end),
     -- Highlight the conversation with treesitter's Markdown parser instead of Vim's Markdown
-    -- syntax: richer, but it reparses the whole conversation on every streamed draw.
+    -- syntax: richer, but it reparses the whole conversation on every streamed draw (slow in
+    -- a long chat).
     treesitter = opt(false, { "boolean" }),
-    -- Arguments added to Pi's command line after "--mode rpc" (e.g. { "--model", "x" }).
+    -- Arguments added to Pi's command line after "--mode rpc" (e.g. { "--model", "sonnet" }).
+    -- @type string[]
     args = opt({}, { "table" }, function(v)
       if #v > 0 and not o.strings_only(v) then
         return "must be a list of strings"
       end
     end),
     -- ACP agents for :PiIde chat {name}, beside those whose module says how (lua/pi-ide/agents/),
-    -- or changes to those: { name = { cmd = {...}, env = {...}, label = "...", mcp = "stdio"|false } }.
+    -- or changes to those, by name: cmd is the program and its arguments, env is added to
+    -- Neovim's environment, label names it, mcp says whether this Neovim's tools go to it as a
+    -- stdio MCP server, install what to run when it is missing.
+    -- @type table<string, { cmd?: string[], env?: table<string, string>, label?: string, mcp?: "stdio"|false, install?: string }>
     agents = opt({}, { "table" }, acp_agents_table),
   },
   -- The workspace recorded at each agent turn, for :PiIde changes and :PiIde undo.
   checkpoints = {
+    -- Record the workspace at each agent turn.
     enabled = opt(true, { "boolean" }),
-    -- An agent in a terminal starts a turn with its first request after this much quiet.
+    -- An agent in a terminal starts a turn with its first request after this many
+    -- milliseconds of quiet.
     idle_ms = ms(20000, 0),
-    -- Over these the checkpoint is skipped (files, or new MiB stored by one checkpoint); a
-    -- single file over max_file_mb is left out of it.
+    -- A workspace with more files than this is not checkpointed (a message says so; the turn
+    -- goes on).
     max_files = opt(100000, { "number" }, whole_number(1, "files")),
+    -- A file larger than this many MiB is left out of checkpoints (its changes are neither
+    -- listed nor undone).
     max_file_mb = opt(16, { "number" }, whole_number(0, "MiB")),
+    -- A checkpoint that would store more new or changed MiB than this is skipped, with a
+    -- message.
     max_new_mb = opt(256, { "number" }, whole_number(0, "MiB")),
     -- Turns kept per folder (:PiIde changes N, :PiIde undo): older ones, and what only they
     -- held, are pruned from the shadow repository.

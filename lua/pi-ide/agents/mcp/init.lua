@@ -17,9 +17,11 @@ local opt = require("pi-ide.core.options").opt
 local OPT_IN = { save_document = "saveDocument", close_tab = "close_tab" }
 
 M.options = {
-  -- Let any MCP client reach this Neovim through the pi-ide-mcp program (:PiIde mcp shows how).
-  -- A table turns it on with tools that are off otherwise: { save_document = true } lets the
-  -- model save your unsaved changes of a file, { close_tab = true } take back its own review.
+  -- Let any MCP client reach this Neovim through the pi-ide-mcp program (:PiIde mcp shows how;
+  -- see :help pi-ide-mcp); off, no socket and no record are made. A table turns it on with
+  -- tools that are off otherwise: { save_document = true } lets the model save your unsaved
+  -- changes of a file, { close_tab = true } take back its own review.
+  -- @type boolean|{ save_document?: boolean, close_tab?: boolean }
   mcp = opt(true, { "boolean", "table" }, function(v)
     if type(v) ~= "table" then
       return
