@@ -1,7 +1,7 @@
 //! Agents launched from Neovim (`:PiIde open`): each provider, the environment that connects the
 //! agent to this Neovim only, hide and show keeping the session, exit, errors. The agent here is
-//! a small shell script that reports what it was given; tests/real_pi.rs, real_claude.rs and
-//! real_copilot.rs run the real ones.
+//! a small shell script that reports what it was given; tests/real_agents/pi.rs, claude.rs and
+//! copilot.rs run the real ones.
 
 use crate::harness::{self, *};
 use pi_ide_peer::nvim::{temp_dir, Options};

@@ -165,7 +165,7 @@ fn an_oversized_message_closes_that_connection_with_1009_only() {
     );
     p.send_text(&big).unwrap();
     let (frames, end) = read_until_close(&mut p);
-    // The request is answered before the close (never held in memory: see hostile.rs).
+    // The request is answered before the close (never held in memory: see tests/hardening/hostile.rs).
     assert_eq!(frames.len(), 1, "{frames:?}");
     assert_eq!(frames[0]["id"], 1);
     assert_eq!(error_code(&frames[0]), -32600);

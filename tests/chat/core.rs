@@ -1,7 +1,7 @@
 //! The chat functions of the core (src/chat/, src/ffi/chat.rs) as Lua calls them in a real
 //! Neovim, with `sh -c` scripts playing Pi: ops drained on the uv async wake, commands sent,
 //! stop, and a write to a dead Pi that must not take Neovim with it. And once with the real Pi
-//! in RPC mode, offline against the mock model of tests/agents/openai_mock.rs.
+//! in RPC mode, offline against the mock model of tests/support/openai_mock.rs.
 
 
 use crate::harness::*;

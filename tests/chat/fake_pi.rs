@@ -1,6 +1,6 @@
 //! The chat (:PiIde chat) with `fake_pi_rpc` playing Pi (peer/src/bin/fake_pi_rpc.rs): what the
 //! real Pi cannot be made to do on cue — a malformed line, a crash with words on stderr, a
-//! stream at a fixed rate. tests/chat_real_pi.rs drives the real Pi.
+//! stream at a fixed rate. tests/real_agents/pi_chat.rs drives the real Pi.
 
 use crate::harness::*;
 use pi_ide_peer::nvim::{plugin_root, Options};

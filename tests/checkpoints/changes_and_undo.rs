@@ -2,7 +2,7 @@
 //! (peer/src/bin/fake_acp_agent.rs), whose `shell` prompt changes files through `sh -c` as an
 //! agent's shell tool does: nothing asked, nothing reviewed. The user's repository must come out
 //! as it went in (HEAD, stash list, index); every change is listed, shown and put back.
-//! tests/checkpoints_real_pi.rs does the same with the real Pi's bash tool.
+//! tests/real_agents/pi_checkpoints.rs does the same with the real Pi's bash tool.
 
 use std::path::Path;
 use std::process::Command;

@@ -1,8 +1,8 @@
 //! `:PiIde add` (and `:PiIde send`) with no path in a file explorer: the entry under the cursor,
 //! or every entry of a range, reaches the agent as at_mentioned. netrw is built in and tested
 //! for real; oil.nvim, mini.files and nvim-tree are not installed here, so they are played by
-//! stand-ins (tests/stand_ins) that implement exactly the documented API functions the plugin
-//! calls. snacks.nvim's explorer and neo-tree run for real in LazyVim (tests/lazyvim.rs).
+//! fakes (tests/fakes/) that implement exactly the documented API functions the plugin
+//! calls. snacks.nvim's explorer and neo-tree run for real in LazyVim (tests/install/lazyvim.rs).
 
 use crate::harness::*;
 use pi_ide_peer::nvim::{plugin_root, Options};
@@ -13,7 +13,7 @@ fn nvim_in_tree() -> Nvim {
     let nvim = Nvim::start_with(Options {
         before: Some(format!(
             "vim.opt.rtp:append('{}')",
-            plugin_root().join("tests/stand_ins").display()
+            plugin_root().join("tests/fakes").display()
         )),
         ..Default::default()
     });

@@ -423,7 +423,7 @@ fn every_tool_served_has_its_handler_where_its_entry_says() {
          return out",
     );
     assert_eq!(missing, json!([]));
-    // Pi's twelve, the Copilot CLI's five (tests/copilot.rs lists them), and the two review
+    // Pi's twelve, the Copilot CLI's five (tests/agents/copilot.rs lists them), and the two review
     // tools of the ACP chat's in-process client (src/agents/acp.rs).
     let served = nvim.lua("return vim.tbl_count(require('pi-ide.core.native').get().tools())");
     assert_eq!(served, json!(names.len() + 5 + 2));

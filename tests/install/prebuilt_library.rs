@@ -240,7 +240,7 @@ fn without_a_release_server_it_builds_with_cargo_and_without_cargo_it_says_what_
     assert!(err.contains("the download of"), "{err}");
     assert!(!err.contains("stack traceback"), "{err}");
     // With cargo: the fallback builds. (A stand-in cargo that records its call; the real build
-    // of a fresh copy is tested in product.rs.)
+    // of a fresh copy is tested in first_five_minutes.rs.)
     let (bin, marker) = stand_in_cargo();
     let nvim = nvim_at(&dir, &format!("{}:{NO_CARGO}", bin.display()), &url);
     assert_eq!(lazy_build(&nvim, &dir), "ok");

@@ -1,6 +1,6 @@
 //! The real Claude Code CLI (the version scripts/ensure-agents.sh pins) against a real Neovim
 //! running this plugin with `claude_code = true`, offline: a loopback mock of Anthropic's
-//! Messages API plays the model (tests/agents/anthropic_mock.rs), Claude Code's interactive TUI
+//! Messages API plays the model (tests/support/anthropic_mock.rs), Claude Code's interactive TUI
 //! runs in a tmux server of its own, and the test types into both as a user would.
 //!
 //! Claude Code has no editor bridge in print mode (`-p`, even with `--ide`), hence the TUI.

@@ -1,7 +1,7 @@
 //! `:PiIde chat claude` with the real Claude Code, offline: Neovim runs this plugin, the chat
 //! starts the ACP adapter `@agentclientprotocol/claude-agent-acp` (the version
 //! scripts/ensure-agents.sh pins; it runs the native Claude Code its SDK brings) on Node 22, and
-//! a loopback mock of Anthropic's Messages API plays the model (tests/agents/anthropic_mock.rs).
+//! a loopback mock of Anthropic's Messages API plays the model (tests/support/anthropic_mock.rs).
 //! The test types into Neovim as a user would (`:w`, `:q`, `:PiIde abort`) and reads three
 //! sides: the chat buffer, the file on disk, and what the model is told next (the mock's record
 //! of each request: a tool's result reaches the model in the request after the call).

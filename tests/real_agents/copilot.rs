@@ -1,10 +1,10 @@
 //! The real GitHub Copilot CLI against a real Neovim. `setup({ copilot = true })` makes Neovim
 //! write a lock file into `$COPILOT_HOME/ide/`, a folder the CLI shares; the CLI, started in
 //! the same working folder, connects by itself. Its model is a loopback mock
-//! (tests/agents/openai_mock.rs) that calls the tools a real model would: `ide-get_diagnostics`,
+//! (tests/support/openai_mock.rs) that calls the tools a real model would: `ide-get_diagnostics`,
 //! and `edit`/`create`, for which the CLI asks Neovim to show the change (`open_diff`) while
 //! its own "do you want to edit?" question waits. The CLI runs offline in tmux
-//! (tests/agents/copilot_cli.rs). Keys into Neovim are typed (`type_keys`): reviews only
+//! (tests/support/copilot_cli.rs). Keys into Neovim are typed (`type_keys`): reviews only
 //! accept what the user typed.
 
 

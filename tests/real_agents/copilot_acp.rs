@@ -1,6 +1,6 @@
 //! The real GitHub Copilot CLI (the version scripts/ensure-agents.sh pins) in ACP mode
 //! (`copilot --acp`) in the chat (:PiIde chat copilot), offline: a loopback OpenAI-compatible
-//! mock plays the model (tests/agents/openai_mock.rs). Neovim starts the CLI itself, as a user's
+//! mock plays the model (tests/support/openai_mock.rs). Neovim starts the CLI itself, as a user's
 //! `:PiIde chat copilot` does; the test types into Neovim only.
 //!
 //! Copilot writes files itself once a permission is allowed; the permission carries a unified

@@ -2,7 +2,7 @@
 //! chat, as a user runs it: `:PiIde chat gemini` starts `gemini --acp` (the Agent Client
 //! Protocol: JSON-RPC on its stdio) from a real Neovim, configured through `setup({ chat = {
 //! agents = { gemini = … } } })` with only what runs it offline: Node 22 first on PATH, a scratch
-//! HOME, and a loopback mock of Gemini's REST API as its model (tests/agents/gemini_mock.rs,
+//! HOME, and a loopback mock of Gemini's REST API as its model (tests/support/gemini_mock.rs,
 //! also its proxy, so that nothing leaves the machine unseen). The mock's script plays the
 //! model: a text, or a call of one of the CLI's tools (`write_file`, `replace`, or the Neovim
 //! tools of pi-ide-mcp, which the chat gives the CLI in session/new).

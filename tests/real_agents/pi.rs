@@ -1,7 +1,7 @@
 //! The real Pi coding agent with the real pi-ide extension (the versions scripts/ensure-agents.sh
 //! pins) against a real Neovim running this plugin, offline: a loopback OpenAI-compatible mock
-//! plays the model (tests/agents/openai_mock.rs) and Pi's TUI runs in a tmux server of its own
-//! (tests/agents/pi_cli.rs). The test types into both as a user would.
+//! plays the model (tests/support/openai_mock.rs) and Pi's TUI runs in a tmux server of its own
+//! (tests/support/pi_cli.rs). The test types into both as a user would.
 //!
 //! Neovim and Pi share a lock folder private to the test (`PI_IDE_LOCK_DIR`) and a working
 //! folder: the extension connects at start, by itself, when exactly one lockfile there matches.

@@ -1,12 +1,12 @@
 //! `:PiIde chat` with the real Pi (`pi --mode rpc`, the versions scripts/ensure-agents.sh pins)
 //! and the real pi-ide extension, offline: a loopback OpenAI-compatible mock plays the model
-//! (tests/agents/openai_mock.rs). Neovim runs Pi as `terminal.agents.pi` says (setup's `cmd` and
+//! (tests/support/openai_mock.rs). Neovim runs Pi as `terminal.agents.pi` says (setup's `cmd` and
 //! `env`), adding "--mode rpc" and the private `PI_IDE_LOCK_DIR` by itself, so the extension
 //! inside connects to this Neovim: its writes come to our review.
 //!
 //! The test reads what the user reads (the conversation buffer, the statusline's state, the
 //! header) and acts as the user does (`:PiIde chat`, `:PiIde abort`, `:w` in a review or an
-//! editor dialog, vim.ui answered by overriding it). tests/chat.rs covers what only a fake Pi
+//! editor dialog, vim.ui answered by overriding it). tests/chat/fake_pi.rs covers what only a fake Pi
 //! can be made to do on cue.
 
 
@@ -24,7 +24,7 @@ const OURS: &str = "nvim-chat-under-test";
 
 /// How the chat runs Pi.
 enum PiCmd {
-    /// Pi with the pi-ide extension and tests/agents/ui_extension.ts.
+    /// Pi with the pi-ide extension and tests/support/ui_extension.ts.
     WithExtension,
     /// Pi alone: nothing reviews its writes.
     WithoutExtension,

@@ -1,4 +1,4 @@
-//! Checkpoints with the real Pi in `:PiIde chat` (as tests/chat_real_pi.rs runs it: the pinned
+//! Checkpoints with the real Pi in `:PiIde chat` (as tests/real_agents/pi_chat.rs runs it: the pinned
 //! Pi in RPC mode with the pi-ide extension, a loopback OpenAI mock as its model). The model has
 //! Pi's `bash` tool change files behind any review; the chat and the statusline then say so,
 //! `:PiIde changes` lists and shows them, and `:PiIde undo!` puts the workspace back — in a git

@@ -2,7 +2,7 @@
 //! so that the real Gemini CLI runs offline (`GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:<port>`).
 //!
 //! std only: one thread accepts, one thread serves each connection (keep-alive, HTTP/1.1,
-//! Content-Length or chunked request bodies, tests/agents/http_body.rs). Routes, as the CLI
+//! Content-Length or chunked request bodies, tests/support/http_body.rs). Routes, as the CLI
 //! (0.61.0) calls them, `<model>` being whatever model it picked:
 //!
 //! - `POST /v1beta/models/<model>:streamGenerateContent?alt=sse`: the conversation. Answered by

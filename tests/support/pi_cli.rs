@@ -1,6 +1,6 @@
 //! The real Pi coding agent (npm `@earendil-works/pi-coding-agent`, on Node 22) with the real
 //! pi-ide extension, as scripts/ensure-agents.sh installs them into .deps/agents, run offline
-//! against a loopback mock model (tests/agents/openai_mock.rs).
+//! against a loopback mock model (tests/support/openai_mock.rs).
 //!
 //! Two parts: what runs Pi ([`pi_command`], its argv, and [`pi_env`], its environment but for
 //! `PI_IDE_LOCK_DIR`), which any launcher can use (a test's tmux here; Neovim's `:terminal`
@@ -97,12 +97,12 @@ pub fn pi_rpc_command(extensions: &[PathBuf]) -> Vec<String> {
     argv
 }
 
-/// tests/agents/ui_extension.ts: a Pi extension whose commands (`/ui-test`, `/ui-timeout`,
+/// tests/support/ui_extension.ts: a Pi extension whose commands (`/ui-test`, `/ui-timeout`,
 /// `/ui-fire`, `/ui-notify <text>`) and tool (`ui_ask`) send every kind of
 /// `extension_ui_request`, and which tells what the client answered in a `notify`
 /// (`ui-test: confirm=true select="beta" input="..." editor="..."`).
 pub fn ui_extension() -> PathBuf {
-    pi_ide_peer::nvim::plugin_root().join("tests/agents/ui_extension.ts")
+    pi_ide_peer::nvim::plugin_root().join("tests/support/ui_extension.ts")
 }
 
 /// Writes Pi's configuration into `config_dir` (its agent folder: the mock at `model_url` as
