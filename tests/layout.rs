@@ -245,7 +245,7 @@ fn referenced_paths(text: &str) -> Vec<String> {
             continue;
         }
         let is_file = (w.ends_with(".rs") || w.ends_with(".lua")) && w.contains('/');
-        let is_folder = w.ends_with('/') && ["src/", "lua/", "tests/", "peer/"].iter().any(|r| w.starts_with(r));
+        let is_folder = w.ends_with('/') && ["src/", "lua/", "tests/", "testkit/", "bench/"].iter().any(|r| w.starts_with(r));
         if is_file || is_folder {
             out.push(w.to_owned());
         }
@@ -255,7 +255,7 @@ fn referenced_paths(text: &str) -> Vec<String> {
 
 #[test]
 fn no_comment_or_document_names_a_file_that_is_not_there() {
-    let all: Vec<String> = ["src", "lua", "tests", "peer", "bridge", "plugin", "scripts", "doc"]
+    let all: Vec<String> = ["src", "lua", "tests", "testkit", "bench", "bridge", "plugin", "scripts", "doc"]
         .iter()
         .flat_map(|d| files(d, ""))
         .map(|f| rel(&f))
@@ -263,7 +263,7 @@ fn no_comment_or_document_names_a_file_that_is_not_there() {
     let exists = |r: &str| all.iter().any(|f| f == r || f.ends_with(&format!("/{r}")) || f.starts_with(r) || f.contains(&format!("/{r}")));
     let mut stale = Vec::new();
     let texts = files("src", ".rs").into_iter().chain(files("lua", ".lua")).chain(files("tests", ".rs"))
-        .chain(files("peer", ".rs")).chain(files("bridge", ".rs"))
+        .chain(files("testkit", ".rs")).chain(files("bench", ".rs")).chain(files("bridge", ".rs"))
         .chain([root().join("README.md"), root().join("doc/pi-ide.txt")]);
     for f in texts {
         let lua = f.extension().is_some_and(|e| e == "lua");

@@ -2,10 +2,10 @@
 //! its ide_connected notification, and Pi served by the same server at the same time.
 
 use crate::harness::*;
-use pi_ide_peer::nvim::Options;
+use pi_ide_testkit::nvim::Options;
 
 fn claude_nvim(on: bool) -> (Nvim, std::path::PathBuf) {
-    let claude_dir = pi_ide_peer::nvim::temp_dir("claude");
+    let claude_dir = pi_ide_testkit::nvim::temp_dir("claude");
     let nvim = Nvim::start_with(Options {
         env: vec![("CLAUDE_CONFIG_DIR".into(), claude_dir.to_string_lossy().into())],
         after: Some(format!("require('pi-ide').stop() require('pi-ide').setup({{claude_code = {on}}}) require('pi-ide').start()")),
@@ -24,7 +24,7 @@ fn off_by_default_no_claude_lockfile_and_no_claude_header() {
             l.port,
             &[("x-claude-code-ide-authorization", &l.auth_token)]
         ),
-        Err(pi_ide_peer::ConnectError::Http(401))
+        Err(pi_ide_testkit::ConnectError::Http(401))
     ));
     std::fs::remove_dir_all(&claude_dir).ok();
 }

@@ -1,13 +1,13 @@
 //! The Copilot CLI's bridge (COPILOT.md) through a real HTTP client on the Unix socket (hyper's,
-//! in peer/src/copilot.rs), against a real headless Neovim: discovery, auth, the handshake,
+//! in testkit/src/copilot.rs), against a real headless Neovim: discovery, auth, the handshake,
 //! the event stream, each tool's shape, reviews answered on every path, several sessions, and
 //! Pi, Claude Code and Copilot connected at once.
 
 
 use crate::harness::{self, *};
-use pi_ide_peer::copilot::{locks, CopilotClient, CopilotLock, Reply};
-use pi_ide_peer::nvim::Options;
-use pi_ide_peer::{Nvim, Peer};
+use pi_ide_testkit::copilot::{locks, CopilotClient, CopilotLock, Reply};
+use pi_ide_testkit::nvim::Options;
+use pi_ide_testkit::{Nvim, Peer};
 use serde_json::{json, Value};
 
 fn start() -> Nvim {
@@ -317,9 +317,9 @@ fn pi_claude_and_copilot_at_once_each_with_a_review() {
     nvim.command("tabclose").unwrap();
     // Everyone's diagnostics, in each one's shape.
     let d = pi.call_tool("getDiagnostics", json!({})).unwrap();
-    assert!(pi_ide_peer::peer::texts(&d)[0].starts_with('{'));
+    assert!(pi_ide_testkit::peer::texts(&d)[0].starts_with('{'));
     let d = claude.call_tool("getDiagnostics", json!({})).unwrap();
-    assert!(pi_ide_peer::peer::texts(&d)[0].starts_with('['));
+    assert!(pi_ide_testkit::peer::texts(&d)[0].starts_with('['));
     assert!(copilot.call("get_diagnostics", json!({})).tool_json().is_array());
     // Deciding one leaves the others open.
     nvim.command("PiIde reject").unwrap();

@@ -4,7 +4,7 @@
 //! copilot.rs run the real ones.
 
 use crate::harness::{self, *};
-use pi_ide_peer::nvim::{temp_dir, Options};
+use pi_ide_testkit::nvim::{temp_dir, Options};
 use std::path::{Path, PathBuf};
 
 /// Writes what it got (cwd, the variables that connect it, its arguments) to `$1`, then echoes
@@ -257,15 +257,15 @@ fn copilot_is_served_on_open_and_another_editor_of_the_folder_is_named() {
     r.report("copilot");
     let note = wait_note(nvim, "Other Editor");
     assert!(note.contains("/ide"), "{note}");
-    let ours: Vec<_> = pi_ide_peer::copilot::locks_in(&ide)
+    let ours: Vec<_> = pi_ide_testkit::copilot::locks_in(&ide)
         .into_iter()
         .filter(|l| l.json["ideName"] != "Other Editor")
         .collect();
     assert_eq!(ours.len(), 1);
-    let mut client = pi_ide_peer::copilot::CopilotClient::new(&ours[0], "s1");
+    let mut client = pi_ide_testkit::copilot::CopilotClient::new(&ours[0], "s1");
     assert_eq!(client.initialize().status, 200);
     nvim.command("PiIde stop").unwrap();
-    assert_eq!(pi_ide_peer::copilot::locks_in(&ide).len(), 1, "ours is removed, the other stays");
+    assert_eq!(pi_ide_testkit::copilot::locks_in(&ide).len(), 1, "ours is removed, the other stays");
     std::fs::remove_dir_all(&copilot_home).ok();
 }
 
@@ -420,9 +420,9 @@ fn a_failed_try_to_serve_copilot_does_not_spoil_the_next() {
     assert!(err.is_some(), "a socket folder that cannot be made was accepted");
     nvim.command("PiIde open copilot").unwrap();
     r.report("copilot");
-    let locks = pi_ide_peer::copilot::locks_in(&copilot_home.join("ide"));
+    let locks = pi_ide_testkit::copilot::locks_in(&copilot_home.join("ide"));
     assert_eq!(locks.len(), 1);
-    let mut client = pi_ide_peer::copilot::CopilotClient::new(&locks[0], "s1");
+    let mut client = pi_ide_testkit::copilot::CopilotClient::new(&locks[0], "s1");
     assert_eq!(client.initialize().status, 200);
     std::fs::remove_dir_all(&copilot_home).ok();
 }

@@ -115,14 +115,14 @@ fn two_editors_run_at_once_on_different_ports() {
         let other = locks.iter().find(|o| o.port != l.port).unwrap();
         assert!(matches!(
             Peer::connect(other.port, &l.auth_token),
-            Err(pi_ide_peer::ConnectError::Http(401))
+            Err(pi_ide_testkit::ConnectError::Http(401))
         ));
     }
     drop(b);
 }
 
-fn common_opts(a: &Nvim) -> pi_ide_peer::nvim::Options {
-    pi_ide_peer::nvim::Options {
+fn common_opts(a: &Nvim) -> pi_ide_testkit::nvim::Options {
+    pi_ide_testkit::nvim::Options {
         lock_dir: Some(a.lock_dir.clone()),
         ..Default::default()
     }
@@ -130,7 +130,7 @@ fn common_opts(a: &Nvim) -> pi_ide_peer::nvim::Options {
 
 #[test]
 fn stale_lockfiles_of_dead_editors_are_removed_but_live_and_foreign_ones_stay() {
-    let dir = pi_ide_peer::nvim::temp_dir("locks");
+    let dir = pi_ide_testkit::nvim::temp_dir("locks");
     let write = |port: u16, pid: u32, name: &str| {
         let body = json!({"pid": pid, "workspaceFolders": ["/x"], "ideName": name, "transport": "ws", "authToken": "t"});
         std::fs::write(dir.join(format!("{port}.lock")), body.to_string()).unwrap();
@@ -139,7 +139,7 @@ fn stale_lockfiles_of_dead_editors_are_removed_but_live_and_foreign_ones_stay() 
     write(1, dead, "Neovim");
     write(2, dead, "Visual Studio Code");
     write(3, std::process::id(), "Neovim");
-    let nvim = Nvim::start_with(pi_ide_peer::nvim::Options {
+    let nvim = Nvim::start_with(pi_ide_testkit::nvim::Options {
         lock_dir: Some(dir.clone()),
         ..Default::default()
     });
@@ -164,7 +164,7 @@ fn upgrades_without_the_exact_token_get_401_and_nothing_else() {
     let nvim = Nvim::start();
     let l = nvim.lockfile();
     let t = l.auth_token.as_str();
-    let h = pi_ide_peer::peer::AUTH_HEADER;
+    let h = pi_ide_testkit::peer::AUTH_HEADER;
     let upper = t.to_uppercase();
     let prefix = &t[..t.len() - 1];
     let suffixed = format!("{t}0");
@@ -190,7 +190,7 @@ fn upgrades_without_the_exact_token_get_401_and_nothing_else() {
     ];
     for (what, headers) in cases {
         match Peer::connect_with_headers(l.port, &headers) {
-            Err(pi_ide_peer::ConnectError::Http(401)) => {}
+            Err(pi_ide_testkit::ConnectError::Http(401)) => {}
             Err(e) => panic!("{what}: expected 401, got {e}"),
             Ok(_) => panic!("{what}: was let in"),
         }
@@ -231,11 +231,11 @@ fn listens_on_loopback_only() {
 #[test]
 fn a_lock_folder_others_can_write_to_is_made_private_and_another_users_is_refused() {
     use std::os::unix::fs::PermissionsExt;
-    let home = pi_ide_peer::nvim::temp_dir("shared-locks");
+    let home = pi_ide_testkit::nvim::temp_dir("shared-locks");
     let shared = home.join("locks");
     std::fs::create_dir_all(&shared).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let opts = |dir: &std::path::Path| pi_ide_peer::nvim::Options {
+    let opts = |dir: &std::path::Path| pi_ide_testkit::nvim::Options {
         lock_dir: Some(dir.to_path_buf()),
         before: Some("require('pi_ide_test').record_notify()".into()),
         ..Default::default()
@@ -288,13 +288,13 @@ fn a_lock_folder_reached_through_another_users_link_or_folder_is_refused() {
     }
     use std::os::unix::fs::{lchown, symlink};
     // A shared folder, as /tmp is: everyone may write there, the sticky bit keeps each one's names.
-    let shared = pi_ide_peer::nvim::temp_dir("sticky");
+    let shared = pi_ide_testkit::nvim::temp_dir("sticky");
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
     let ours = shared.join("ours");
     std::fs::create_dir(&ours).unwrap();
     std::fs::set_permissions(&ours, std::fs::Permissions::from_mode(0o700)).unwrap();
     let start = |dir: &std::path::Path| {
-        Nvim::start_with(pi_ide_peer::nvim::Options {
+        Nvim::start_with(pi_ide_testkit::nvim::Options {
             lock_dir: Some(dir.to_path_buf()),
             before: Some("require('pi_ide_test').record_notify()".into()),
             ..Default::default()
@@ -334,11 +334,11 @@ fn an_agents_lock_folder_refused_leaves_the_others_served_and_is_said_once() {
         return;
     }
     // Claude Code's folder is another user's: Pi is still served; Neovim says so once.
-    let home = pi_ide_peer::nvim::temp_dir("claude-theirs");
+    let home = pi_ide_testkit::nvim::temp_dir("claude-theirs");
     let claude = home.join("claude");
     std::fs::create_dir_all(claude.join("ide")).unwrap();
     std::os::unix::fs::chown(claude.join("ide"), Some(65534), Some(65534)).unwrap();
-    let nvim = Nvim::start_with(pi_ide_peer::nvim::Options {
+    let nvim = Nvim::start_with(pi_ide_testkit::nvim::Options {
         env: vec![("CLAUDE_CONFIG_DIR".into(), claude.to_string_lossy().into())],
         before: Some("require('pi_ide_test').record_notify()".into()),
         after: Some("require('pi-ide').stop() require('pi-ide').setup({claude_code = true}) require('pi-ide').start()".into()),

@@ -14,7 +14,7 @@ use std::sync::mpsc::{channel, Receiver};
 use std::os::unix::fs::PermissionsExt;
 
 use crate::harness::*;
-use pi_ide_peer::nvim::{plugin_root, temp_dir, Options};
+use pi_ide_testkit::nvim::{plugin_root, temp_dir, Options};
 
 fn program() -> PathBuf {
     let p = plugin_root().join("target/release/pi-ide-mcp");

@@ -153,7 +153,7 @@ fn malformed_frames_get_the_right_codes_and_the_connection_lives_on() {
 
 #[test]
 fn an_oversized_message_closes_that_connection_with_1009_only() {
-    let nvim = Nvim::start_with(pi_ide_peer::nvim::Options {
+    let nvim = Nvim::start_with(pi_ide_testkit::nvim::Options {
         after: Some("require('pi-ide').stop() require('pi-ide').setup({max_message_size = 65536}) require('pi-ide').start()".into()),
         ..Default::default()
     });
@@ -239,7 +239,7 @@ fn permessage_deflate_offer_is_declined_not_refused() {
     let mut p = Peer::connect_with_headers(
         l.port,
         &[
-            (pi_ide_peer::peer::AUTH_HEADER, &l.auth_token),
+            (pi_ide_testkit::peer::AUTH_HEADER, &l.auth_token),
             (
                 "sec-websocket-extensions",
                 "permessage-deflate; client_max_window_bits",

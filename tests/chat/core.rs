@@ -128,7 +128,7 @@ fn the_real_pi_streams_a_turn_with_a_tool() {
     let mock = OpenAiMock::start();
     mock.on_user("list them", Reply::tool("bash", json!({"command": "printf 'one\\ntwo\\n'"})));
     mock.after_tool("bash", Reply::text("Both are there."));
-    let root = pi_ide_peer::nvim::temp_dir("chat-real-pi");
+    let root = pi_ide_testkit::nvim::temp_dir("chat-real-pi");
     let work = root.join("work");
     std::fs::create_dir_all(&work).unwrap();
     let env: serde_json::Map<String, Value> =

@@ -1,10 +1,10 @@
 //! The chat with an ACP agent (:PiIde chat {agent}), played by `fake_acp_agent`
-//! (peer/src/bin/fake_acp_agent.rs): every shape of change the real agents propose goes through
+//! (testkit/src/bin/fake_acp_agent.rs): every shape of change the real agents propose goes through
 //! the two-pane review and lands only after a typed `:w`; the faults a real agent cannot be made
 //! to show on cue (a crash mid-review, malformed and over-long lines).
 
 use crate::harness::*;
-use pi_ide_peer::nvim::{plugin_root, Options};
+use pi_ide_testkit::nvim::{plugin_root, Options};
 
 fn fake() -> String {
     plugin_root().join("target/release/fake_acp_agent").display().to_string()
@@ -15,9 +15,9 @@ struct Rig {
     log: std::path::PathBuf,
 }
 
-/// A Neovim with the chat agent `fake` (the stand-in, started with `args`), its messages logged.
+/// A Neovim with the chat agent `fake` (the fake, started with `args`), its messages logged.
 fn rig(args: &[&str]) -> Rig {
-    let dir = pi_ide_peer::nvim::temp_dir("acp-log");
+    let dir = pi_ide_testkit::nvim::temp_dir("acp-log");
     let log = dir.join("agent.log");
     let mut cmd = vec![format!("{:?}", fake())];
     cmd.extend(args.iter().map(|a| format!("{a:?}")));
@@ -178,7 +178,7 @@ fn a_change_that_does_not_apply_is_refused_and_said() {
 #[test]
 fn a_change_outside_the_workspace_says_so_in_the_winbar() {
     let rig = rig(&[]);
-    let outside = pi_ide_peer::nvim::temp_dir("acp-outside").join("o.txt");
+    let outside = pi_ide_testkit::nvim::temp_dir("acp-outside").join("o.txt");
     std::fs::write(&outside, "one\ntwo\n").unwrap();
     let path = outside.display().to_string();
     rig.open();
@@ -493,7 +493,7 @@ fn an_agent_that_writes_other_text_than_accepted_is_caught_when_its_call_ends_or
 #[test]
 fn an_accepted_write_refuses_a_link_or_a_pipe_swapped_in_since_the_review() {
     let rig = rig(&[]);
-    let outside = pi_ide_peer::nvim::temp_dir("acp-victim").join("victim.txt");
+    let outside = pi_ide_testkit::nvim::temp_dir("acp-victim").join("victim.txt");
     std::fs::write(&outside, "precious\n").unwrap();
     let path = file(&rig, "w.txt", "old\n");
     rig.open();

@@ -1,9 +1,9 @@
-//! The chat (:PiIde chat) with `fake_pi_rpc` playing Pi (peer/src/bin/fake_pi_rpc.rs): what the
+//! The chat (:PiIde chat) with `fake_pi_rpc` playing Pi (testkit/src/bin/fake_pi_rpc.rs): what the
 //! real Pi cannot be made to do on cue — a malformed line, a crash with words on stderr, a
 //! stream at a fixed rate. tests/real_agents/pi_chat.rs drives the real Pi.
 
 use crate::harness::*;
-use pi_ide_peer::nvim::{plugin_root, Options};
+use pi_ide_testkit::nvim::{plugin_root, Options};
 
 fn fake_pi() -> String {
     plugin_root().join("target/release/fake_pi_rpc").display().to_string()
@@ -101,7 +101,7 @@ struct HeldStart {
 
 impl HeldStart {
     fn open() -> HeldStart {
-        let dir = pi_ide_peer::nvim::temp_dir("chat-held");
+        let dir = pi_ide_testkit::nvim::temp_dir("chat-held");
         let go = dir.join("go");
         let nvim = neovim(&["--start-when", go.to_str().unwrap(), "--deltas", "3"]);
         nvim.command("PiIde chat").unwrap();

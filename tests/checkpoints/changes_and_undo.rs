@@ -1,5 +1,5 @@
-//! Checkpoints of agent turns (:PiIde changes, :PiIde undo) with the stand-in ACP agent
-//! (peer/src/bin/fake_acp_agent.rs), whose `shell` prompt changes files through `sh -c` as an
+//! Checkpoints of agent turns (:PiIde changes, :PiIde undo) with the fake ACP agent
+//! (testkit/src/bin/fake_acp_agent.rs), whose `shell` prompt changes files through `sh -c` as an
 //! agent's shell tool does: nothing asked, nothing reviewed. The user's repository must come out
 //! as it went in (HEAD, stash list, index); every change is listed, shown and put back.
 //! tests/real_agents/pi_checkpoints.rs does the same with the real Pi's bash tool.
@@ -8,13 +8,13 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::harness::*;
-use pi_ide_peer::nvim::{plugin_root, Options};
+use pi_ide_testkit::nvim::{plugin_root, Options};
 
 fn fake() -> String {
     plugin_root().join("target/release/fake_acp_agent").display().to_string()
 }
 
-/// A Neovim whose chat agent `fake` is the stand-in; `extra`: more of setup's options.
+/// A Neovim whose chat agent `fake` is the fake ACP agent; `extra`: more of setup's options.
 fn rig(extra: &str) -> Nvim {
     rig_with(extra, Options::default())
 }
@@ -168,7 +168,7 @@ fn a_reviewed_change_is_not_counted_and_a_workspace_over_the_cap_skips_the_check
 
 #[test]
 fn checkpoints_survive_a_crash_of_neovim_and_undo_after_the_restart() {
-    let shared = pi_ide_peer::nvim::temp_dir("cp-restart");
+    let shared = pi_ide_testkit::nvim::temp_dir("cp-restart");
     let (work, state) = (shared.join("work"), shared.join("state"));
     std::fs::create_dir_all(&work).unwrap();
     std::fs::write(work.join("a.txt"), "before\n").unwrap();
@@ -212,7 +212,7 @@ fn an_agent_in_a_terminal_starts_a_turn_with_its_first_request_after_quiet() {
 
 #[test]
 fn a_checkpoint_that_hangs_holds_the_turn_ten_seconds_at_most_and_says_so() {
-    let work = pi_ide_peer::nvim::temp_dir("cp-hung");
+    let work = pi_ide_testkit::nvim::temp_dir("cp-hung");
     let hung = work.canonicalize().unwrap().display().to_string();
     let opts = Options { cwd: Some(work.clone()), env: vec![("PI_IDE_FAILPOINTS".into(), format!("hang-under={hung}"))], ..Default::default() };
     let nvim = rig_with("", opts);
@@ -290,7 +290,7 @@ fn append(path: &Path, text: &str) {
 
 #[test]
 fn no_program_named_by_any_repositorys_config_attributes_or_hooks_runs_when_a_checkpoint_runs_git() {
-    let traps = pi_ide_peer::nvim::temp_dir("cp-traps");
+    let traps = pi_ide_testkit::nvim::temp_dir("cp-traps");
     let markers = traps.join("markers");
     std::fs::create_dir_all(&markers).unwrap();
     let system = traps.join("system.gitconfig");
@@ -423,7 +423,7 @@ fn a_checkpoint_that_lost_a_files_text_says_so_in_the_view_and_the_next_turn_wor
 
 #[test]
 fn two_neovims_in_one_folder_racing_checkpoints_lose_no_turn() {
-    let shared = pi_ide_peer::nvim::temp_dir("cp-two");
+    let shared = pi_ide_testkit::nvim::temp_dir("cp-two");
     let (work, state) = (shared.join("work"), shared.join("state"));
     std::fs::create_dir_all(&work).unwrap();
     std::fs::write(work.join("a.txt"), "one\n").unwrap();

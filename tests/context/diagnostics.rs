@@ -13,7 +13,7 @@ fn setup_buffer(nvim: &Nvim, name: &str, lines: &[&str]) -> String {
 /// main loop can take longer than the default 500 ms, and then the core answers from the last
 /// known diagnostics instead (that fallback has a test of its own below).
 fn patient_nvim() -> Nvim {
-    Nvim::start_with(pi_ide_peer::nvim::Options {
+    Nvim::start_with(pi_ide_testkit::nvim::Options {
         before: Some("require('pi-ide').setup({ diagnostics_timeout_ms = 600000 })".into()),
         ..Default::default()
     })

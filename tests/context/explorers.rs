@@ -5,9 +5,9 @@
 //! calls. snacks.nvim's explorer and neo-tree run for real in LazyVim (tests/install/lazyvim.rs).
 
 use crate::harness::*;
-use pi_ide_peer::nvim::{plugin_root, Options};
+use pi_ide_testkit::nvim::{plugin_root, Options};
 
-/// A Neovim with the stand-in explorers on its runtimepath, in a folder holding a.txt, b.lua
+/// A Neovim with the fake explorers on its runtimepath, in a folder holding a.txt, b.lua
 /// and sub/c.txt.
 fn nvim_in_tree() -> Nvim {
     let nvim = Nvim::start_with(Options {
@@ -191,9 +191,9 @@ fn add_with_no_path_outside_an_explorer_adds_the_current_file_or_says_how() {
     assert!(notes[0].contains("usage: :PiIde add <path>"), "{notes:?}");
 }
 
-/// Opens Neovim's folder with a stand-in (`open`: Lua, given the folder), then checks the entry
+/// Opens Neovim's folder with a fake (`open`: Lua, given the folder), then checks the entry
 /// under the cursor (`file`, `folder`: the lines that show a.txt and sub) and a range of two.
-fn check_stand_in(open: &str, file: &str, folder: &str) {
+fn check_fake(open: &str, file: &str, folder: &str) {
     let nvim = nvim_in_tree();
     let mut p = agent(&nvim);
     nvim.lua_with(open, vec![nvim.cwd.display().to_string().into()]);
@@ -217,7 +217,7 @@ fn check_stand_in(open: &str, file: &str, folder: &str) {
 
 #[test]
 fn oil_through_its_documented_api() {
-    check_stand_in("require('oil').open(...)", "a.txt", "sub/");
+    check_fake("require('oil').open(...)", "a.txt", "sub/");
 }
 
 #[test]
@@ -246,12 +246,12 @@ fn oil_parent_and_unsaved_entries_are_skipped() {
 
 #[test]
 fn mini_files_through_its_documented_api() {
-    check_stand_in("require('mini.files').open(...)", "a.txt", "sub");
+    check_fake("require('mini.files').open(...)", "a.txt", "sub");
 }
 
 #[test]
 fn nvim_tree_through_its_documented_api() {
-    check_stand_in(
+    check_fake(
         "require('nvim-tree.api').tree.open({ path = ... })",
         "a.txt",
         "sub",

@@ -126,7 +126,7 @@ fn blockwise_selection_sends_the_block_and_its_corners() {
 
 #[test]
 fn a_quick_v_then_y_is_sent_at_once_and_kept_until_the_cursor_moves() {
-    let nvim = Nvim::start_with(pi_ide_peer::nvim::Options {
+    let nvim = Nvim::start_with(pi_ide_testkit::nvim::Options {
         // A long debounce: anything that arrives quickly came from the flush on leaving visual.
         after: Some("require('pi-ide').stop() require('pi-ide').setup({selection_debounce_ms = 3000}) require('pi-ide').start()".into()),
         ..Default::default()
@@ -158,7 +158,7 @@ fn a_quick_v_then_y_is_sent_at_once_and_kept_until_the_cursor_moves() {
 
 #[test]
 fn a_visual_delete_does_not_send_the_deleted_selection() {
-    let nvim = Nvim::start_with(pi_ide_peer::nvim::Options {
+    let nvim = Nvim::start_with(pi_ide_testkit::nvim::Options {
         after: Some("require('pi-ide').stop() require('pi-ide').setup({selection_debounce_ms = 50}) require('pi-ide').start()".into()),
         ..Default::default()
     });
@@ -269,7 +269,7 @@ fn clients_that_did_not_initialize_get_no_notifications() {
 
 #[test]
 fn a_huge_selection_is_capped() {
-    let nvim = Nvim::start_with(pi_ide_peer::nvim::Options {
+    let nvim = Nvim::start_with(pi_ide_testkit::nvim::Options {
         after: Some("require('pi-ide').setup({selection_max_lines = 10})".into()),
         ..Default::default()
     });

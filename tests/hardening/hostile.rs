@@ -3,7 +3,7 @@
 //! unreviewed.
 
 use crate::harness::*;
-use pi_ide_peer::nvim::Options;
+use pi_ide_testkit::nvim::Options;
 
 /// Neovim's resident memory, in KiB.
 fn rss_kib(pid: u32) -> u64 {
@@ -216,7 +216,7 @@ fn clients_beyond_the_cap_get_http_503_and_a_freed_slot_is_reused() {
     for _ in 0..70 {
         match Peer::connect(l.port, &l.auth_token) {
             Ok(p) => ok.push(p),
-            Err(pi_ide_peer::ConnectError::Http(503)) => full += 1,
+            Err(pi_ide_testkit::ConnectError::Http(503)) => full += 1,
             Err(e) => panic!("{e}"),
         }
     }
@@ -225,7 +225,7 @@ fn clients_beyond_the_cap_get_http_503_and_a_freed_slot_is_reused() {
     // A wrong token is still 401, not 503.
     assert!(matches!(
         Peer::connect(l.port, "wrong"),
-        Err(pi_ide_peer::ConnectError::Http(401))
+        Err(pi_ide_testkit::ConnectError::Http(401))
     ));
     ok.pop().unwrap().close();
     nvim.wait_for("#require('pi-ide').info().clients == 63", PATIENCE);
@@ -442,7 +442,7 @@ fn a_burst_of_well_behaved_clients_is_served_whole() {
                     // upgrade request.
                     let tcp = std::net::TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("client {c}: {e}"))?;
                     start.wait();
-                    let header = [(pi_ide_peer::peer::AUTH_HEADER, token.as_str())];
+                    let header = [(pi_ide_testkit::peer::AUTH_HEADER, token.as_str())];
                     let mut p = Peer::upgrade(tcp, port, &header).map_err(|e| format!("client {c}: {e}"))?;
                     p.initialize().map_err(|e| format!("client {c}: {e}"))?;
                     for i in 0..200 {

@@ -2,7 +2,7 @@
 //! several clients at once, a heavy concurrent load, and a long mixed soak.
 
 use crate::harness::*;
-use pi_ide_peer::nvim::Options;
+use pi_ide_testkit::nvim::Options;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

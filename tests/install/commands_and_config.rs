@@ -2,7 +2,7 @@
 //! messages shown when the native library is missing or stale.
 
 use crate::harness::*;
-use pi_ide_peer::nvim::{plugin_root, Options};
+use pi_ide_testkit::nvim::{plugin_root, Options};
 use std::path::Path;
 
 #[test]
@@ -245,7 +245,7 @@ fn suggest_from_normal_mode_says_where_suggestions_show_and_asks_nothing() {
 
 #[test]
 fn remapping_the_keys_gives_the_users_own_mapping_back() {
-    let nvim = Nvim::start_with(pi_ide_peer::nvim::Options {
+    let nvim = Nvim::start_with(pi_ide_testkit::nvim::Options {
         before: Some(
             "vim.api.nvim_create_autocmd('VimEnter', { once = true, callback = function() vim.keymap.set('i', '<Tab>', '<C-r>=\"[tab]\"<CR>') end })".into(),
         ),
@@ -270,7 +270,7 @@ fn remapping_the_keys_gives_the_users_own_mapping_back() {
 
 /// A copy of the plugin's Lua files, without (or with a given) native library.
 fn plugin_copy(tag: &str, with_lib: bool, version_override: Option<&str>) -> std::path::PathBuf {
-    let dir = pi_ide_peer::nvim::temp_dir(tag);
+    let dir = pi_ide_testkit::nvim::temp_dir(tag);
     let root = plugin_root();
     copy_tree(&root.join("lua"), &dir.join("lua"));
     copy_tree(&root.join("plugin"), &dir.join("plugin"));
@@ -432,7 +432,7 @@ fn every_tool_served_has_its_handler_where_its_entry_says() {
 #[test]
 fn the_help_file_has_valid_unique_tags() {
     let nvim = Nvim::start();
-    let dir = pi_ide_peer::nvim::temp_dir("doc");
+    let dir = pi_ide_testkit::nvim::temp_dir("doc");
     std::fs::copy(plugin_root().join("doc/pi-ide.txt"), dir.join("pi-ide.txt")).unwrap();
     // :helptags raises E154 for a duplicate tag.
     nvim.command(&format!("helptags {}", dir.display()))

@@ -2,7 +2,7 @@
 //! :checkhealth, the statusline, events, :PiIde log.
 
 use crate::harness::*;
-use pi_ide_peer::nvim::{plugin_root, Options};
+use pi_ide_testkit::nvim::{plugin_root, Options};
 use std::process::Command;
 
 #[test]

@@ -1,10 +1,10 @@
 //! Inside the setup people actually run: LazyVim (lazy.nvim, blink.cmp, mini.pairs, noice,
 //! snacks, which-key...) in a real TUI in a pseudo-terminal, with this plugin added by the
-//! README's own lazy.nvim specs (see peer/src/tui.rs). Keys go in with nvim_input, as the TUI
+//! README's own lazy.nvim specs (see testkit/src/tui.rs). Keys go in with nvim_input, as the TUI
 //! sends them, except where a test types bytes into the terminal itself.
 
 use crate::harness::*;
-use pi_ide_peer::tui::{readme_lua_block, spec_for_checkout, LazyOptions};
+use pi_ide_testkit::tui::{readme_lua_block, spec_for_checkout, LazyOptions};
 
 /// LazyVim with the README's "## LazyVim" spec (blink.cmp source, LazyVim's <Tab>).
 fn lazyvim(files: &[&str]) -> Nvim {

@@ -4,7 +4,7 @@
 //! a release server on 127.0.0.1, started here, serves a release built from this checkout.
 
 use crate::harness::*;
-use pi_ide_peer::nvim::{plugin_root, temp_dir, Options};
+use pi_ide_testkit::nvim::{plugin_root, temp_dir, Options};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -239,9 +239,9 @@ fn without_a_release_server_it_builds_with_cargo_and_without_cargo_it_says_what_
     assert!(err.contains("install a Rust toolchain (https://rustup.rs)"), "{err}");
     assert!(err.contains("the download of"), "{err}");
     assert!(!err.contains("stack traceback"), "{err}");
-    // With cargo: the fallback builds. (A stand-in cargo that records its call; the real build
+    // With cargo: the fallback builds. (A fake cargo that records its call; the real build
     // of a fresh copy is tested in first_five_minutes.rs.)
-    let (bin, marker) = stand_in_cargo();
+    let (bin, marker) = fake_cargo();
     let nvim = nvim_at(&dir, &format!("{}:{NO_CARGO}", bin.display()), &url);
     assert_eq!(lazy_build(&nvim, &dir), "ok");
     assert_eq!(std::fs::read_to_string(&marker).unwrap().trim(), "build --release");
@@ -282,9 +282,9 @@ fn piide_build_downloads_in_the_background_with_progress() {
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }
 
-/// A stand-in cargo on a PATH of its own: it records its arguments in `called` and "builds"
+/// A fake cargo on a PATH of its own: it records its arguments in `called` and "builds"
 /// by copying this checkout's library.
-fn stand_in_cargo() -> (PathBuf, PathBuf) {
+fn fake_cargo() -> (PathBuf, PathBuf) {
     let bin = temp_dir("bin");
     let marker = bin.join("called");
     let real = plugin_root().join("target/release/libpi_ide.so");
@@ -309,7 +309,7 @@ fn at_a_release_tag_with_local_changes_to_the_sources_it_builds_from_source_at_o
     let patched = std::fs::read_to_string(&lib).unwrap() + "\n// a local change\n";
     std::fs::write(&lib, patched).unwrap();
     let server = serve(release(None, None));
-    let (bin, marker) = stand_in_cargo();
+    let (bin, marker) = fake_cargo();
     let nvim = nvim_at(&dir, &format!("{}:{NO_CARGO}", bin.display()), &format!("http://127.0.0.1:{}", server.port));
     nvim.command("PiIde build").unwrap();
     nvim.wait_t("has_note", json!(["built from source", "local changes"]), PATIENCE);

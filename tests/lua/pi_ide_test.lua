@@ -1,6 +1,6 @@
 -- What the Rust tests ask of Neovim, by name: `nvim.t("layout", json!([]))` runs
 -- `require("pi_ide_test").layout()`. Lua the tests share lives here, as Lua, not in strings.
--- (tests/ is on the runtimepath of every Neovim the tests start; see peer/src/nvim.rs.)
+-- (tests/ is on the runtimepath of every Neovim the tests start; see testkit/src/nvim.rs.)
 local M = {}
 
 -- Notifications ------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crate::anthropic_mock::{result_of, system_texts, turn_of, Mock, Reply, Turn};
 use crate::harness::*;
 use crate::terminal;
-use pi_ide_peer::nvim::{plugin_root, temp_dir, Options};
+use pi_ide_testkit::nvim::{plugin_root, temp_dir, Options};
 
 /// Claude Code starts, renders and calls the editor in well under this, even on a loaded
 /// 2-core machine; it only costs time when something is broken.
@@ -544,7 +544,7 @@ fn real_claude_code_launched_in_lazyvim_by_piide_open_connects_to_that_neovim_on
     let scratch = Scratch::new();
     let config = scratch.path("config");
     let claude_dir = ("CLAUDE_CONFIG_DIR".to_string(), config.display().to_string());
-    let nvim = Nvim::start_lazyvim(pi_ide_peer::tui::LazyOptions {
+    let nvim = Nvim::start_lazyvim(pi_ide_testkit::tui::LazyOptions {
         env: vec![claude_dir.clone()],
         cols: 200,
         rows: 50,

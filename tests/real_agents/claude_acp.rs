@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::anthropic_mock::{result_of, system_texts, turn_of, Mock, Reply, Turn};
 use crate::harness::*;
-use pi_ide_peer::nvim::{plugin_root, temp_dir};
+use pi_ide_testkit::nvim::{plugin_root, temp_dir};
 
 /// Claude Code starts and answers in a few seconds; this only costs time when something is
 /// broken (two shared cores, other suites running beside).

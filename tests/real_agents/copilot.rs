@@ -15,7 +15,7 @@ use crate::harness::*;
 use crate::{copilot_cli, openai_mock, terminal};
 use crate::copilot_cli::{CopilotCli, Launch, AGENT_PATIENCE};
 use crate::openai_mock::{turn, user_input, OpenAiMock, Reply, Turn};
-use pi_ide_peer::nvim::{temp_dir, Options};
+use pi_ide_testkit::nvim::{temp_dir, Options};
 
 /// One test's folders: `copilot_home` (COPILOT_HOME for Neovim and the CLI both) and `work`
 /// (the working folder of both). Removed when dropped.
@@ -70,7 +70,7 @@ fn start_cli(dirs: &Folders, model: &OpenAiMock) -> CopilotCli {
 
 /// The lock files in `$COPILOT_HOME/ide`, parsed, with their paths.
 fn copilot_locks(dirs: &Folders) -> Vec<(PathBuf, Value)> {
-    let locks = pi_ide_peer::copilot::locks_in(&dirs.copilot_home.join("ide"));
+    let locks = pi_ide_testkit::copilot::locks_in(&dirs.copilot_home.join("ide"));
     locks.into_iter().map(|l| (l.path, l.json)).collect()
 }
 
@@ -430,7 +430,7 @@ fn the_cli_launched_in_lazyvim_by_piide_open_connects_and_its_edit_is_reviewed()
     let dirs = Folders::new();
     let model = OpenAiMock::start();
     let copilot_home = ("COPILOT_HOME".to_string(), dirs.copilot_home.display().to_string());
-    let nvim = Nvim::start_lazyvim(pi_ide_peer::tui::LazyOptions {
+    let nvim = Nvim::start_lazyvim(pi_ide_testkit::tui::LazyOptions {
         env: vec![copilot_home],
         cols: 80,
         rows: 30,

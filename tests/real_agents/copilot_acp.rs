@@ -14,7 +14,7 @@ use crate::harness::*;
 use crate::openai_mock;
 use crate::copilot_cli::{cli_env, copilot_binary, AGENT_PATIENCE};
 use crate::openai_mock::{OpenAiMock, Reply, Turn};
-use pi_ide_peer::nvim::{temp_dir, Options};
+use pi_ide_testkit::nvim::{temp_dir, Options};
 use serde_json::json;
 
 struct Rig {

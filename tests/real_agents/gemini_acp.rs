@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::harness::*;
 use crate::gemini_mock::{tool_names, turn_of, GeminiMock, Reply, Turn};
-use pi_ide_peer::nvim::{temp_dir, Options};
+use pi_ide_testkit::nvim::{temp_dir, Options};
 
 /// How long anything the CLI does may take: it loads ~20 MB of JavaScript and asks the model
 /// twice a turn (its router, then the turn), on a loaded 2-core machine that runs several tests
@@ -30,7 +30,7 @@ const AGENT_PATIENCE: Duration = Duration::from_secs(60);
 fn agents_bin() -> PathBuf {
     std::env::var_os("PI_IDE_AGENTS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| pi_ide_peer::nvim::plugin_root().join(".deps/agents/node_modules/.bin"))
+        .unwrap_or_else(|| pi_ide_testkit::nvim::plugin_root().join(".deps/agents/node_modules/.bin"))
 }
 
 /// `gemini` (a Node script) and the folder of the Node 22 it needs first on PATH. Missing is

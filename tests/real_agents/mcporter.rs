@@ -10,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 
 use crate::harness::*;
 use crate::pi_cli;
-use pi_ide_peer::nvim::{plugin_root, Options};
+use pi_ide_testkit::nvim::{plugin_root, Options};
 
 fn mcporter_js() -> PathBuf {
     let p = pi_cli::agents_dir().join("node_modules/mcporter/dist/cli.js");

@@ -19,7 +19,7 @@ use crate::harness::*;
 use crate::{pi_cli, terminal};
 use crate::openai_mock::{editor_context, system_prompt, turn, OpenAiMock, Reply, Turn, SUGGESTION_TAG};
 use crate::pi_cli::{pi_env, Folders, PiTui, PI_PATIENCE};
-use pi_ide_peer::nvim::Options;
+use pi_ide_testkit::nvim::Options;
 
 /// The name our Neovim gives itself in its lockfile: Pi shows it when it connects.
 const OURS: &str = "nvim-under-test";
@@ -460,7 +460,7 @@ fn ghost_text_in_neovim_comes_from_pis_model() {
 fn pi_launched_in_lazyvim_by_piide_open_connects_to_that_neovim_and_its_write_is_reviewed() {
     let dirs = Folders::new();
     let model = OpenAiMock::start();
-    let nvim = Nvim::start_lazyvim(pi_ide_peer::tui::LazyOptions { cols: 80, rows: 30, ..Default::default() });
+    let nvim = Nvim::start_lazyvim(pi_ide_testkit::tui::LazyOptions { cols: 80, rows: 30, ..Default::default() });
     let other = Nvim::start_with(Options {
         cwd: Some(nvim.cwd.clone()),
         lock_dir: Some(nvim.lock_dir.clone()),

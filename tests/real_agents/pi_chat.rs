@@ -17,7 +17,7 @@ use crate::harness::*;
 use crate::{pi_cli, terminal};
 use crate::openai_mock::{user_texts, OpenAiMock, Reply};
 use crate::pi_cli::{pi_env, Folders, PI_PATIENCE};
-use pi_ide_peer::nvim::Options;
+use pi_ide_testkit::nvim::Options;
 
 /// The name our Neovim gives itself in its lockfile: the extension says it connected to it.
 const OURS: &str = "nvim-chat-under-test";

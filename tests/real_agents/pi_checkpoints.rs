@@ -5,7 +5,7 @@
 //! repository without touching the user's HEAD, index or stash, and in a folder git knows not.
 //!
 //! Neovim's state folder (where the shadow repositories live) is the private one
-//! pi_ide_peer::nvim gives each Neovim (`XDG_STATE_HOME` under its temp home).
+//! pi_ide_testkit::nvim gives each Neovim (`XDG_STATE_HOME` under its temp home).
 
 
 use std::collections::BTreeMap;
@@ -17,7 +17,7 @@ use crate::harness::*;
 use crate::{pi_cli, terminal};
 use crate::openai_mock::{OpenAiMock, Reply};
 use crate::pi_cli::{pi_env, Folders, PI_PATIENCE};
-use pi_ide_peer::nvim::Options;
+use pi_ide_testkit::nvim::Options;
 
 const OURS: &str = "nvim-checkpoints-under-test";
 

@@ -6,7 +6,7 @@
 //! suspended with Ctrl-Z; and the caps on handshakes and clients never touch an open review.
 
 use crate::harness::*;
-use pi_ide_peer::nvim::Options;
+use pi_ide_testkit::nvim::Options;
 
 fn small_limit() -> Options {
     Options {
@@ -100,10 +100,10 @@ fn an_open_diff_over_max_message_size_is_rejected_before_the_1009() {
     let mut q = nvim.peer();
     let text = open_diff_call("d3", &path, &"z".repeat(2 << 20), "pi-write:3").to_string();
     let (a, b) = text.as_bytes().split_at(1000);
-    let mut raw = pi_ide_peer::peer::raw_frame(false, 1, a);
-    raw.extend(pi_ide_peer::peer::raw_frame(true, 0, b));
+    let mut raw = pi_ide_testkit::peer::raw_frame(false, 1, a);
+    raw.extend(pi_ide_testkit::peer::raw_frame(true, 0, b));
     let next = open_diff_call("d4", &path, "small\n", "pi-write:4").to_string();
-    raw.extend(pi_ide_peer::peer::raw_frame(true, 1, next.as_bytes()));
+    raw.extend(pi_ide_testkit::peer::raw_frame(true, 1, next.as_bytes()));
     q.write_raw(&raw).unwrap();
     let (frames, end) = read_until_close(&mut q);
     assert_eq!(answer_in(&frames, "d3"), Some(vec!["DIFF_REJECTED".to_string(), "pi-write:3".into()]));
@@ -111,8 +111,8 @@ fn an_open_diff_over_max_message_size_is_rejected_before_the_1009() {
     assert!(matches!(end, Received::Close { code: 1009, .. }), "{end:?}");
     // Whole, then another openDiff behind it.
     let mut q = nvim.peer();
-    let mut raw = pi_ide_peer::peer::raw_frame(true, 1, open_diff_call("d5", &path, &"z".repeat(2 << 20), "pi-write:5").to_string().as_bytes());
-    raw.extend(pi_ide_peer::peer::raw_frame(true, 1, open_diff_call("d6", &path, "x\n", "pi-write:6").to_string().as_bytes()));
+    let mut raw = pi_ide_testkit::peer::raw_frame(true, 1, open_diff_call("d5", &path, &"z".repeat(2 << 20), "pi-write:5").to_string().as_bytes());
+    raw.extend(pi_ide_testkit::peer::raw_frame(true, 1, open_diff_call("d6", &path, "x\n", "pi-write:6").to_string().as_bytes()));
     q.write_raw(&raw).unwrap();
     let (frames, end) = read_until_close(&mut q);
     assert_eq!(answer_in(&frames, "d5"), Some(vec!["DIFF_REJECTED".to_string(), "pi-write:5".into()]));
@@ -127,7 +127,7 @@ fn a_frame_that_breaks_the_protocol_rejects_the_reviews_before_the_close() {
     let nvim = Nvim::start();
     let path = file_with(&nvim, "a.txt", "old\n");
     // A text frame that is not UTF-8 (1007), and an unmasked frame (1002).
-    for (n, (bad, code)) in [(pi_ide_peer::peer::raw_frame(true, 1, &[0xc3, 0x28]), 1007u16), (vec![0x81, 0x01, b'x'], 1002)]
+    for (n, (bad, code)) in [(pi_ide_testkit::peer::raw_frame(true, 1, &[0xc3, 0x28]), 1007u16), (vec![0x81, 0x01, b'x'], 1002)]
         .into_iter()
         .enumerate()
     {
@@ -205,7 +205,7 @@ fn the_handshake_and_client_caps_never_touch_an_open_review() {
     for _ in 0..70 {
         match Peer::connect(l.port, &l.auth_token) {
             Ok(o) => others.push(o),
-            Err(pi_ide_peer::ConnectError::Http(503)) => full += 1,
+            Err(pi_ide_testkit::ConnectError::Http(503)) => full += 1,
             Err(e) => panic!("{e}"),
         }
     }

@@ -2,7 +2,7 @@
 //! can end is answered exactly once, before any Close frame.
 
 use crate::harness::*;
-use pi_ide_peer::nvim::Options;
+use pi_ide_testkit::nvim::Options;
 
 /// Records PiIdeDiffOpened/Closed (see tests/lua/pi_ide_test.lua).
 fn record_events(nvim: &Nvim) {

@@ -5,7 +5,7 @@
 //! the left pane shows the file that will be written.
 
 use crate::harness::*;
-use pi_ide_peer::nvim::Options;
+use pi_ide_testkit::nvim::Options;
 
 /// A review of `path` with `contents` proposed, on screen; returns its id.
 fn review(nvim: &Nvim, p: &mut Peer, n: u32, path: &str, contents: &str) -> String {

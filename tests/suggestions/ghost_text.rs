@@ -2,7 +2,7 @@
 //! extension) for suggestions while a user types, and shows, cycles, accepts and drops them.
 
 use crate::harness::*;
-use pi_ide_peer::nvim::Options;
+use pi_ide_testkit::nvim::Options;
 use std::time::Duration;
 
 const MS: fn(u64) -> Duration = Duration::from_millis;

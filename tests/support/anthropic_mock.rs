@@ -1,4 +1,4 @@
-//! A stand-in for Anthropic's Messages API on loopback, so that the real Claude Code runs offline.
+//! A mock of Anthropic's Messages API on loopback, so that the real Claude Code runs offline.
 //!
 //! std only: one thread accepts, one thread serves each connection (keep-alive, HTTP/1.1,
 //! Content-Length or chunked request bodies). `POST /v1/messages` is answered by the test's

@@ -17,7 +17,7 @@ pub const AGENT_PATIENCE: Duration = Duration::from_secs(60);
 pub fn agents_bin() -> PathBuf {
     std::env::var_os("PI_IDE_AGENTS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| pi_ide_peer::nvim::plugin_root().join(".deps/agents/node_modules/.bin"))
+        .unwrap_or_else(|| pi_ide_testkit::nvim::plugin_root().join(".deps/agents/node_modules/.bin"))
 }
 
 /// The `copilot` command. Missing is a failure, never a skip: the suite installs it.

@@ -1,4 +1,4 @@
-//! A stand-in for Google's Gemini REST API (the Generative Language API, `v1beta`) on loopback,
+//! A mock of Google's Gemini REST API (the Generative Language API, `v1beta`) on loopback,
 //! so that the real Gemini CLI runs offline (`GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:<port>`).
 //!
 //! std only: one thread accepts, one thread serves each connection (keep-alive, HTTP/1.1,

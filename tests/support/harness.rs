@@ -1,11 +1,11 @@
-//! Helpers shared by the integration tests: a real Neovim (pi_ide_peer::Nvim) and a real
-//! WebSocket peer (pi_ide_peer::Peer).
+//! Helpers shared by the integration tests: a real Neovim (pi_ide_testkit::Nvim) and a real
+//! WebSocket peer (pi_ide_testkit::Peer).
 #![allow(dead_code, unused_imports)]
 
 use std::time::Duration;
 
-pub use pi_ide_peer::peer::{texts, Received};
-pub use pi_ide_peer::{lock, Nvim, Peer};
+pub use pi_ide_testkit::peer::{texts, Received};
+pub use pi_ide_testkit::{lock, Nvim, Peer};
 pub use serde_json::{json, Value};
 
 pub const SECOND: Duration = Duration::from_secs(1);
@@ -100,7 +100,7 @@ pub fn utf16(s: &str, byte: usize) -> usize {
 /// A Neovim with the plugin loaded from `dir` instead of this checkout (a copy, an install),
 /// recording vim.notify from before VimEnter.
 pub fn nvim_with_plugin_at(dir: &std::path::Path) -> Nvim {
-    use pi_ide_peer::nvim::{plugin_root, Options};
+    use pi_ide_testkit::nvim::{plugin_root, Options};
     Nvim::start_with(Options {
         before: Some(format!(
             "vim.opt.rtp:remove('{}') vim.opt.rtp:prepend('{}') require('pi_ide_test').record_notify()",
@@ -158,15 +158,15 @@ pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool)
     }
 }
 
-/// A whole masked client frame, written by hand (see [`pi_ide_peer::peer::raw_frame`]).
+/// A whole masked client frame, written by hand (see [`pi_ide_testkit::peer::raw_frame`]).
 pub fn raw_frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
-    pi_ide_peer::peer::raw_frame(true, opcode, payload)
+    pi_ide_testkit::peer::raw_frame(true, opcode, payload)
 }
 
 /// The repository's tracked files copied to a fresh folder, as a plugin manager's clone.
 pub fn fresh_copy() -> std::path::PathBuf {
-    let root = pi_ide_peer::nvim::plugin_root();
-    let dest = pi_ide_peer::nvim::temp_dir("install").join("pi-ide.nvim");
+    let root = pi_ide_testkit::nvim::plugin_root();
+    let dest = pi_ide_testkit::nvim::temp_dir("install").join("pi-ide.nvim");
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(&root)
@@ -201,7 +201,7 @@ pub fn seed_cargo_cache(dest: &std::path::Path) {
         }
         std::fs::hard_link(from, to).or_else(|_| std::fs::copy(from, to).map(|_| ()))
     }
-    let release = pi_ide_peer::nvim::plugin_root().join("target/release");
+    let release = pi_ide_testkit::nvim::plugin_root().join("target/release");
     for sub in ["deps", "build", ".fingerprint"] {
         let Ok(entries) = std::fs::read_dir(release.join(sub)) else {
             continue;

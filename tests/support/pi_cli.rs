@@ -28,7 +28,7 @@ pub fn agents_dir() -> PathBuf {
                 .map(Path::to_path_buf)
                 .unwrap_or(bin)
         }
-        None => pi_ide_peer::nvim::plugin_root().join(".deps/agents"),
+        None => pi_ide_testkit::nvim::plugin_root().join(".deps/agents"),
     }
 }
 
@@ -102,7 +102,7 @@ pub fn pi_rpc_command(extensions: &[PathBuf]) -> Vec<String> {
 /// `extension_ui_request`, and which tells what the client answered in a `notify`
 /// (`ui-test: confirm=true select="beta" input="..." editor="..."`).
 pub fn ui_extension() -> PathBuf {
-    pi_ide_peer::nvim::plugin_root().join("tests/support/ui_extension.ts")
+    pi_ide_testkit::nvim::plugin_root().join("tests/support/ui_extension.ts")
 }
 
 /// Writes Pi's configuration into `config_dir` (its agent folder: the mock at `model_url` as
@@ -315,7 +315,7 @@ impl Folders {
     pub fn new() -> Folders {
         // Canonical: the extension compares Pi's cwd (a real path) with the lockfile's
         // workspace folders as strings.
-        let root = pi_ide_peer::nvim::temp_dir("pi").canonicalize().unwrap();
+        let root = pi_ide_testkit::nvim::temp_dir("pi").canonicalize().unwrap();
         let (work, pi) = (root.join("work"), root.join("pi"));
         std::fs::create_dir_all(&work).unwrap();
         std::fs::create_dir_all(&pi).unwrap();

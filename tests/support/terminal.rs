@@ -2,7 +2,7 @@
 //! in Neovim (what the terminal shows, row by row) and its pty.
 #![allow(dead_code)]
 
-use pi_ide_peer::Nvim;
+use pi_ide_testkit::Nvim;
 
 fn rows(nvim: &Nvim, agent: &str, joiner: &str) -> String {
     let lua = format!(

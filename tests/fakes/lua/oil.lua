@@ -1,4 +1,4 @@
--- A stand-in for oil.nvim (not installed here), for tests/context/explorers.rs: the documented API
+-- A fake oil.nvim (not installed here), for tests/context/explorers.rs: the documented API
 -- functions pi-ide.nvim calls (oil's doc/api.md: get_current_dir(bufnr), get_cursor_entry(),
 -- get_entry_on_line(bufnr, lnum), returning oil.Entry tables {id, name, type}) over a buffer
 -- of filetype "oil" listing a folder as oil does: "../" first, folders ending with "/".

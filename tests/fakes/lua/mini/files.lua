@@ -1,4 +1,4 @@
--- A stand-in for mini.files (not installed here), for tests/context/explorers.rs: the documented API
+-- A fake mini.files (not installed here), for tests/context/explorers.rs: the documented API
 -- function pi-ide.nvim calls (MiniFiles.get_fs_entry(buf_id, line), returning {fs_type, name,
 -- path} or nil), over a buffer of filetype "minifiles" listing a folder, one name a line.
 -- Like mini.files, it sets the global MiniFiles.

@@ -1,4 +1,4 @@
--- A stand-in for nvim-tree (not installed here), for tests/context/explorers.rs: the documented API
+-- A fake nvim-tree (not installed here), for tests/context/explorers.rs: the documented API
 -- function pi-ide.nvim calls (api.tree.get_node_under_cursor(), a node with name,
 -- absolute_path and type), over a buffer of filetype "NvimTree" whose first line is the root's
 -- ".." line, as nvim-tree draws it, then the folder's entries.

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
-use pi_ide_peer::nvim::{plugin_root, Nvim, Options};
+use pi_ide_testkit::nvim::{plugin_root, Nvim, Options};
 use serde_json::{json, Value};
 
 struct Program {

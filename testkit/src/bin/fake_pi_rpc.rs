@@ -1,4 +1,4 @@
-//! A stand-in for `pi --mode rpc`, for benchmarks and failure tests of a client of Pi's RPC
+//! A fake `pi --mode rpc`, for benchmarks and failure tests of a client of Pi's RPC
 //! mode: JSON command lines on stdin, JSON records on stdout, the shapes Pi 0.87 gives (see
 //! Pi's docs/rpc.md, rpc-commands.md, json.md), and no model: every prompt is answered by a
 //! text streamed at a fixed rate.

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use pi_ide_peer::nvim::{nvim_binary, plugin_root, Nvim};
+use pi_ide_testkit::nvim::{nvim_binary, plugin_root, Nvim};
 use serde_json::json;
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -81,7 +81,7 @@ fn floor_server(answer: String) -> u16 {
 fn roundtrip_vs_floor(nvim: &Nvim, n: usize) -> ((f64, f64), (f64, f64)) {
     let frame = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"getDiagnostics","arguments":{}}}"#;
     let l = nvim.lockfile();
-    let mut ours = pi_ide_peer::Peer::connect(l.port, &l.auth_token).unwrap();
+    let mut ours = pi_ide_testkit::Peer::connect(l.port, &l.auth_token).unwrap();
     ours.initialize().unwrap();
     ours.inbox.clear();
     // Our answer's bytes, for the floor to send back.
@@ -93,8 +93,8 @@ fn roundtrip_vs_floor(nvim: &Nvim, n: usize) -> ((f64, f64), (f64, f64)) {
         }
     };
     let floor_port = floor_server(answer.clone());
-    let mut floor = pi_ide_peer::Peer::connect(floor_port, "-").unwrap();
-    let measure = |p: &mut pi_ide_peer::Peer| {
+    let mut floor = pi_ide_testkit::Peer::connect(floor_port, "-").unwrap();
+    let measure = |p: &mut pi_ide_testkit::Peer| {
         let mut ms = Vec::with_capacity(n);
         for k in 0..(n + 100) {
             let t = Instant::now();
@@ -209,7 +209,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn startup(runs: usize) -> (f64, f64, f64) {
-    let lock_dir = pi_ide_peer::nvim::temp_dir("bench-locks");
+    let lock_dir = pi_ide_testkit::nvim::temp_dir("bench-locks");
     let rtp = vec![
         "--cmd".to_string(),
         format!("set rtp^={}", plugin_root().display()),
@@ -230,7 +230,7 @@ fn startup(runs: usize) -> (f64, f64, f64) {
         full.push(run_headless(&started, &lock_dir));
     }
     assert!(
-        pi_ide_peer::lock::read_all(&lock_dir).is_empty(),
+        pi_ide_testkit::lock::read_all(&lock_dir).is_empty(),
         "a run left its lockfile behind"
     );
     let _ = std::fs::remove_dir_all(&lock_dir);

@@ -1,13 +1,13 @@
 //! The chat's numbers (issue: Pi inside Neovim): while Pi streams 2,000 text deltas a second
 //! into the chat, and keys are typed into another window, how long is the main loop ever
-//! stalled, and what does one drawn delta cost it. Pi is played by `fake_pi_rpc` (the peer's
-//! stand-in, pacing its deltas on a clock). Compared with the way a pure-Lua plugin reads Pi:
+//! stalled, and what does one drawn delta cost it. Pi is played by `fake_pi_rpc` (the test
+//! kit's fake, pacing its deltas on a clock). Compared with the way a pure-Lua plugin reads Pi:
 //! jobstart's on_stdout, vim.json.decode per line, one nvim_buf_set_text per delta.
 
 use std::path::Path;
 use std::time::Duration;
 
-use pi_ide_peer::nvim::{plugin_root, Nvim, Options};
+use pi_ide_testkit::nvim::{plugin_root, Nvim, Options};
 
 /// One run's numbers: longest stall and p99 of the 1 ms timer's lateness (ms), main-thread
 /// time per delta (µs), draws, deltas.
@@ -135,7 +135,7 @@ pub fn pure_lua(fake: &Path, deltas: u64, rate: u64) -> Stream {
 }
 
 /// An ACP agent streaming `chunks` agent_message_chunks at `rate` a second into its chat (the
-/// stand-in `fake_acp_agent`), keys typed in another window meanwhile. Also the Neovim's RSS
+/// fake `fake_acp_agent`), keys typed in another window meanwhile. Also the Neovim's RSS
 /// added by opening the chat (KiB), its agent's memory being its own process's.
 pub fn acp(fake: &Path, chunks: u64, rate: u64) -> (Stream, f64) {
     let setup = format!(

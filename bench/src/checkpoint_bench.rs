@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use pi_ide_peer::nvim::{temp_dir, Nvim, Options};
+use pi_ide_testkit::nvim::{temp_dir, Nvim, Options};
 
 /// One run's numbers (ms): wall time, and the 1 ms timer's longest and p99 lateness.
 #[derive(Clone, Copy, Default)]

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use pi_ide_peer::nvim::{plugin_root, Nvim, Options};
+use pi_ide_testkit::nvim::{plugin_root, Nvim, Options};
 
 /// KiB from `/proc/<pid>/status`.
 #[derive(Clone, Copy, Default)]
@@ -103,13 +103,13 @@ pub fn added() -> Added {
 
 /// A client that connects as the Pi extension does (PROTOCOL.md): it offers permessage-deflate
 /// (declined), initializes, and then only calls tools.
-fn pi_like_client(nvim: &Nvim) -> pi_ide_peer::Peer {
+fn pi_like_client(nvim: &Nvim) -> pi_ide_testkit::Peer {
     let l = nvim.lockfile();
     let headers = [
-        (pi_ide_peer::peer::AUTH_HEADER, l.auth_token.as_str()),
+        (pi_ide_testkit::peer::AUTH_HEADER, l.auth_token.as_str()),
         ("Sec-WebSocket-Extensions", "permessage-deflate; client_max_window_bits"),
     ];
-    let mut p = pi_ide_peer::Peer::connect_with_headers(l.port, &headers).expect("connect");
+    let mut p = pi_ide_testkit::Peer::connect_with_headers(l.port, &headers).expect("connect");
     let r = p.initialize().expect("initialize");
     assert!(r.get("result").is_some(), "{r}");
     p
@@ -171,7 +171,7 @@ pub fn claude_code_adds() -> f64 {
 }
 
 fn claude_code_once() -> f64 {
-    let claude_dir = pi_ide_peer::nvim::temp_dir("claude");
+    let claude_dir = pi_ide_testkit::nvim::temp_dir("claude");
     let start = |on: bool| {
         Nvim::start_with(Options {
             env: vec![("CLAUDE_CONFIG_DIR".into(), claude_dir.to_string_lossy().into())],
@@ -183,7 +183,7 @@ fn claude_code_once() -> f64 {
     let _pi = off.peer();
     let l = on.lockfile();
     let headers = [("x-claude-code-ide-authorization", l.auth_token.as_str()), ("sec-websocket-protocol", "mcp")];
-    let mut c = pi_ide_peer::Peer::connect_with_headers(l.port, &headers).expect("claude connects");
+    let mut c = pi_ide_testkit::Peer::connect_with_headers(l.port, &headers).expect("claude connects");
     let init = serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "claude-code", "version": "2.1.330"}});
     c.request("initialize", init).unwrap();
     c.notify("notifications/initialized", serde_json::json!({})).unwrap();

@@ -11,9 +11,9 @@
 
 use std::time::Duration;
 
-use pi_ide_peer::lock::{self, LockFile};
-use pi_ide_peer::peer::Received;
-use pi_ide_peer::Peer;
+use pi_ide_testkit::lock::{self, LockFile};
+use pi_ide_testkit::peer::Received;
+use pi_ide_testkit::Peer;
 use serde_json::{json, Value};
 
 fn pick(port: Option<&String>) -> Result<LockFile, String> {

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 type Reply = Result<Mp, String>;
 
-/// The plugin's root folder (this crate lives in `<root>/peer`).
+/// The plugin's root folder (this crate lives in `<root>/testkit`).
 pub fn plugin_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()

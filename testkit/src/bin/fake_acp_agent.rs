@@ -1,4 +1,4 @@
-//! A stand-in ACP agent (agentclientprotocol.com) for tests and benchmarks of the chat: JSON-RPC
+//! A fake ACP agent (agentclientprotocol.com) for tests and benchmarks of the chat: JSON-RPC
 //! lines on stdin/stdout, no model. What a prompt does is in its first word:
 //!
 //! - `stream N [R]`: N agent_message_chunk of "cK " (K = 1..N; every tenth ends with a newline

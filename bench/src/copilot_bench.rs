@@ -7,8 +7,8 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use pi_ide_peer::copilot::{locks, CopilotClient};
-use pi_ide_peer::nvim::{Nvim, Options};
+use pi_ide_testkit::copilot::{locks, CopilotClient};
+use pi_ide_testkit::nvim::{Nvim, Options};
 
 const CALL_DEFAULT: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_diagnostics","arguments":{}}}"#;
 static CALL_TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
