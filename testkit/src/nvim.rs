@@ -330,12 +330,17 @@ impl Nvim {
         }
     }
 
-    /// Calls a function of the tests' Lua helper module (tests/lua/pi_ide_test.lua) by name,
-    /// with `args` (a JSON array) as its arguments; returns its result.
+    /// Calls a function of the tests' Lua helpers by name, with `args` (a JSON array) as its
+    /// arguments; returns its result. `"layout"` is tests/lua/pi_ide_test.lua's `layout`;
+    /// `"review.pane_kinds"` is tests/lua/pi_ide_test/review.lua's `pane_kinds`.
     pub fn t(&self, name: &str, args: Value) -> Value {
+        let (module, function) = match name.rsplit_once('.') {
+            Some((group, function)) => (format!("pi_ide_test.{group}"), function),
+            None => ("pi_ide_test".to_owned(), name),
+        };
         self.lua_with(
-            "local name, args = ... return require('pi_ide_test')[name](unpack(vim.json.decode(args)))",
-            vec![Mp::from(name), Mp::from(args.to_string())],
+            "local module, name, args = ... return require(module)[name](unpack(vim.json.decode(args)))",
+            vec![Mp::from(module), Mp::from(function), Mp::from(args.to_string())],
         )
     }
 

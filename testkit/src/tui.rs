@@ -239,10 +239,10 @@ impl Nvim {
         let mut nvim = Nvim::from_parts(child, rpc, home, lock_dir, cwd);
         nvim.pty = Some(pty);
         nvim.server_pid = nvim.lua("return vim.fn.getpid()").as_u64().map(|p| p as u32);
-        // The tests' Lua helpers: lazy.nvim owns the runtimepath here, so by file.
-        let helpers = crate::nvim::plugin_root().join("tests/lua/pi_ide_test.lua");
+        // The tests' Lua helpers (tests/lua/): lazy.nvim owns the runtimepath here, so by path.
+        let helpers = crate::nvim::plugin_root().join("tests/lua/?.lua");
         nvim.lua_with(
-            "package.preload['pi_ide_test'] = assert(loadfile(...))",
+            "package.path = ... .. ';' .. package.path",
             vec![rmpv::Value::from(helpers.to_string_lossy().as_ref())],
         );
         // UIEnter, then lazy.nvim's VeryLazy (which-key is one of its plugins), then our

@@ -16,19 +16,7 @@ fn start_chat(nvim: &Nvim, script: &str) {
 
 /// [`start_chat`] with chat_start's options as they are.
 fn start_chat_with(nvim: &Nvim, opts: Value) {
-    nvim.lua_with(
-        "local opts = vim.json.decode(...)
-         local n = assert(require('pi-ide.core.native').load())
-         _G.chat_ops = {}
-         function _G.find(kind)
-           for _, op in ipairs(_G.chat_ops) do if op.kind == kind then return op end end
-         end
-         _G.chat_async = vim.uv.new_async(function()
-           for _, op in ipairs(n.chat_drain(_G.chat_id)) do table.insert(_G.chat_ops, op) end
-         end)
-         _G.chat_id = n.chat_start(opts, _G.chat_async)",
-        vec![opts.to_string().into()],
-    );
+    nvim.t("chat.start_core_chat", json!([opts]));
 }
 
 fn chat(nvim: &Nvim, call: &str) -> Value {

@@ -224,14 +224,7 @@ fn a_question_of_pis_with_the_id_of_one_that_waits_is_cancelled_at_once_and_neve
     let nvim = neovim(&[]);
     // Pi's extension asks twice with one id: the answer to the first must never be taken for
     // the second (a "Yes" meant for a harmless question would allow another).
-    nvim.lua(
-        "_G.replies, _G.shown = {}, {} \
-         vim.ui.select = function(items, opts, cb) table.insert(_G.shown, opts.prompt) _G.pick = cb end \
-         local dialogs = require('pi-ide.features.chat.dialogs') \
-         local reply = function(r) table.insert(_G.replies, r) end \
-         dialogs.handle({ type = 'extension_ui_request', id = 'q1', method = 'confirm', title = 'Format a.txt?' }, reply) \
-         dialogs.handle({ type = 'extension_ui_request', id = 'q1', method = 'confirm', title = 'Delete the repository?' }, reply)",
-    );
+    nvim.t("chat.ask_twice_with_one_id", json!([]));
     assert_eq!(nvim.lua("return _G.shown"), json!(["Format a.txt?"]));
     assert_eq!(nvim.lua("return _G.replies"), json!([{"type": "extension_ui_response", "id": "q1", "cancelled": true}]));
     nvim.lua("_G.pick('Yes')");

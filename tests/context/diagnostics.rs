@@ -33,18 +33,7 @@ fn reports_every_buffer_keyed_by_uri_in_the_protocol_shape() {
         "main file.rs",
         &["fn main() {", "  let x = \"héllo\"; y", "}"],
     );
-    nvim.lua(
-        r#"
-        local ns = vim.api.nvim_create_namespace("test")
-        vim.diagnostic.set(ns, 0, {
-          { lnum = 1, col = 19, end_lnum = 1, end_col = 20, severity = vim.diagnostic.severity.ERROR,
-            message = "cannot find value `y`", source = "rustc", code = "E0425" },
-          { lnum = 0, col = 3, severity = vim.diagnostic.severity.WARN, message = "unused", source = "clippy" },
-          { lnum = 2, col = 0, severity = vim.diagnostic.severity.HINT, message = "a hint" },
-          { lnum = 2, col = 0, severity = vim.diagnostic.severity.INFO, message = "info", code = 12 },
-        })
-        "#,
-    );
+    nvim.t("context.four_diagnostics", json!([]));
     let mut p = nvim.peer();
     let d = diagnostics(&p.call_tool("getDiagnostics", json!({})).unwrap());
     let uri = format!("file://{}", path.replace(' ', "%20"));

@@ -190,26 +190,7 @@ fn lsp_workspace_folders_reach_the_lockfile_by_their_uri_not_their_display_name(
     let folder = nvim.home.join("lsp project");
     std::fs::create_dir_all(&folder).unwrap();
     // An in-process language server: enough to attach with workspace folders.
-    nvim.lua_with(
-        r#"local dir = ...
-        vim.lsp.start({
-          name = "fake",
-          cmd = function()
-            return {
-              request = function(method, _, callback)
-                if method == "initialize" then callback(nil, { capabilities = {} }) end
-                return true, 1
-              end,
-              notify = function() return true end,
-              is_closing = function() return false end,
-              terminate = function() end,
-            }
-          end,
-          root_dir = dir,
-          workspace_folders = { { uri = vim.uri_from_fname(dir), name = "A Display Name" } },
-        })"#,
-        vec![folder.to_string_lossy().to_string().into()],
-    );
+    nvim.t("install.start_fake_lsp", json!([folder]));
     let want = folder.to_string_lossy().to_string();
     let deadline = std::time::Instant::now() + PATIENCE;
     loop {
@@ -530,18 +511,7 @@ fn the_help_file_has_valid_unique_tags() {
 /// Every option of the config spec (`require("pi-ide.core.config").spec`, nested ones
 /// included) by its dotted path, groups too.
 fn option_paths(nvim: &Nvim) -> Vec<String> {
-    let paths = nvim.lua(
-        r#"local out = {}
-        local function walk(node, prefix)
-          for name, rule in pairs(node) do
-            table.insert(out, prefix .. name)
-            if not rule.is_option then walk(rule, prefix .. name .. ".") end
-          end
-        end
-        walk(require("pi-ide.core.config").spec, "")
-        table.sort(out)
-        return out"#,
-    );
+    let paths = nvim.t("install.option_paths", json!([]));
     paths.as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_owned()).collect()
 }
 

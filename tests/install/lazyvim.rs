@@ -17,18 +17,7 @@ fn lazyvim(files: &[&str]) -> Nvim {
 
 /// Every message the user was shown: noice's history and :messages.
 fn messages(nvim: &Nvim) -> String {
-    nvim.lua(
-        r#"local out = {}
-        local ok, manager = pcall(require, "noice.message.manager")
-        if ok then
-          for _, m in ipairs(manager.get(nil, { history = true })) do table.insert(out, m:content()) end
-        end
-        table.insert(out, vim.fn.execute("messages"))
-        return table.concat(out, "\n")"#,
-    )
-    .as_str()
-    .unwrap()
-    .to_owned()
+    nvim.t("install.messages", json!([])).as_str().unwrap().to_owned()
 }
 
 /// Fails if any error reached the user or our log: an autocmd error, a Lua error, a traceback.

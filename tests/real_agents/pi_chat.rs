@@ -400,20 +400,7 @@ fn a_prompt_sent_while_pi_works_steers_it() {
 /// would) `answers[kind]` (nil: cancelled), Yes/No questions with `answers.confirm`; what was
 /// asked is kept in `_G.asked`.
 fn answer_dialogs(nvim: &Nvim, answers: Value) {
-    nvim.lua_with(
-        "local answers = vim.json.decode(...)
-         _G.asked = {}
-         vim.ui.select = function(items, opts, cb)
-           table.insert(_G.asked, opts.prompt)
-           local pick = items[1] == 'Yes' and answers.confirm or answers.select
-           vim.schedule(function() cb(pick) end)
-         end
-         vim.ui.input = function(opts, cb)
-           table.insert(_G.asked, opts.prompt)
-           vim.schedule(function() cb(answers.input) end)
-         end",
-        vec![answers.to_string().into()],
-    );
+    nvim.t("real_agents.answer_dialogs", json!([answers]));
 }
 
 /// The editor dialog's buffer (`pi-ide://editor/<id>`), once it shows.
@@ -526,16 +513,7 @@ fn the_model_picker_switches_pis_model() {
     rig.open_chat();
     assert_eq!(rig.info()["model_key"], json!("mock/mock-coder"), "{}", rig.report());
     // The picker lists both, the current one marked; the user picks the second.
-    rig.nvim.lua(
-        "_G.listed = nil
-         vim.ui.select = function(items, opts, cb)
-           _G.listed = vim.tbl_map(opts.format_item, items)
-           for _, m in ipairs(items) do
-             if m.id == 'mock-second' then return cb(m) end
-           end
-           cb(nil)
-         end",
-    );
+    rig.nvim.t("real_agents.pick_model", json!(["mock-second"]));
     rig.nvim.command("PiIde chat model").unwrap();
     let listed = rig.nvim.lua("return _G.listed");
     assert_eq!(

@@ -189,14 +189,7 @@ impl Rig {
 
 /// The windows of the current tab: (buffer name, 'diff', the buffer's lines, 'modifiable').
 fn tab_windows(nvim: &Nvim) -> Vec<(String, bool, Value, bool)> {
-    let wins = nvim.lua(
-        "local out = {}
-         for _, w in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
-           local b = vim.api.nvim_win_get_buf(w)
-           table.insert(out, { vim.api.nvim_buf_get_name(b), vim.wo[w].diff, vim.api.nvim_buf_get_lines(b, 0, -1, false), vim.bo[b].modifiable })
-         end
-         return out",
-    );
+    let wins = nvim.t("real_agents.tab_windows", json!([]));
     wins.as_array()
         .unwrap()
         .iter()

@@ -717,15 +717,7 @@ fn review_panes_have_names_people_read_that_are_never_files() {
     let listed = nvim.lua("return vim.fn.execute('ls')");
     assert!(!listed.as_str().unwrap().contains("hello.txt ("), "{listed}");
     // Not files, for Neovim and for the plugin, whatever their 'buftype' becomes.
-    let kinds = nvim.lua(
-        "local l = vim.fn.winbufnr(vim.fn.winnr('h'))
-         local is_file = require('pi-ide.core.buffers').is_file
-         local kinds = { vim.bo.buftype, vim.bo[l].buftype, is_file(0), is_file(l) }
-         vim.bo[l].buftype = ''
-         table.insert(kinds, is_file(l))
-         vim.bo[l].buftype = 'nofile'
-         return kinds",
-    );
+    let kinds = nvim.t("review.pane_kinds", json!([]));
     assert_eq!(kinds, json!(["acwrite", "nofile", false, false, false]));
     // :w in the left pane writes nothing.
     nvim.command("wincmd h").unwrap();
