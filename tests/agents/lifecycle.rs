@@ -169,21 +169,9 @@ fn a_flooding_client_meets_backpressure_and_the_editor_stays_responsive() {
     }
 }
 
-/// KiB of the library's read-only mappings (code, constants) resident in this Neovim, read by
-/// Lua in the same chunk as `before` runs.
-const RESIDENT_READ_ONLY: &str = r#"
-    local function resident()
-      local kib, ours = 0, false
-      for line in io.lines('/proc/self/smaps') do
-        local perms = line:match('^%x+%-%x+ (%S+)')
-        if perms then
-          ours = line:find('libpi_ide', 1, true) ~= nil and not perms:find('w', 1, true)
-        elseif ours then
-          kib = kib + tonumber(line:match('^Rss:%s+(%d+)') or 0)
-        end
-      end
-      return kib
-    end"#;
+/// Lua that names `resident`: KiB of the library's read-only mappings (code, constants)
+/// resident in this Neovim.
+const RESIDENT_READ_ONLY: &str = "local resident = require('pi_ide_test.agents').resident_read_only_kib";
 
 #[test]
 fn what_only_loading_and_the_start_read_of_the_library_is_given_back() {
@@ -296,32 +284,7 @@ fn the_modules_an_idle_server_with_an_agent_loads_hold_no_decimal_literal() {
     nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
     let mut p = nvim.peer();
     settle(&nvim, &mut p);
-    let found = nvim.lua(
-        r#"
-        local function code_of(text)
-          text = text:gsub('%-%-%[(=*)%[.-%]%1%]', ''):gsub('%[(=*)%[.-%]%1%]', '""')
-          text = text:gsub('"[^"\n]-\\\\"', '"'):gsub("'[^'\n]-\\\\'", "'")
-          text = text:gsub('"[^"\n]*"', '""'):gsub("'[^'\n]*'", "''")
-          return (text:gsub('%-%-[^\n]*', ''))
-        end
-        local found, scanned = {}, 0
-        for name in pairs(package.loaded) do
-          if name == 'pi-ide' or name:find('^pi%-ide%.') then
-            local rel = 'lua/' .. name:gsub('%.', '/')
-            local path = vim.api.nvim_get_runtime_file(rel .. '.lua', false)[1]
-              or vim.api.nvim_get_runtime_file(rel .. '/init.lua', false)[1]
-            scanned = scanned + 1
-            local code = code_of(table.concat(vim.fn.readfile(path), '\n'))
-            for literal in code:gmatch('%f[%w_.]%d*%.%d+') do
-              table.insert(found, name .. ': ' .. literal)
-            end
-            for literal in code:gmatch('%f[%w_.]%d+[eE][-+]?%d+') do
-              table.insert(found, name .. ': ' .. literal)
-            end
-          end
-        end
-        return { found = found, scanned = scanned }"#,
-    );
+    let found = nvim.t("agents.decimal_literals", json!([]));
     assert!(found["scanned"].as_u64().unwrap() > 10, "{found}");
     assert_eq!(found["found"], json!([]), "decimal literals in modules loaded at start");
 }
