@@ -8,6 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use pi_ide_testkit::nvim::{plugin_root, Nvim, Options};
+use serde_json::json;
 
 /// One run's numbers: longest stall and p99 of the 1 ms timer's lateness (ms), main-thread
 /// time per delta (µs), draws, deltas.
@@ -20,17 +21,6 @@ pub struct Stream {
     /// The longest single drain-and-draw of ours (ms); 0 for the pure-Lua way.
     pub longest_draw_ms: f64,
 }
-
-// A timer every millisecond: how late each tick is, is how long the loop was busy.
-const STALL_TIMER: &str = r#"
-  _G.__s = { gaps = {}, last = vim.uv.hrtime() }
-  __s.timer = vim.uv.new_timer()
-  __s.timer:start(1, 1, function()
-    local now = vim.uv.hrtime()
-    table.insert(__s.gaps, (now - __s.last) / 1e6 - 1)
-    __s.last = now
-  end)
-"#;
 
 fn stalls(nvim: &Nvim) -> (f64, f64) {
     let v = nvim.lua("__s.timer:stop() __s.timer:close() table.sort(__s.gaps) return { __s.gaps[#__s.gaps], __s.gaps[math.floor(#__s.gaps * 0.99)] }");
@@ -63,7 +53,7 @@ pub fn ours(fake: &Path, deltas: u64, rate: u64) -> Stream {
     nvim.command("PiIde chat").unwrap();
     nvim.command("stopinsert | wincmd t").unwrap();
     nvim.wait_for("require('pi-ide.features.chat').running() and require('pi-ide.features.chat').info().model ~= nil", Duration::from_secs(30));
-    nvim.lua(STALL_TIMER);
+    nvim.t("bench.stall_timer", json!([]));
     nvim.lua("require('pi-ide.features.chat').send('go')");
     type_until(&nvim, &format!("require('pi-ide.features.chat.view').text():find('d{deltas} ') ~= nil and require('pi-ide.features.chat').status() == ''"));
     let (longest_ms, p99_ms) = stalls(&nvim);
@@ -83,42 +73,8 @@ pub fn ours(fake: &Path, deltas: u64, rate: u64) -> Stream {
 /// The pure-Lua way, for comparison: every line decoded and every delta drawn on the main loop.
 pub fn pure_lua(fake: &Path, deltas: u64, rate: u64) -> Stream {
     let nvim = neovim(fake, deltas, rate);
-    nvim.lua_with(
-        r#"
-        local fake, deltas, rate = ...
-        vim.cmd("botright vnew")
-        local buf = vim.api.nvim_get_current_buf()
-        vim.cmd("wincmd t")
-        _G.__p = { busy = 0, n = 0, draws = 0, done = false }
-        local partial = ""
-        local function on_line(line)
-          local ok, ev = pcall(vim.json.decode, line)
-          if not ok or type(ev) ~= "table" then return end
-          local d = ev.type == "message_update" and ev.assistantMessageEvent
-          if d and d.type == "text_delta" then
-            local parts = vim.split(d.delta, "\n", { plain = true })
-            local row = vim.api.nvim_buf_line_count(buf) - 1
-            local col = #vim.api.nvim_buf_get_lines(buf, row, row + 1, false)[1]
-            vim.api.nvim_buf_set_text(buf, row, col, row, col, parts)
-            __p.n = __p.n + 1
-            __p.draws = __p.draws + 1
-          elseif ev.type == "agent_settled" then
-            __p.done = true
-          end
-        end
-        __p.job = vim.fn.jobstart({ fake, "--deltas", deltas, "--rate", rate }, {
-          on_stdout = function(_, data)
-            local t0 = vim.uv.hrtime()
-            data[1] = partial .. data[1]
-            partial = table.remove(data)
-            for _, l in ipairs(data) do on_line(l) end
-            __p.busy = __p.busy + (vim.uv.hrtime() - t0)
-          end,
-        })
-        "#,
-        vec![fake.display().to_string().into(), deltas.to_string().into(), rate.to_string().into()],
-    );
-    nvim.lua(STALL_TIMER);
+    nvim.t("bench.pure_lua_chat", json!([fake.display().to_string(), deltas.to_string(), rate.to_string()]));
+    nvim.t("bench.stall_timer", json!([]));
     nvim.lua(r#"vim.fn.chansend(__p.job, vim.json.encode({ type = "prompt", message = "go", id = "1" }) .. "\n")"#);
     type_until(&nvim, "__p.done");
     let (longest_ms, p99_ms) = stalls(&nvim);
@@ -151,7 +107,7 @@ pub fn acp(fake: &Path, chunks: u64, rate: u64) -> (Stream, f64) {
     let chat = "require('pi-ide.features.chat.acp').get('fake')";
     nvim.wait_for(&format!("{chat}.session ~= nil"), Duration::from_secs(30));
     let added = rss_after_gc(&nvim) - before;
-    nvim.lua(STALL_TIMER);
+    nvim.t("bench.stall_timer", json!([]));
     nvim.lua(&format!("{chat}:send('stream {chunks} {rate}')"));
     let text = "require('pi-ide.features.chat.view').of('fake').text()";
     type_until(&nvim, &format!("{text}:find('c{chunks}%s') ~= nil and {chat}.state == 'idle'"));

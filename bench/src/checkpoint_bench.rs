@@ -10,6 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use pi_ide_testkit::nvim::{temp_dir, Nvim, Options};
+use serde_json::json;
 
 /// One run's numbers (ms): wall time, and the 1 ms timer's longest and p99 lateness.
 #[derive(Clone, Copy, Default)]
@@ -33,27 +34,6 @@ struct Run {
     shadow_bytes: u64,
     repo_bytes: u64,
 }
-
-// A timer every millisecond: how late each tick is, is how long the loop was busy. The main
-// thread's CPU time across the worst gap (clock 3: CLOCK_THREAD_CPUTIME_ID on Linux) tells work
-// on it from waiting to be scheduled.
-const STALL_TIMER: &str = r#"
-  local ffi = require("ffi")
-  pcall(ffi.cdef, "typedef struct { long s; long ns; } pi_bench_ts; int clock_gettime(int, pi_bench_ts *);")
-  local ts = ffi.new("pi_bench_ts")
-  local function cpu() ffi.C.clock_gettime(3, ts) return tonumber(ts.s) * 1e9 + tonumber(ts.ns) end
-  _G.__s = { gaps = {}, last = vim.uv.hrtime(), cpu = cpu(), worst = 0, worst_cpu = 0 }
-  __s.timer = vim.uv.new_timer()
-  __s.timer:start(1, 1, function()
-    local now, c = vim.uv.hrtime(), cpu()
-    local gap = (now - __s.last) / 1e6 - 1
-    table.insert(__s.gaps, gap)
-    if gap > __s.worst then
-      __s.worst, __s.worst_cpu = gap, (c - __s.cpu) / 1e6
-    end
-    __s.last, __s.cpu = now, c
-  end)
-"#;
 
 /// Stops the timer: its longest and p99 lateness, and the main thread's CPU time across the
 /// longest (ms).
@@ -145,7 +125,7 @@ fn change_ten(dir: &Path, paths: &[String], salt: usize) {
 
 /// A checkpoint (`begin`), started and answered on Neovim's clock, keys typed meanwhile.
 fn checkpoint(nvim: &Nvim) -> Timed {
-    nvim.lua(STALL_TIMER);
+    nvim.t("bench.stall_timer_with_cpu", json!([]));
     nvim.lua(
         r#"_G.__j = { t0 = vim.uv.hrtime(), t1 = 0 }
         require("pi-ide.features.checkpoints").run({ op = "begin", agent = "bench" }, function(ok, v)
@@ -155,22 +135,15 @@ fn checkpoint(nvim: &Nvim) -> Timed {
     type_until(nvim, "__j.t1 > 0");
     let (longest, p99, longest_cpu) = stalls(nvim);
     let v = nvim.lua("return { (__j.t1 - __j.t0) / 1e6, __j.ok, __j.err }");
-    assert_eq!(v[1], serde_json::json!(true), "checkpoint failed: {}", v[2]);
+    assert_eq!(v[1], json!(true), "checkpoint failed: {}", v[2]);
     Timed { wall: v[0].as_f64().unwrap(), longest, p99, longest_cpu }
 }
 
 /// `:PiIde changes` -> the quickfix list has its first entry (PiIdeChanges fires right after
 /// setqflist); stalls until its tab has opened. Also the entries' count.
 fn changes(nvim: &Nvim) -> (Timed, u64) {
-    nvim.lua(STALL_TIMER);
-    nvim.lua(
-        r#"_G.__c = { t0 = 0, t1 = 0, n = 0 }
-        vim.api.nvim_create_autocmd("User", { pattern = "PiIdeChanges", once = true, callback = function()
-          __c.t1, __c.n = vim.uv.hrtime(), vim.fn.getqflist({ size = 0 }).size
-        end })
-        __c.t0 = vim.uv.hrtime()
-        vim.cmd("PiIde changes")"#,
-    );
+    nvim.t("bench.stall_timer_with_cpu", json!([]));
+    nvim.t("bench.time_changes", json!([]));
     type_until(nvim, "__c.t1 > 0");
     // The first entry's tab opens next: its cost is the main loop's too.
     nvim.wait_for("#vim.api.nvim_list_tabpages() > 1", Duration::from_secs(30));

@@ -255,31 +255,7 @@ fn cursor_moved_cost(nvim: &Nvim, n: usize) -> (f64, f64, f64) {
         "vim.cmd.edit(...)",
         vec![path.to_string_lossy().to_string().into()],
     );
-    let v = nvim.lua_with(
-        r#"
-        local n = ...
-        local t = {}
-        local hr = vim.uv.hrtime
-        for i = 1, n do
-          vim.api.nvim_win_set_cursor(0, {(i % 200) + 1, i % 30})
-          local t0 = hr()
-          vim.api.nvim_exec_autocmds("CursorMoved", { group = "PiIdeSelection" })
-          t[i] = (hr() - t0) / 1000
-        end
-        table.sort(t)
-        local sel = require("pi-ide.features.selection")
-        local f = {}
-        for i = 1, 200 do
-          vim.api.nvim_win_set_cursor(0, {(i % 200) + 1, 3})
-          local t0 = hr()
-          sel.flush()
-          f[i] = (hr() - t0) / 1000
-        end
-        table.sort(f)
-        return { t[math.floor(n / 2)], t[math.floor(n * 0.99)], f[100] }
-        "#,
-        vec![(n as u64).into()],
-    );
+    let v = nvim.t("bench.time_cursor_moved", json!([n]));
     (
         v[0].as_f64().unwrap(),
         v[1].as_f64().unwrap(),
@@ -341,18 +317,7 @@ fn diff_files(dir: &Path, name: &str, lines: usize, hunks: usize) -> (String, St
 /// for `runs` reviews of the same proposal; plus the floor: Neovim itself opening the file in a
 /// tab, filling a second buffer and running diffthis on both.
 fn review(nvim: &Nvim, path: &str, contents: &str, runs: usize) -> (f64, f64, f64, f64, f64) {
-    nvim.lua(
-        r#"
-        _G.__b = { max = 0, last = vim.uv.hrtime(), opened = 0 }
-        _G.__b.timer = vim.uv.new_timer()
-        _G.__b.timer:start(0, 2, function()
-          local now = vim.uv.hrtime()
-          if now - __b.last > __b.max then __b.max = now - __b.last end
-          __b.last = now
-        end)
-        vim.api.nvim_create_autocmd("User", { pattern = "PiIdeDiffOpened", callback = function() __b.opened = vim.uv.hrtime() end })
-        "#,
-    );
+    nvim.t("bench.review_timer", json!([]));
     let mut p = nvim.peer();
     let (mut shown, mut stall) = (Vec::new(), 0.0f64);
     for i in 0..runs {
@@ -381,30 +346,7 @@ fn review(nvim: &Nvim, path: &str, contents: &str, runs: usize) -> (f64, f64, f6
     // and filled from the proposal as a string, the form in which it arrives.
     let (mut floor, mut floor_str, mut diff_step) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
-        let v = nvim.lua_with(
-            r#"
-            local path, proposal = ...
-            local lines = vim.fn.readfile(proposal)
-            local text = table.concat(lines, "\n") .. "\n"
-            local out = {}
-            for _, from_string in ipairs({ false, true }) do
-              local t0 = vim.uv.hrtime()
-              vim.cmd("tabedit " .. vim.fn.fnameescape(path))
-              vim.cmd("diffthis")
-              vim.cmd("rightbelow vnew")
-              vim.api.nvim_buf_set_lines(0, 0, -1, false, from_string and vim.split(text, "\n", { plain = true }) or lines)
-              local t1 = vim.uv.hrtime()
-              vim.cmd("diffthis")
-              table.insert(out, (vim.uv.hrtime() - t0) / 1e6)
-              if not from_string then
-                table.insert(out, (vim.uv.hrtime() - t1) / 1e6)
-              end
-              vim.cmd("bwipeout! | tabclose! | bwipeout! " .. vim.fn.bufnr(path))
-            end
-            return out
-            "#,
-            vec![path.into(), proposal.to_string_lossy().to_string().into()],
-        );
+        let v = nvim.t("bench.review_floor", json!([path, proposal]));
         floor.push(v[0].as_f64().unwrap());
         diff_step.push(v[1].as_f64().unwrap());
         floor_str.push(v[2].as_f64().unwrap());
