@@ -364,7 +364,7 @@ fn q_rejects_the_change_and_the_model_is_told() {
 
 #[test]
 fn the_neovim_tools_reach_this_neovim_in_a_trusted_folder() {
-    const MESSAGE: &str = "mock diagnostic: x is never used";
+    const MESSAGE: &str = "fake diagnostic: x is never used";
     let w = world(true, |turn| match turn {
         Turn::Prompt(p) if p == "what is wrong?" => Reply::call("mcp_nvim_getDiagnostics", json!({})),
         Turn::ToolResult { name, .. } if name == "mcp_nvim_getDiagnostics" => Reply::text("One thing."),
@@ -374,7 +374,7 @@ fn the_neovim_tools_reach_this_neovim_in_a_trusted_folder() {
     let path = w.file("c.lua", "local x = 1\n");
     w.nvim.command(&format!("edit {path}")).unwrap();
     w.nvim.lua_with(
-        "local ns = vim.api.nvim_create_namespace('mocklsp') \
+        "local ns = vim.api.nvim_create_namespace('fakelsp') \
          vim.diagnostic.set(ns, 0, { { lnum = 0, col = 6, message = ..., severity = vim.diagnostic.severity.WARN } })",
         vec![MESSAGE.into()],
     );
