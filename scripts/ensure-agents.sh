@@ -6,7 +6,7 @@
 # pi-ide extension, which no registry here ships: it is copied from ../shared/pi-ide-extension/
 # beside this checkout into .deps/agents/pi-ide-extension/<version>, where its imports (`ws`,
 # `@earendil-works/*`) resolve from .deps/agents/node_modules. The tests find all of Pi from
-# PI_IDE_AGENTS (tests/agents/pi_cli.rs), relative to the folder above node_modules/.bin:
+# PI_IDE_AGENTS (tests/support/pi_cli.rs), relative to the folder above node_modules/.bin:
 #   node_modules/node/bin/node                                 Node 22
 #   node_modules/@earendil-works/pi-coding-agent/dist/cli.js   Pi
 #   pi-ide-extension/<version>                                 the extension (`pi -e <folder>`)

@@ -50,7 +50,7 @@ nvim_for() {
 # The LazyVim profile the LazyVim tests run in requires Neovim >= 0.11.2.
 not_applicable_on() {
   case "$1" in
-    # Every test in LazyVim: the lazyvim binary, and the real agents launched in it by name.
-    0.10) echo "binary(lazyvim) or test(/_in_lazyvim_/)|LazyVim (nvim-zsh-profile 0.1.0) requires Neovim >= 0.11.2" ;;
+    # Every test in LazyVim: tests/install/lazyvim.rs, and the real agents launched in it by name.
+    0.10) echo "(binary(install) and test(/^lazyvim::/)) or test(/_in_lazyvim_/)|LazyVim (nvim-zsh-profile 0.1.0) requires Neovim >= 0.11.2" ;;
   esac
 }

@@ -245,7 +245,7 @@ fn referenced_paths(text: &str) -> Vec<String> {
             continue;
         }
         let is_file = (w.ends_with(".rs") || w.ends_with(".lua")) && w.contains('/') || w.ends_with(".md") && !w.starts_with('.');
-        let is_folder = w.ends_with('/') && ["src/", "lua/", "tests/", "peer/"].iter().any(|r| w.starts_with(r));
+        let is_folder = w.ends_with('/') && ["src/", "lua/", "tests/", "testkit/", "bench/"].iter().any(|r| w.starts_with(r));
         if is_file || is_folder {
             out.push(w.to_owned());
         }
@@ -255,7 +255,7 @@ fn referenced_paths(text: &str) -> Vec<String> {
 
 #[test]
 fn no_comment_or_document_names_a_file_that_is_not_there() {
-    let all: Vec<String> = ["src", "lua", "tests", "peer", "bridge", "plugin", "scripts", "doc"]
+    let all: Vec<String> = ["src", "lua", "tests", "testkit", "bench", "bridge", "plugin", "scripts", "doc"]
         .iter()
         .flat_map(|d| files(d, ""))
         .map(|f| rel(&f))
@@ -264,7 +264,7 @@ fn no_comment_or_document_names_a_file_that_is_not_there() {
     let exists = |r: &str| all.iter().any(|f| f == r || f.ends_with(&format!("/{r}")) || f.starts_with(r) || f.contains(&format!("/{r}")));
     let mut stale = Vec::new();
     let texts = files("src", ".rs").into_iter().chain(files("lua", ".lua")).chain(files("tests", ".rs"))
-        .chain(files("peer", ".rs")).chain(files("bridge", ".rs"))
+        .chain(files("testkit", ".rs")).chain(files("bench", ".rs")).chain(files("bridge", ".rs"))
         .chain([root().join("README.md"), root().join("doc/pi-ide.txt")]);
     for f in texts {
         let lua = f.extension().is_some_and(|e| e == "lua");
@@ -284,4 +284,84 @@ fn no_comment_or_document_names_a_file_that_is_not_there() {
     assert!(stale.is_empty(), "references to files that are not there:\n{}", stale.join("\n"));
     assert_eq!(referenced_paths("see src/x/y.rs, and lua/pi-ide/core/ too."), ["src/x/y.rs", "lua/pi-ide/core/"]);
     assert_eq!(referenced_paths("(NOTES.md says)"), ["NOTES.md"]);
+}
+
+/// The string literals of Rust source (normal and raw, byte strings too), each with the line it
+/// starts on and the text before it; comments and character literals are skipped.
+fn string_literals(text: &str) -> Vec<(usize, &str, &str)> {
+    let b = text.as_bytes();
+    let ident = |i: usize| i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_');
+    let (mut out, mut i) = (Vec::new(), 0);
+    while i < b.len() {
+        let rest = &text[i..];
+        let raw_start = b[i] == b'r' && (i == 0 || !ident(i - 1) || (b[i - 1] == b'b' && (i < 2 || !ident(i - 2))));
+        let hashes = rest[1..].bytes().take_while(|&c| c == b'#').count();
+        if rest.starts_with("//") {
+            i += rest.find('\n').unwrap_or(rest.len());
+        } else if rest.starts_with("/*") {
+            i += rest.find("*/").map_or(rest.len(), |e| e + 2);
+        } else if raw_start && rest[1 + hashes..].starts_with('"') {
+            let close = format!("\"{}", "#".repeat(hashes));
+            let body = 2 + hashes;
+            let end = rest[body..].find(&close).map_or(rest.len(), |e| body + e);
+            out.push((text[..i].matches('\n').count() + 1, &text[..i], &rest[body..end]));
+            i += end + close.len();
+        } else if b[i] == b'"' {
+            let mut j = 1;
+            while j < rest.len() && rest.as_bytes()[j] != b'"' {
+                j += if rest.as_bytes()[j] == b'\\' { 2 } else { 1 };
+            }
+            out.push((text[..i].matches('\n').count() + 1, &text[..i], &rest[1..j.min(rest.len())]));
+            i += j + 1;
+        } else if b[i] == b'\'' {
+            // A character literal ('x', '\n', '"'), or a lifetime ('a), which has no end.
+            let c = rest[1..].chars().next().map_or(0, char::len_utf8);
+            let len = if rest[1..].starts_with('\\') { rest[2..].find('\'').map_or(1, |e| e + 3) } else if rest[1 + c..].starts_with('\'') { c + 2 } else { 1 };
+            i += len;
+        } else {
+            i += rest.chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    out
+}
+
+/// Where a Lua program of more than five lines sits in a Rust string: a string handed to a call
+/// that runs Lua in Neovim, or one that reads as Lua (it uses `vim.` or `require(`).
+fn long_lua_in_strings(text: &str) -> Vec<usize> {
+    let runs_lua = [".lua(", ".lua_with(", ".lua_err(", ".lua_through_prompts(", ".wait_for(", "exec_lua(", "before: Some(", "after: Some("];
+    let mut found = Vec::new();
+    for (line, before, body) in string_literals(text) {
+        let lines = body.lines().filter(|l| !matches!(l.trim(), "" | "\\")).count();
+        let head = before.trim_end().trim_end_matches(['&', 'r', '#', 'b']).trim_end();
+        let head = head.trim_end_matches("format!(").trim_end_matches('&').trim_end();
+        let handed = runs_lua.iter().any(|call| head.ends_with(call));
+        let reads_as_lua = body.contains("require(") || body.match_indices("vim.").any(|(i, _)| i == 0 || !body.as_bytes()[i - 1].is_ascii_alphanumeric());
+        if lines > 5 && (handed || reads_as_lua) {
+            found.push(line);
+        }
+    }
+    found
+}
+
+#[test]
+fn no_lua_program_of_more_than_five_lines_hides_in_a_rust_string() {
+    let mut found = Vec::new();
+    for f in files("tests", ".rs").into_iter().chain(files("testkit", ".rs")).chain(files("bench", ".rs")) {
+        for line in long_lua_in_strings(&read(&f)) {
+            found.push(format!("{}:{line}", rel(&f)));
+        }
+    }
+    assert!(found.is_empty(), "Lua of more than five lines in a Rust string (move it to a module of tests/lua/ and call it by name):\n{}", found.join("\n"));
+    // The check checks: a long program handed to Neovim, or kept in a constant, is found; a
+    // short one, a long string of another language, and a comment are not.
+    let lua = "local a = 1\nlocal b = 2\nlocal c = 3\nlocal d = 4\nlocal e = 5\nreturn a";
+    let handed = format!("fn f() {{\n    nvim.lua(\n        r#\"{lua}\"#,\n    );\n}}\n");
+    assert_eq!(long_lua_in_strings(&handed), [3]);
+    assert_eq!(long_lua_in_strings(&format!("// it's\nlet x = 'x';\nnvim.lua_with(\"{lua}\", vec![]);\n")), [3]);
+    let kept = "const T: &str = r#\"\n  _G.s = {}\n  s.t = vim.uv.new_timer()\n  s.t:start(1, 1, function()\n    s.n = 1\n    s.m = 2\n  end)\n\"#;";
+    assert_eq!(long_lua_in_strings(kept), [1]);
+    let short = "nvim.lua(\"local a = 1\nlocal b = 2\nreturn a + b\");";
+    let shell = "let script = r#\"#!/bin/sh\na\nb\nc\nd\ne\nf\"#;";
+    let comment = format!("// nvim.lua(r#\"{lua}\"#)\n");
+    assert!(long_lua_in_strings(short).is_empty() && long_lua_in_strings(shell).is_empty() && long_lua_in_strings(&comment).is_empty());
 }

@@ -396,7 +396,7 @@ mod tests {
 
     /// A masked client frame with `payload_len` bytes of payload.
     fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
-        pi_ide_peer::peer::raw_frame(fin, opcode, payload)
+        pi_ide_testkit::peer::raw_frame(fin, opcode, payload)
     }
 
     /// Runs `bytes` through an armed gate, read in `chunk`-byte reads; returns what the reader

@@ -1,6 +1,8 @@
 -- What the Rust tests ask of Neovim, by name: `nvim.t("layout", json!([]))` runs
--- `require("pi_ide_test").layout()`. Lua the tests share lives here, as Lua, not in strings.
--- (tests/ is on the runtimepath of every Neovim the tests start; see peer/src/nvim.rs.)
+-- `require("pi_ide_test").layout()`. Lua the tests share lives here, as Lua, not in strings;
+-- Lua one group of tests needs lives in pi_ide_test/<group>.lua (`nvim.t("review.pane_kinds",
+-- json!([]))`), and tests/layout.rs fails on a Lua program of more than five lines in a string.
+-- (tests/ is on the runtimepath of every Neovim the tests start; see testkit/src/nvim.rs.)
 local M = {}
 
 -- Notifications ------------------------------------------------------------------------------

@@ -1,0 +1,190 @@
+//! The real GitHub Copilot CLI (the version scripts/ensure-agents.sh pins) in ACP mode
+//! (`copilot --acp`) in the chat (:PiIde chat copilot), offline: a loopback OpenAI-compatible
+//! mock plays the model (tests/support/openai_mock.rs). Neovim starts the CLI itself, as a user's
+//! `:PiIde chat copilot` does; the test types into Neovim only.
+//!
+//! Copilot writes files itself once a permission is allowed; the permission carries a unified
+//! diff and the tool call before it the fragment: the chat shows the whole file as it will be,
+//! read-only, and `:w` / `:q` answer the permission.
+
+
+use std::time::Duration;
+
+use crate::harness::*;
+use crate::openai_mock;
+use crate::copilot_cli::{cli_env, copilot_binary, AGENT_PATIENCE};
+use crate::openai_mock::{OpenAiMock, Reply, Turn};
+use pi_ide_testkit::nvim::{temp_dir, Options};
+use serde_json::json;
+
+struct Rig {
+    nvim: Nvim,
+    model: OpenAiMock,
+}
+
+/// A Neovim whose chat agent `copilot` is the real CLI, offline, its model the mock.
+fn rig() -> Rig {
+    let model = OpenAiMock::start();
+    let scratch = temp_dir("copilot-acp");
+    let (home, copilot_home) = (scratch.join("home"), scratch.join("copilot-home"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&copilot_home).unwrap();
+    let env: Vec<String> = cli_env(&home, &copilot_home, &model.base_url())
+        .into_iter()
+        .map(|(k, v)| format!("[{k:?}] = {v:?}"))
+        .collect();
+    let setup = format!(
+        "require('pi-ide').setup({{ chat = {{ agents = {{ copilot = {{ cmd = {{ {:?}, '--acp' }}, env = {{ {} }} }} }} }} }})",
+        copilot_binary().display().to_string(),
+        env.join(", ")
+    );
+    let nvim = Nvim::start_with(Options { after: Some(setup), ..Default::default() });
+    nvim.command("set columns=200").unwrap();
+    nvim.record_notify();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    Rig { nvim, model }
+}
+
+impl Rig {
+    fn open(&self) {
+        self.nvim.command("PiIde chat copilot").unwrap();
+        self.nvim.command("stopinsert").unwrap();
+        wait_until("Copilot's ACP session", AGENT_PATIENCE, || {
+            self.nvim.lua("return require('pi-ide.features.chat.acp').get('copilot').session ~= nil") == true
+        });
+    }
+
+    fn send(&self, text: &str) {
+        self.nvim.lua_with("require('pi-ide.features.chat.acp').get('copilot'):send(...)", vec![text.into()]);
+    }
+
+    fn text(&self) -> String {
+        let v = self.nvim.lua("return require('pi-ide.features.chat.view').of('copilot').text()");
+        v.as_str().unwrap_or_default().to_owned()
+    }
+
+    fn wait_text(&self, part: &str) {
+        let what = format!("{part:?} in the chat");
+        let deadline = std::time::Instant::now() + AGENT_PATIENCE;
+        while !self.text().contains(part) {
+            assert!(std::time::Instant::now() < deadline, "no {what}:\n{}\nmodel turns: {:?}", self.text(), self.model.turns_report());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn review_on_screen(&self) {
+        wait_until("the review on screen", AGENT_PATIENCE, || {
+            self.nvim.lua("return #require('pi-ide.features.review').list() == 1 and vim.b.pi_ide_review ~= nil") == true
+        });
+    }
+
+    fn idle(&self) {
+        wait_until("the turn's end", AGENT_PATIENCE, || {
+            self.nvim.lua("return require('pi-ide.features.chat.acp').get('copilot').state == 'idle'") == true
+        });
+    }
+
+    fn model_edits(&self, path: &str, old: &str, new: &str) {
+        let args = json!({"path": path, "old_str": old, "new_str": new});
+        self.model.on_user("please-edit", Reply::tool("edit", args));
+        self.model.after_tool("edit", Reply::text("The edit is done."));
+        self.send("please-edit the file");
+        self.review_on_screen();
+    }
+
+    /// The edit tool's result as the model got it.
+    fn edit_result(&self) -> String {
+        let body = self.model.wait_completion("the edit's result", AGENT_PATIENCE, |b| {
+            matches!(openai_mock::turn(b), Turn::ToolResult { name, .. } if name == "edit")
+        });
+        match openai_mock::turn(&body) {
+            Turn::ToolResult { content, .. } => content,
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn a_prompt_streams_into_the_chat() {
+    let rig = rig();
+    rig.model.on_user("hello", Reply::text("Hello from the mock model"));
+    rig.open();
+    rig.send("hello there");
+    rig.wait_text("Hello from the mock model");
+    rig.idle();
+    assert!(rig.text().contains("## ❯ You\nhello there\n\n## Copilot"), "{}", rig.text());
+}
+
+#[test]
+fn an_edit_is_reviewed_whole_and_read_only_and_lands_only_after_w() {
+    let rig = rig();
+    let path = file_with(&rig.nvim, "a.txt", "one\ntwo\nthree\n");
+    rig.open();
+    rig.model_edits(&path, "two", "TWO");
+    let pane = rig.nvim.lua("return { vim.bo.modifiable, table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '|') }");
+    assert_eq!(pane, json!([false, "one|TWO|three"]), "the whole file as it will be, read-only");
+    assert_eq!(read(&path), "one\ntwo\nthree\n", "nothing written before the :w");
+    type_keys(&rig.nvim, ":w<CR>");
+    wait_until("Copilot's write", AGENT_PATIENCE, || read(&path) == "one\nTWO\nthree\n");
+    rig.wait_text("The edit is done.");
+    assert!(!rig.edit_result().to_lowercase().contains("denied"));
+    // What Copilot wrote is read back when its call completes (or its turn ends): the accepted text.
+    rig.wait_text("✎ Copilot wrote a.txt, as you accepted it");
+    assert!(!rig.text().contains("wrote other text"), "{}", rig.text());
+}
+
+#[test]
+fn q_rejects_the_edit_and_copilot_says_so() {
+    let rig = rig();
+    let path = file_with(&rig.nvim, "a.txt", "one\ntwo\n");
+    rig.open();
+    rig.model_edits(&path, "two", "TWO");
+    type_keys(&rig.nvim, ":q<CR>");
+    // Copilot ends the turn on a rejection and says so (the model is not asked again).
+    rig.wait_text("cancelled by user");
+    rig.idle();
+    assert!(rig.text().contains(&format!("Editing {path} ✗")), "the edit failed:\n{}", rig.text());
+    assert_eq!(read(&path), "one\ntwo\n");
+}
+
+#[test]
+fn copilot_reaches_this_neovims_tools_through_pi_ide_mcp() {
+    let rig = rig();
+    // A diagnostic only this Neovim has; Copilot's question before the call is allowed once.
+    let path = file_with(&rig.nvim, "d.txt", "x\n");
+    rig.nvim.command(&format!("edit {path}")).unwrap();
+    rig.nvim.lua("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, { { lnum = 0, col = 0, message = 'only-in-this-neovim' } })");
+    rig.nvim.lua("vim.ui.select = function(items, _, cb) cb(items[1]) end");
+    rig.model.on_user("check", Reply::tool("nvim-getDiagnostics", json!({})));
+    rig.model.after_tool("nvim-getDiagnostics", Reply::text("Checked."));
+    rig.open();
+    rig.send("check the diagnostics");
+    let body = rig.model.wait_completion("the tool's result", AGENT_PATIENCE, |b| {
+        matches!(openai_mock::turn(b), Turn::ToolResult { name, .. } if name == "nvim-getDiagnostics")
+    });
+    let tools = body["tools"].to_string();
+    assert!(tools.contains("nvim-getOpenEditors"), "this Neovim's tools are offered: {tools}");
+    match openai_mock::turn(&body) {
+        Turn::ToolResult { content, .. } => assert!(content.contains("only-in-this-neovim"), "{content}"),
+        other => panic!("{other:?}"),
+    }
+    rig.wait_text("Checked.");
+}
+
+#[test]
+fn abort_with_the_question_pending_closes_the_review_and_leaves_the_file() {
+    let rig = rig();
+    let path = file_with(&rig.nvim, "a.txt", "one\ntwo\n");
+    rig.open();
+    rig.model_edits(&path, "two", "TWO");
+    rig.nvim.command("PiIde abort").unwrap();
+    wait_until("the review gone", AGENT_PATIENCE, || {
+        rig.nvim.lua("return #require('pi-ide.features.review').list() == 0") == true
+    });
+    rig.idle();
+    assert_eq!(read(&path), "one\ntwo\n");
+}

@@ -1,0 +1,9 @@
+//! Reviews: every file an agent wants to write is shown in the two-pane review and lands only
+//! as the user accepts it; every way a review or a connection ends is answered exactly once.
+
+#[path = "../support/harness.rs"]
+mod harness;
+
+mod close_paths;
+mod diff;
+mod what_is_accepted;
