@@ -9,6 +9,9 @@ if vim.fn.has("nvim-0.10") ~= 1 then
   return
 end
 
+-- Which module plays each part core calls (paths only: it loads nothing else).
+require("pi-ide.wiring")
+
 vim.api.nvim_create_user_command("PiIde", function(opts)
   require("pi-ide.core.commands").run(opts)
 end, {

@@ -515,7 +515,7 @@ fn the_help_file_has_valid_unique_tags() {
     }
     // And every subcommand.
     for sub in nvim
-        .lua("return vim.tbl_keys(require('pi-ide.core.commands').subcommands)")
+        .lua("return require('pi-ide.core.commands').names()")
         .as_array()
         .unwrap()
     {

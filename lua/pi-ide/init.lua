@@ -1,5 +1,7 @@
 -- pi-ide.nvim: the editor side of the pi-ide protocol. `require("pi-ide").setup(opts)` is
 -- optional; with no configuration the server starts when Neovim does.
+require("pi-ide.wiring")
+
 local M = {}
 
 --- Applies options (see :help pi-ide-options). Unknown or ill-typed keys are named in an error

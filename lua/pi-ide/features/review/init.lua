@@ -115,14 +115,22 @@ function M.reject(r)
   decide(r, false)
 end
 
---- Showing it failed: without a review on screen the only safe answer is a rejection.
+--- Showing it failed: without a review on screen the only safe answer is a rejection (an
+--- unanswered review would hold the agent; an error would let its write through). `r` may be
+--- only { req, path }, when it failed before there was a view.
 function M.failed(r, err)
-  log.notify("cannot show the review of " .. display_name(r.path) .. ": " .. tostring(err), vim.log.levels.ERROR)
-  decide(r, false)
+  log.notify(("cannot show the review of %s: %s"):format(display_name(tostring(r.path)), tostring(err)), vim.log.levels.ERROR)
+  if views[r.req] or r.ended then
+    return decide(r, false)
+  end
+  local core = native()
+  if core then
+    core.review_reject(r.req)
+  end
 end
 
---- `review_opened`: the core hands over a review to show (src/state/events.rs, ReviewOpened).
-function M.open(ev)
+-- Its view, shown (or being built: show.lua goes on in turns of the loop).
+local function show(ev)
   local buffers = require("pi-ide.core.buffers")
   local path = buffers.to_path(ev.path)
   local user_buf = buffers.find(path)
@@ -147,9 +155,15 @@ function M.open(ev)
   }
   views[r.req] = r
   table.insert(order, r.req)
-  local ok, err = xpcall(require("pi-ide.features.review.show").when_ready, debug.traceback, r, M)
+  require("pi-ide.features.review.show").when_ready(r, M)
+end
+
+--- `review_opened`: the core hands over a review to show (src/state/events.rs, ReviewOpened).
+--- However that fails, the review is rejected (M.failed).
+function M.open(ev)
+  local ok, err = xpcall(show, debug.traceback, ev)
   if not ok then
-    M.failed(r, err)
+    M.failed(views[ev.req] or { req = ev.req, path = ev.path }, err)
   end
 end
 
@@ -234,5 +248,30 @@ function M.reject_all()
     decide(r, false)
   end
 end
+
+--- :PiIde status's line and the open reviews'.
+function M.status_lines()
+  local lines = { ("  open reviews: %d"):format(#order) }
+  for _, r in ipairs(M.list()) do
+    table.insert(lines, ("    %s  %s"):format(r.tab_name, vim.fn.fnamemodify(r.path, ":~:.")))
+  end
+  return lines
+end
+
+-- :PiIde accept / reject act on the review the user is in.
+local function in_review(action)
+  local r = M.current()
+  if r then
+    M[action](r)
+  else
+    vim.notify(("pi-ide.nvim: not in a review (open reviews: %d)"):format(#M.list()), vim.log.levels.WARN)
+  end
+end
+
+--- Its :PiIde subcommands (core/commands.lua).
+M.commands = {
+  accept = { run = function() in_review("accept") end },
+  reject = { run = function() in_review("reject") end },
+}
 
 return M
