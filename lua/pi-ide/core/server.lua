@@ -58,6 +58,15 @@ local function agent_asked(client)
   parts.get("checkpoints").activity(kind and kind.name or "agent")
 end
 
+-- A review to show: however showing it fails, the review's failed() rejects it.
+local function on_review(ev)
+  local review = parts.get("review")
+  local ok, err = xpcall(review.open, debug.traceback, ev)
+  if not ok then
+    review.failed({ req = ev.req, path = ev.path }, err)
+  end
+end
+
 -- Runs on the main loop (scheduled): handles one batch. If more events wait, the core wakes us
 -- again, so typing gets a turn between batches.
 local function process()
@@ -77,8 +86,7 @@ local function process()
       elseif ev.kind == "agent_active" then
         agent_asked(ev.client)
       elseif ev.kind == "review_opened" then
-        -- However showing it fails, the review is rejected there.
-        parts.get("review").open(ev)
+        on_review(ev)
       elseif ev.kind == "review_stats" then
         parts.get("review").set_stats(ev.req, ev.stats)
       elseif ev.kind == "review_ended" then

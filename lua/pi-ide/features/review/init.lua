@@ -115,10 +115,11 @@ function M.reject(r)
   decide(r, false)
 end
 
---- Showing it failed: without a review on screen the only safe answer is a rejection (an
---- unanswered review would hold the agent; an error would let its write through). `r` may be
---- only { req, path }, when it failed before there was a view.
+--- Showing it failed, at its start (core/server.lua) or later (show.lua): without a review on
+--- screen the only safe answer is a rejection (an unanswered review would hold the agent; an
+--- error would let its write through). `r` is its view, or { req, path } when there is none.
 function M.failed(r, err)
+  r = views[r.req] or r
   log.notify(("cannot show the review of %s: %s"):format(display_name(tostring(r.path)), tostring(err)), vim.log.levels.ERROR)
   if views[r.req] or r.ended then
     return decide(r, false)
@@ -129,8 +130,9 @@ function M.failed(r, err)
   end
 end
 
--- Its view, shown (or being built: show.lua goes on in turns of the loop).
-local function show(ev)
+--- `review_opened`: the core hands over a review to show (src/state/events.rs, ReviewOpened);
+--- show.lua builds its panes, in turns of the loop. When this fails, the server calls failed().
+function M.open(ev)
   local buffers = require("pi-ide.core.buffers")
   local path = buffers.to_path(ev.path)
   local user_buf = buffers.find(path)
@@ -156,15 +158,6 @@ local function show(ev)
   views[r.req] = r
   table.insert(order, r.req)
   require("pi-ide.features.review.show").when_ready(r, M)
-end
-
---- `review_opened`: the core hands over a review to show (src/state/events.rs, ReviewOpened).
---- However that fails, the review is rejected (M.failed).
-function M.open(ev)
-  local ok, err = xpcall(show, debug.traceback, ev)
-  if not ok then
-    M.failed(views[ev.req] or { req = ev.req, path = ev.path }, err)
-  end
 end
 
 --- `review_stats`: the core's count of the changes (after the review was handed over).
