@@ -9,15 +9,21 @@ if vim.fn.has("nvim-0.10") ~= 1 then
   return
 end
 
+-- The wiring first: which module plays each part core calls (paths only, it loads nothing).
+local function commands()
+  require("pi-ide.wiring")
+  return require("pi-ide.core.commands")
+end
+
 vim.api.nvim_create_user_command("PiIde", function(opts)
-  require("pi-ide.core.commands").run(opts)
+  commands().run(opts)
 end, {
   nargs = "*",
   range = true,
   bang = true,
   desc = "pi-ide.nvim: status, start, stop, open, close, send, add",
   complete = function(arglead, cmdline)
-    return require("pi-ide.core.commands").complete(arglead, cmdline)
+    return commands().complete(arglead, cmdline)
   end,
 })
 

@@ -1,6 +1,6 @@
 //! The house as a newcomer walks it, checked on the sources themselves: an agent's name only in
-//! its own modules, functions short enough to read at once, layers of the core that never use
-//! each other in a circle, and no comment that points at a file that is not there.
+//! its own modules, functions short enough to read at once, layers of the core and of the Lua
+//! that never use each other in a circle, and no comment that points at a file that is not there.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -221,6 +221,100 @@ fn the_cores_modules_never_use_each_other_in_a_circle() {
             }
         }
     }
+}
+
+/// The Lua layers, bottom to top, by the first name under lua/pi-ide/: a module requires only
+/// its own layer and those below. core/ reaches the agents and the features above it through
+/// the parts the top layer declares (core/parts.lua, wiring.lua).
+const LUA_LAYERS: [(&str, &[&str]); 4] = [
+    ("core", &["core"]),
+    ("agents", &["agents"]),
+    ("features", &["features"]),
+    ("entry points", &["init", "health", "blink", "wiring", "install"]),
+];
+
+/// The layer of a module (`pi-ide.core.log`, `pi-ide` for init.lua, or a prefix of one:
+/// `pi-ide.agents.`), if it is one of ours.
+fn lua_layer_of_module(module: &str) -> Option<usize> {
+    let first = match module.strip_prefix("pi-ide") {
+        Some("") => "init",
+        Some(rest) => rest.strip_prefix('.')?.split('.').next()?,
+        None => return None,
+    };
+    let looks_like_one = module.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"_.-".contains(&c));
+    LUA_LAYERS.iter().position(|(_, names)| names.contains(&first)).filter(|_| looks_like_one)
+}
+
+/// Where a Lua long bracket (`[[`, `[==[`) opens at `at`: its closing bracket and where its text
+/// begins.
+fn long_bracket(b: &[u8], at: usize) -> Option<(Vec<u8>, usize)> {
+    if b.get(at) != Some(&b'[') {
+        return None;
+    }
+    let level = b[at + 1..].iter().take_while(|&&c| c == b'=').count();
+    (b.get(at + 1 + level) == Some(&b'[')).then(|| ([b"]".to_vec(), vec![b'='; level], b"]".to_vec()].concat(), at + 2 + level))
+}
+
+/// The string literals of a Lua file, each with its line; comments are left out.
+fn lua_strings(text: &str) -> Vec<(usize, String)> {
+    let b = text.as_bytes();
+    let find = |from: usize, what: &[u8]| b[from.min(b.len())..].windows(what.len()).position(|w| w == what).map_or(b.len(), |p| from + p);
+    let (mut i, mut line, mut out) = (0, 1, Vec::new());
+    while i < b.len() {
+        let start = i;
+        if b[i..].starts_with(b"--") {
+            i = match long_bracket(b, i + 2) {
+                Some((close, from)) => (find(from, &close) + close.len()).min(b.len()),
+                None => find(i, b"\n"),
+            };
+        } else if let Some((close, from)) = long_bracket(b, i) {
+            let end = find(from, &close);
+            out.push((line, String::from_utf8_lossy(&b[from..end]).into_owned()));
+            i = (end + close.len()).min(b.len());
+        } else if b[i] == b'"' || b[i] == b'\'' {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b[i] && b[j] != b'\n' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            out.push((line, String::from_utf8_lossy(&b[i + 1..j.min(b.len())]).into_owned()));
+            i = j + 1;
+        } else {
+            i += 1;
+        }
+        line += b[start..i.min(b.len())].iter().filter(|&&c| c == b'\n').count();
+    }
+    out
+}
+
+/// The modules of ours a Lua file names in its code, by line: in require("x"), require "x",
+/// package.loaded["x"], a path handed on, or as the start of one ("pi-ide.agents." .. name).
+fn lua_modules_named(text: &str) -> Vec<(usize, String)> {
+    lua_strings(text).into_iter().filter(|(_, s)| lua_layer_of_module(s).is_some()).collect()
+}
+
+#[test]
+fn luas_layers_require_only_their_own_and_those_below() {
+    let mut upward = Vec::new();
+    for f in files("lua", ".lua") {
+        let path = rel(&f);
+        let first = path.trim_start_matches("lua/pi-ide/").split('/').next().unwrap().trim_end_matches(".lua");
+        let Some(at) = LUA_LAYERS.iter().position(|(_, names)| names.contains(&first)) else {
+            panic!("{path} is in no layer: add it to LUA_LAYERS");
+        };
+        for (line, module) in lua_modules_named(&read(&f)) {
+            let to = lua_layer_of_module(&module).unwrap();
+            if to > at {
+                upward.push(format!("{path}:{line}: {} -> {} ({module})", LUA_LAYERS[at].0, LUA_LAYERS[to].0));
+            }
+        }
+    }
+    assert!(upward.is_empty(), "Lua modules that require a layer above their own:\n{}", upward.join("\n"));
+    // The reading reads: a lazy require, `require "x"`, a prefix, a long string; no comment and
+    // no message.
+    let sample = "-- require('pi-ide.features.x')\nlocal function f(n)\n  return require \"pi-ide.features.review\", \
+                  require('pi-ide.agents.' .. n)\nend\nlog('pi-ide.nvim: x', \"it's\") --[[ require(\"pi-ide\")\n]] x = [==[pi-ide]==]\n";
+    let named: Vec<(usize, String)> = [(3, "pi-ide.features.review"), (3, "pi-ide.agents."), (6, "pi-ide")].map(|(l, m)| (l, m.to_owned())).into();
+    assert_eq!(lua_modules_named(sample), named);
 }
 
 /// The names of files (with a folder, ending in .rs or .lua), of documents (.md) and of our

@@ -1,4 +1,6 @@
 -- :checkhealth pi-ide
+require("pi-ide.wiring")
+
 local M = {}
 
 local h = vim.health

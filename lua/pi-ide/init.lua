@@ -1,5 +1,7 @@
 -- pi-ide.nvim: the editor side of the pi-ide protocol. `require("pi-ide").setup(opts)` is
 -- optional; with no configuration the server starts when Neovim does.
+require("pi-ide.wiring")
+
 local M = {}
 
 -- setup()'s work: the options checked and taken, and a running server told.

@@ -167,14 +167,14 @@ fn respond(_: &Lua, (req, value): (u64, Value)) -> LuaResult<bool> {
     Ok(with_server(|s| s.shared.respond(req, Ok(value))).unwrap_or(false))
 }
 
-/// Every tool, of every agent, and what answers it: `{ [name] = { module, handler } }`
-/// (module nil: the core answers it).
+/// Every tool, of every agent, and what answers it: `{ [name] = { handler } }` (handler nil:
+/// the core answers it).
 fn tools(lua: &Lua, (): ()) -> LuaResult<Table> {
     let t = lua.create_table()?;
     for tool in crate::agents::ALL.iter().flat_map(|a| a.tools) {
         let entry = lua.create_table()?;
-        if !tool.lua.is_empty() {
-            fields!(entry, "module" => tool.lua, "handler" => tool.handler_name());
+        if tool.answered_by_lua() {
+            fields!(entry, "handler" => tool.handler_name());
         }
         t.set(tool.name, entry)?;
     }

@@ -44,7 +44,6 @@ impl Shared {
             req,
             client,
             tool: tool.name,
-            lua: tool.lua,
             handler: tool.handler_name(),
             args,
         };

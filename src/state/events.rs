@@ -66,9 +66,7 @@ pub enum Event {
         req: u64,
         client: u64,
         tool: &'static str,
-        /// The Lua module that answers it (tools/), and its function there.
-        #[serde(rename = "module")]
-        lua: &'static str,
+        /// The Lua handler that answers it, by name (lua/pi-ide/features/tools/init.lua).
         handler: &'static str,
         args: Value,
     },

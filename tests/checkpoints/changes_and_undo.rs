@@ -86,8 +86,8 @@ fn a_shell_write_is_listed_taken_back_hunk_by_hunk_and_the_repository_is_untouch
     assert!(qf[0].0.ends_with("a.txt") && qf[0].1 == 2 && qf[0].2 == "changed · turn 1 fake · without review (+1 −1)", "{qf:?}");
     assert!(qf[1].0.ends_with("gone.txt") && qf[1].2.starts_with("deleted · turn 1 fake"), "{qf:?}");
     assert!(qf[2].0.ends_with("new.txt") && qf[2].2.starts_with("created · turn 1 fake"), "{qf:?}");
-    let left = nvim.lua("local w = vim.api.nvim_tabpage_list_wins(0)[1] return { vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(w)), vim.wo[w].diff }");
-    assert_eq!(left, serde_json::json!(["pi-ide://turn-1/a.txt", true]));
+    let left = nvim.lua("local w = vim.api.nvim_tabpage_list_wins(0)[1] return { vim.fn.bufname(vim.api.nvim_win_get_buf(w)), vim.wo[w].diff }");
+    assert_eq!(left, serde_json::json!(["a.txt (turn 1)", true]));
     // Looked at: the statusline no longer warns.
     assert!(!nvim.lua("return require('pi-ide').status()").as_str().unwrap().contains("⚠"));
     // The hunk taken back with `do` in the file's window, and :w typed as the user does.
@@ -97,7 +97,7 @@ fn a_shell_write_is_listed_taken_back_hunk_by_hunk_and_the_repository_is_untouch
     assert_eq!(std::fs::read(dir.join("a.txt")).unwrap(), b"one\ntwo\n");
     // :cnext: the view follows, the next file beside its checkpoint.
     type_keys(&nvim, ":cnext<CR>");
-    nvim.wait_for("vim.api.nvim_buf_get_name(vim.api.nvim_win_get_buf(vim.api.nvim_tabpage_list_wins(0)[1])) == 'pi-ide://turn-1/gone.txt'", PATIENCE);
+    nvim.wait_for("vim.fn.bufname(vim.api.nvim_win_get_buf(vim.api.nvim_tabpage_list_wins(0)[1])) == 'gone.txt (turn 1)'", PATIENCE);
     let shown = nvim.lua("return vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(vim.api.nvim_tabpage_list_wins(0)[1]), 0, -1, false)");
     assert_eq!(shown, serde_json::json!(["gone"]));
     sh(&dir, "printf 'gone\\n' > gone.txt && rm new.txt");
@@ -350,7 +350,7 @@ fn a_file_whose_name_is_not_utf8_is_listed_shown_and_put_back_under_its_own_name
     nvim.wait_for("#vim.fn.getqflist() == 1 and vim.t.pi_ide_changes == true and vim.wo.diff", PATIENCE);
     let shown = nvim.lua(
         "local w = vim.api.nvim_tabpage_list_wins(0)[1] local b = vim.api.nvim_win_get_buf(w)
-         return { vim.api.nvim_buf_get_lines(b, 0, -1, false), vim.api.nvim_buf_get_name(b) == 'pi-ide://turn-1/caf\\233.txt',
+         return { vim.api.nvim_buf_get_lines(b, 0, -1, false), vim.fn.bufname(b) == 'caf\\233.txt (turn 1)',
                   vim.fn.bufname(vim.fn.getqflist()[1].bufnr):sub(-8) == 'caf\\233.txt' }",
     );
     assert_eq!(shown, json!([["before"], true, true]));

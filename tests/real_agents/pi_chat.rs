@@ -403,10 +403,10 @@ fn answer_dialogs(nvim: &Nvim, answers: Value) {
     nvim.t("real_agents.answer_dialogs", json!([answers]));
 }
 
-/// The editor dialog's buffer (`pi-ide://editor/<id>`), once it shows.
+/// The editor dialog's buffer (`Pi editor <id>`), once it shows.
 fn editor_buffer(rig: &Rig) -> i64 {
     let find = "for _, b in ipairs(vim.api.nvim_list_bufs()) do \
-                  if vim.api.nvim_buf_get_name(b):match('^pi%-ide://editor/') and vim.fn.bufwinid(b) ~= -1 then return b end \
+                  if vim.fn.bufname(b):match('^Pi editor ') and vim.fn.bufwinid(b) ~= -1 then return b end \
                 end";
     let mut buf = Value::Null;
     rig.wait("the editor dialog", || {

@@ -336,9 +336,10 @@ fn review_tab_shows_a_txt(rig: &Rig) {
     rig.wait("the two panes of a.txt in diff mode", || {
         wins = tab_windows(&rig.nvim);
         let find = |name: &str| wins.iter().find(|w| w.0 == name).cloned();
-        matches!((find("pi-ide://turn-1/a.txt"), find(&a)), (Some(l), Some(r)) if l.1 && r.1)
+        let turn = wins.iter().find(|w| w.0.ends_with("/a.txt (turn 1)")).cloned();
+        matches!((turn, find(&a)), (Some(l), Some(r)) if l.1 && r.1)
     });
-    let left = wins.iter().find(|w| w.0 == "pi-ide://turn-1/a.txt").unwrap();
+    let left = wins.iter().find(|w| w.0.ends_with("/a.txt (turn 1)")).unwrap();
     let right = wins.iter().find(|w| w.0 == a).unwrap();
     assert_eq!((left.2.clone(), left.3), (json!(["one", "two"]), false), "{wins:?}");
     assert_eq!((right.2.clone(), right.3), (json!(["one", "TWO"]), true), "{wins:?}");

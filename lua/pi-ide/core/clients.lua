@@ -17,7 +17,7 @@ end
 
 --- One agent as a label: its name (or its kind's), and its session's title when it gave one.
 function M.label(a)
-  local kind = a.agent and require("pi-ide.agents").get(a.agent)
+  local kind = a.agent and require("pi-ide.core.parts").get("agents").get(a.agent)
   local name = a.name or kind and kind.short or "agent"
   local t = title(a.session_name)
   return t and (name .. " " .. t) or name
@@ -46,7 +46,7 @@ end
 function M.kind_of(id)
   for _, a in ipairs(M.list()) do
     if a.id == id then
-      return require("pi-ide.agents").get(a.agent)
+      return require("pi-ide.core.parts").get("agents").get(a.agent)
     end
   end
 end

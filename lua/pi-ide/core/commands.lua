@@ -1,10 +1,14 @@
 -- :PiIde <subcommand>. With no subcommand it shows the status. Each subcommand is one entry:
 -- what it runs (`run(opts)`, opts as nvim_create_user_command gives them) and how its
--- arguments complete (`complete(arglead, n)`: the n-th argument after the subcommand).
+-- arguments complete (`complete(arglead, n)`: the n-th argument after the subcommand). Those
+-- here are the server's; a feature's are its module's `commands` (lua/pi-ide/wiring.lua says
+-- which module), an agent's its module's.
+local parts = require("pi-ide.core.parts")
+
 local M = {}
 
--- Completions of the first argument from a list (a function, when the list is known late).
-local function first_of(list)
+--- Completions of the first argument from a list (a function, when the list is known late).
+function M.first_of(list)
   return function(arglead, n)
     if n ~= 1 then
       return {}
@@ -15,29 +19,10 @@ local function first_of(list)
   end
 end
 
--- File names, for the first argument only, or for every argument.
-local function files(every)
+--- File names, for the first argument only, or for every argument.
+function M.files(every)
   return function(arglead, n)
     return (every or n == 1) and vim.fn.getcompletion(arglead, "file") or {}
-  end
-end
-
-local function agent_names()
-  return require("pi-ide.agents").launched()
-end
-
-local function chat_actions()
-  return require("pi-ide.features.chat.command").names()
-end
-
--- :PiIde accept / reject act on the review the user is in.
-local function in_review(action)
-  local review = require("pi-ide.features.review")
-  local r = review.current()
-  if r then
-    review[action](r)
-  else
-    vim.notify(("pi-ide.nvim: not in a review (open reviews: %d)"):format(#review.list()), vim.log.levels.WARN)
   end
 end
 
@@ -59,45 +44,10 @@ local function stop()
   end
 end
 
--- :PiIde build [source]: the release's prebuilt library when at a release tag, else cargo.
-local function build(opts)
-  if opts.fargs[2] and opts.fargs[2] ~= "source" then
-    vim.notify(("pi-ide.nvim: :PiIde build takes no argument but 'source' (got '%s')"):format(opts.fargs[2]), vim.log.levels.ERROR)
-    return
-  end
-  require("pi-ide.install.build").async(function(ok)
-    -- A library that was missing can be loaded now (build.async let it be retried); a
-    -- loaded one is kept until restart.
-    if ok and not require("pi-ide.core.native").get() then
-      require("pi-ide").autostart()
-    end
-  end, { source = opts.fargs[2] == "source" })
-end
-
 local function show_log()
   vim.cmd("botright split " .. vim.fn.fnameescape(require("pi-ide.core.log").path()))
   vim.bo.autoread = true
   vim.cmd("normal! G")
-end
-
-local function suggestion_stats()
-  local suggest = require("pi-ide.features.suggest")
-  local s = suggest.stats()
-  local function ms(part)
-    local v = s[part]
-    return v.n > 0 and ("p50 %.0f ms, p95 %.0f ms"):format(v.p50, v.p95) or "no samples yet"
-  end
-  local rate = s.accept_rate and (" (%.0f%%)"):format(s.accept_rate * 100) or ""
-  local lines = {
-    ("pi-ide.nvim suggestions: %d requested, %d cancelled, %d shown, %d accepted%s, %d errors"):format(
-      s.requests, s.cancelled, s.shown, s.accepted, rate, s.errors),
-    "  keystroke -> ghost text: " .. ms("total"),
-    "    debounce: " .. ms("debounce"),
-    "    agent:    " .. ms("agent"),
-    "    render:   " .. ms("render"),
-    "  model: " .. (suggest.model() or "the agent's default"),
-  }
-  vim.api.nvim_echo({ { table.concat(lines, "\n") } }, false, {})
 end
 
 local function show_status()
@@ -108,24 +58,8 @@ local function show_status()
   vim.api.nvim_echo(chunks, false, {})
 end
 
--- :PiIde send / add, then the agent's terminal when one runs here (terminal.focus_after_send).
-local function mention(how)
-  return function(opts)
-    if require("pi-ide.features.mention")[how](opts) then
-      require("pi-ide.features.terminal").after_send()
-    end
-  end
-end
-
--- A subcommand that calls `fn` of module `mod` with the words after it joined (or not).
-local function call(mod, fn, joined)
-  return function(opts)
-    local args = vim.list_slice(opts.fargs, 2)
-    require(mod)[fn](joined and table.concat(args, " ") or args[1])
-  end
-end
-
-M.subcommands = {
+-- The server's own.
+local own = {
   start = { run = start },
   stop = { run = stop },
   restart = {
@@ -135,61 +69,25 @@ M.subcommands = {
     end,
   },
   status = { run = show_status },
-  accept = { run = function() in_review("accept") end },
-  reject = { run = function() in_review("reject") end },
-  build = { run = build, complete = first_of({ "source" }) },
   log = { run = show_log },
-  suggest = { run = function() require("pi-ide.features.suggest").trigger(true) end },
-  toggle = { run = call("pi-ide.features.suggest", "toggle"), complete = first_of({ "buffer" }) },
-  model = { run = function() require("pi-ide.features.models").pick() end },
-  stats = { run = suggestion_stats },
-  send = { run = mention("send_command") },
-  add = { run = mention("add_command"), complete = files() },
-  -- :PiIde open [agent] [args...]: the agent in a terminal, connected to this Neovim.
-  open = {
-    run = function(opts)
-      require("pi-ide.features.terminal").open(opts.fargs[2], vim.list_slice(opts.fargs, 3))
-    end,
-    complete = function(arglead, n)
-      return n == 1 and first_of(agent_names)(arglead, n) or files(true)(arglead, n)
-    end,
-  },
-  close = { run = call("pi-ide.features.terminal", "close"), complete = first_of(agent_names) },
-  -- The chat window (lua/pi-ide/features/chat/).
-  chat = {
-    run = function(opts)
-      require("pi-ide.features.chat.command").run(opts.fargs[2], vim.list_slice(opts.fargs, 3))
-    end,
-    complete = first_of(chat_actions),
-  },
-  ask = { run = function(opts) require("pi-ide.features.chat.command").ask(opts) end },
-  abort = { run = function() require("pi-ide.features.chat.front").call("abort") end },
-  new = { run = function() require("pi-ide.features.chat").new() end },
-  resume = {
-    run = function()
-      local front = require("pi-ide.features.chat.front").name()
-      local acp = front ~= "pi" and require("pi-ide.features.chat.acp").get(front)
-      if acp then
-        return require("pi-ide.features.chat.acp.sessions").pick(acp)
-      end
-      require("pi-ide.features.chat.sessions").pick()
-    end,
-  },
-  compact = { run = call("pi-ide.features.chat", "compact", true) },
-  export = { run = call("pi-ide.features.chat", "export"), complete = files() },
-  -- Checkpoints of agent turns (lua/pi-ide/features/checkpoints/).
-  checkpoint = { run = function() require("pi-ide.features.checkpoints").checkpoint() end },
-  changes = { run = call("pi-ide.features.checkpoints.changes", "run") },
-  undo = { run = function(opts) require("pi-ide.features.checkpoints.undo").run(opts.bang) end },
 }
--- And those an agent brings (its module says them: agents/<name>).
-for name, entry in pairs(require("pi-ide.agents").commands()) do
-  M.subcommands[name] = entry
+
+-- Subcommand `name`'s entry, wherever it is: here, a feature's module (loaded now), an agent's.
+local function entry(name)
+  if own[name] then
+    return own[name]
+  end
+  local path = parts.command_module(name)
+  if path then
+    return require(path).commands[name]
+  end
+  return parts.get("agents").commands()[name]
 end
 
 --- The subcommands' names, sorted.
 function M.names()
-  local names = vim.tbl_keys(M.subcommands)
+  local names = vim.list_extend(vim.tbl_keys(own), parts.command_names())
+  vim.list_extend(names, vim.tbl_keys(parts.get("agents").commands()))
   table.sort(names)
   return names
 end
@@ -197,10 +95,10 @@ end
 function M.run(opts)
   local name = opts.fargs[1] or "status"
   -- `:PiIde undo!` as `:PiIde! undo`: the bang on the subcommand, where it reads naturally.
-  if name:sub(-1) == "!" and M.subcommands[name:sub(1, -2)] then
+  if name:sub(-1) == "!" and entry(name:sub(1, -2)) then
     name, opts.bang = name:sub(1, -2), true
   end
-  local sub = M.subcommands[name]
+  local sub = entry(name)
   if not sub then
     vim.notify(
       ("pi-ide.nvim: unknown subcommand '%s' (try: %s)"):format(name, table.concat(M.names(), ", ")),
@@ -219,7 +117,7 @@ function M.complete(arglead, cmdline)
       return name:sub(1, #arglead) == arglead
     end, M.names())
   end
-  local sub = M.subcommands[words[1]]
+  local sub = entry(words[1])
   -- The argument being typed is the last word (empty right after a space).
   return sub and sub.complete and sub.complete(arglead, #words - 1) or {}
 end

@@ -1,5 +1,5 @@
 -- The words options are written in: an option is its default, the Lua types it may have, and a
--- check returning an error text. core/schema.lua builds its tree of them; an agent's module
+-- check returning an error text. schema.lua builds its tree of them; an agent's module
 -- adds its own options in the same words. The comment right above an option is its
 -- description: scripts/gen-docs.lua writes the help's options and the LuaCATS classes from both.
 local M = {}

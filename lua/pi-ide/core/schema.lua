@@ -8,7 +8,7 @@ local log_levels = { "off", "error", "warn", "info", "debug", "trace" }
 local o = require("pi-ide.core.options")
 local opt, ms, key, one_of, whole_number = o.opt, o.ms, o.key, o.one_of, o.whole_number
 local fraction_or_columns = o.fraction_or_columns
-local agents = require("pi-ide.agents")
+local agents = require("pi-ide.core.parts").get("agents")
 
 -- terminal.agents: per agent, cmd (the argv; :PiIde open's arguments are added) and env.
 local function check_agent(name, a)

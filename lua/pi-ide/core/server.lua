@@ -3,6 +3,8 @@
 -- order on :PiIde stop and VimLeavePre.
 local config = require("pi-ide.core.config")
 local log = require("pi-ide.core.log")
+-- The agents and the features it hands events to, by the part they play (lua/pi-ide/wiring.lua).
+local parts = require("pi-ide.core.parts")
 
 local M = {}
 
@@ -28,13 +30,13 @@ local function on_client_event(ev)
     log.info("client %d is %s %s", ev.client, tostring(ev.name), tostring(ev.version))
     -- Its first selection_changed went out with the handshake (the last known state); make sure
     -- it is current.
-    require("pi-ide.features.selection").flush()
+    parts.get("selection").flush()
     vim.notify(("pi-ide.nvim: %s connected"):format(ev.name and (ev.name .. " " .. (ev.version or "")) or "an agent"), vim.log.levels.INFO)
     user_event("PiIdeClientConnected", { client = ev.client, name = ev.name, version = ev.version })
     M.give_back_pages("a handshake")
   elseif ev.kind == "session_named" then
     log.info("client %d names its session %q", ev.client, ev.name)
-    require("pi-ide.features.review").refresh()
+    parts.get("review").refresh()
     vim.cmd.redrawstatus({ bang = true })
     user_event("PiIdeSessionNamed", { client = ev.client, name = ev.name })
   elseif ev.kind == "client_disconnected" then
@@ -50,19 +52,18 @@ local function on_client_event(ev)
   end
 end
 
--- An agent asked something after a quiet time: the start of its turn (features/checkpoints/).
+-- An agent asked something after a quiet time: the start of its turn (checkpoints).
 local function agent_asked(client)
   local kind = require("pi-ide.core.clients").kind_of(client)
-  require("pi-ide.features.checkpoints").activity(kind and kind.name or "agent")
+  parts.get("checkpoints").activity(kind and kind.name or "agent")
 end
 
--- A review to show: however showing it fails, it is rejected (an unanswered review would hold
--- the agent; an error would let its write through).
-local function on_review(native, ev)
-  local ok, err = xpcall(require("pi-ide.features.review").open, debug.traceback, ev)
+-- A review to show: however showing it fails, the review's failed() rejects it.
+local function on_review(ev)
+  local review = parts.get("review")
+  local ok, err = xpcall(review.open, debug.traceback, ev)
   if not ok then
-    native.review_reject(ev.req)
-    log.notify(("cannot show the review of %s: %s"):format(tostring(ev.path), tostring(err)), vim.log.levels.ERROR)
+    review.failed({ req = ev.req, path = ev.path }, err)
   end
 end
 
@@ -77,19 +78,19 @@ local function process()
   for _, ev in ipairs(events) do
     local ok, err = xpcall(function()
       if ev.kind == "tool_call" then
-        require("pi-ide.features.tools").dispatch(native, ev)
+        parts.get("tools").dispatch(native, ev)
       elseif ev.kind == "selection_due" then
-        require("pi-ide.features.selection").flush()
+        parts.get("selection").flush()
       elseif ev.kind == "response" then
         require("pi-ide.core.requests").resolve(ev)
       elseif ev.kind == "agent_active" then
         agent_asked(ev.client)
       elseif ev.kind == "review_opened" then
-        on_review(native, ev)
+        on_review(ev)
       elseif ev.kind == "review_stats" then
-        require("pi-ide.features.review").set_stats(ev.req, ev.stats)
+        parts.get("review").set_stats(ev.req, ev.stats)
       elseif ev.kind == "review_ended" then
-        require("pi-ide.features.review").ended_by_core(ev)
+        parts.get("review").ended_by_core(ev)
       elseif ev.kind == "notice" then
         require("pi-ide.core.notices").show(ev)
       elseif ev.kind == "abandoned" then
@@ -140,14 +141,14 @@ local START_OPTIONS = { "max_message_size", "ide_name", "diagnostics_timeout_ms"
 --- done now when no agent is connected and no review is open (nothing is lost), else on the
 --- user's word.
 function M.apply_start_options(before)
-  local read_at_start = vim.list_extend(vim.deepcopy(START_OPTIONS), require("pi-ide.agents").start_options())
+  local read_at_start = vim.list_extend(vim.deepcopy(START_OPTIONS), parts.get("agents").start_options())
   local changed = vim.tbl_filter(function(k)
     return not vim.deep_equal(before[k], config.values[k])
   end, read_at_start)
   if #changed == 0 then
     return
   end
-  local busy = #M.status().clients > 0 or #require("pi-ide.features.review").list() > 0
+  local busy = #M.status().clients > 0 or #parts.get("review").list() > 0
   if busy then
     log.notify(
       ("%s take effect when the server restarts (:PiIde stop, then :PiIde start); agents are connected now"):format(table.concat(changed, ", ")),
@@ -166,6 +167,10 @@ function M.configure()
     state.native.configure({ review_enabled = config.values.review.enabled, turn_quiet_ms = cp.enabled and cp.idle_ms or nil })
   end
 end
+
+-- The parts that watch the editor while the server runs: attach(native) at its start, detach()
+-- at its stop.
+local WATCHERS = { "selection", "diagnostics", "suggestions" }
 
 --- Starts the server. Returns true, or false after telling the user why not.
 function M.start()
@@ -188,7 +193,7 @@ function M.start()
     max_message_size = config.values.max_message_size,
     diagnostics_timeout_ms = config.values.diagnostics_timeout_ms,
     selection_debounce_ms = config.values.selection_debounce_ms,
-    serve = require("pi-ide.agents").served_at_start(config.values),
+    serve = parts.get("agents").served_at_start(config.values),
     review_enabled = config.values.review.enabled,
     turn_quiet_ms = config.values.checkpoints.enabled and config.values.checkpoints.idle_ms or nil,
     run_dir = vim.fn.stdpath("run"),
@@ -203,7 +208,7 @@ function M.start()
   log.info("server started on port %d (%s)", info.port, info.lockfile)
   -- An agent whose folder was refused is left out; said once, as each start is.
   for name, why in pairs(info.refused or {}) do
-    local label = require("pi-ide.agents").get(name).label:gsub("^The ", "the ")
+    local label = parts.get("agents").get(name).label:gsub("^The ", "the ")
     log.notify(("not serving %s: %s"):format(label, why), vim.log.levels.WARN)
   end
 
@@ -225,9 +230,9 @@ function M.start()
       pcall(native.focused)
     end),
   })
-  require("pi-ide.features.selection").attach(native)
-  require("pi-ide.features.tools.diagnostics").attach(native)
-  require("pi-ide.features.suggest.events").attach()
+  for _, part in ipairs(WATCHERS) do
+    parts.get(part).attach(native)
+  end
   require("pi-ide.core.typing").attach()
   user_event("PiIdeStarted", { port = info.port, lockfile = info.lockfile })
   M.give_back_pages("the start")
@@ -260,19 +265,16 @@ function M.stop()
   -- Handle what already arrived, so nothing that reached us goes unanswered by Lua; then
   -- reject open reviews while their agents are still connected to hear it.
   pcall(process)
-  local ok_reject, reject_err = pcall(require("pi-ide.features.review").reject_all)
+  local ok_reject, reject_err = pcall(function()
+    parts.get("review").reject_all()
+  end)
   if not ok_reject then
     log.error("rejecting open reviews failed: %s", tostring(reject_err))
   end
-  require("pi-ide.features.selection").detach()
-  require("pi-ide.features.tools.diagnostics").detach()
-  require("pi-ide.core.typing").detach()
-  local suggest = package.loaded["pi-ide.features.suggest"]
-  if suggest then
-    suggest.detach()
-  else
-    require("pi-ide.features.suggest.events").detach()
+  for _, part in ipairs(WATCHERS) do
+    parts.get(part).detach()
   end
+  require("pi-ide.core.typing").detach()
   local ok, err = pcall(native.stop)
   if not ok then
     log.error("stop failed: %s", tostring(err))

@@ -1,5 +1,8 @@
 -- What :PiIde status shows: the server, each agent served (its module's line), the clients,
--- what waits, the open reviews, the agents launched here, the log.
+-- what waits, the features' lines (the open reviews, the agents launched here, checkpoints:
+-- lua/pi-ide/wiring.lua lists them), the log.
+local parts = require("pi-ide.core.parts")
+
 local M = {}
 
 local function ago(t)
@@ -34,7 +37,7 @@ function M.lines()
     ("pi-ide.nvim: running on 127.0.0.1:%d as %q"):format(st.port, st.ide_name),
     "  lockfile: " .. st.lockfile,
   }
-  for _, agent in ipairs(require("pi-ide.agents").all()) do
+  for _, agent in ipairs(parts.get("agents").all()) do
     if agent.status_line then
       table.insert(lines, agent.status_line(st))
     end
@@ -55,18 +58,9 @@ function M.lines()
     lines,
     ("  suggestions from: %s (the client that initialized last), %d in flight"):format(target or "no client", st.requests_in_flight)
   )
-  local open = require("pi-ide.features.review").list()
-  table.insert(lines, ("  open reviews: %d"):format(#open))
-  for _, r in ipairs(open) do
-    table.insert(lines, ("    %s  %s"):format(r.tab_name, vim.fn.fnamemodify(r.path, ":~:.")))
-  end
-  local terminals = package.loaded["pi-ide.features.terminal"] and package.loaded["pi-ide.features.terminal"].summary() or {}
-  if #terminals > 0 then
-    table.insert(lines, "  agents launched here: " .. table.concat(terminals, ", "))
-  end
-  local checkpoints = package.loaded["pi-ide.features.checkpoints"]
-  if checkpoints then
-    table.insert(lines, checkpoints.status_line())
+  for _, p in ipairs(parts.status()) do
+    local feature = p.always and parts.get(p[1]) or parts.loaded(p[1])
+    vim.list_extend(lines, feature and feature.status_lines() or {})
   end
   table.insert(lines, "  log: " .. require("pi-ide.core.log").path())
   return lines

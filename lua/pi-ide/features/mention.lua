@@ -143,4 +143,24 @@ function M.add_command(opts)
   return M.send(path, a, b or a)
 end
 
+-- :PiIde send / add, then the agent's terminal when one runs here (terminal.focus_after_send).
+local function mention(how)
+  return function(opts)
+    if M[how](opts) then
+      require("pi-ide.features.terminal").after_send()
+    end
+  end
+end
+
+--- Its :PiIde subcommands (core/commands.lua).
+M.commands = {
+  send = { run = mention("send_command") },
+  add = {
+    run = mention("add_command"),
+    complete = function(arglead, n)
+      return require("pi-ide.core.commands").files()(arglead, n)
+    end,
+  },
+}
+
 return M

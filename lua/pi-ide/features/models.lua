@@ -54,4 +54,7 @@ function M.pick()
   end
 end
 
+--- Its :PiIde subcommand (core/commands.lua).
+M.commands = { model = { run = function() M.pick() end } }
+
 return M

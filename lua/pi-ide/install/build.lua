@@ -156,4 +156,29 @@ function M.async(on_done, opts)
   end)
 end
 
+-- :PiIde build [source]: the release's prebuilt library when at a release tag, else cargo.
+local function build_command(opts)
+  if opts.fargs[2] and opts.fargs[2] ~= "source" then
+    vim.notify(("pi-ide.nvim: :PiIde build takes no argument but 'source' (got '%s')"):format(opts.fargs[2]), vim.log.levels.ERROR)
+    return
+  end
+  M.async(function(ok)
+    -- A library that was missing can be loaded now (M.async let it be retried); a loaded one
+    -- is kept until restart.
+    if ok and not require("pi-ide.core.native").get() then
+      require("pi-ide").autostart()
+    end
+  end, { source = opts.fargs[2] == "source" })
+end
+
+--- Its :PiIde subcommand (core/commands.lua).
+M.commands = {
+  build = {
+    run = build_command,
+    complete = function(arglead, n)
+      return require("pi-ide.core.commands").first_of({ "source" })(arglead, n)
+    end,
+  },
+}
+
 return M

@@ -9,7 +9,6 @@ use crate::protocol::tools::{uri_path, Hook, Param, ReviewArgs, Tool, Ty, PLAIN}
 pub static TOOLS: &[Tool] = &[
 Tool {
     name: "get_selection",
-    lua: "pi-ide.features.tools.selection",
     handler: Some("getCurrentSelection"),
     description: "The selection or cursor in the current file: {text, filePath, fileUrl, selection: \
                   {start, end, isEmpty}, current} (current false: the last one seen), or null.",
@@ -18,7 +17,6 @@ Tool {
 },
 Tool {
     name: "get_diagnostics",
-    lua: "pi-ide.features.tools.diagnostics",
     handler: Some("getDiagnostics"),
     description: "Diagnostics Neovim has for open files: [{uri, filePath, diagnostics: [{message, \
                   severity, range, source, code}]}]. With `uri`, only that file's.",
@@ -152,11 +150,11 @@ mod tests {
         let copilot: Vec<_> = TOOLS.iter().map(|t| t.name).collect();
         assert_eq!(copilot, ["get_selection", "get_diagnostics", "open_diff", "close_diff", "update_session_name"]);
         assert!(AGENT.tool("openDiff").is_none());
-        for t in TOOLS.iter().filter(|t| !t.lua.is_empty()) {
+        for t in TOOLS.iter().filter(|t| t.answered_by_lua()) {
             let handler = t.handler_name();
             {
                 let shared = pi_ide::TOOLS.iter().find(|p| p.name == handler).expect(handler);
-                assert_eq!((shared.lua, shared.hook), (t.lua, t.hook), "{}", t.name);
+                assert_eq!(shared.hook, t.hook, "{}", t.name);
             }
         }
     }

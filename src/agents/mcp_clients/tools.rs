@@ -10,7 +10,6 @@ use crate::protocol::tools::{Hook, Param, ReviewArgs, Shape, Tool, Ty, PLAIN};
 pub static TOOLS: &[Tool] = &[
 Tool {
     name: "getDiagnostics",
-    lua: "pi-ide.features.tools.diagnostics",
     description: "Errors, warnings and hints that the user's editor (Neovim, with its language servers) \
                   shows for the files it has open, as a JSON object keyed by file URI. Call it after \
                   changing code to see what the editor reports. With `uri`, only that file's.",
@@ -21,7 +20,6 @@ Tool {
 },
 Tool {
     name: "getCurrentSelection",
-    lua: "pi-ide.features.tools.selection",
     description: "What the user is looking at in their editor right now: the file, and the selected text \
                   or the cursor position, as {success, text, filePath, fileUrl, selection}. Lines are \
                   zero-based. Use it when the user says \"this\", \"here\" or \"the selection\".",
@@ -29,14 +27,12 @@ Tool {
 },
 Tool {
     name: "getLatestSelection",
-    lua: "pi-ide.features.tools.selection",
     description: "The last selection the user made in a file of their editor, even if the cursor has \
                   moved to another window since: {success, text, filePath, fileUrl, selection}.",
     ..PLAIN
 },
 Tool {
     name: "getOpenEditors",
-    lua: "pi-ide.features.tools.editors",
     description: "The files the user has open in their editor: {tabs: [{uri, isActive, isDirty, label, \
                   languageId, fileName, lineCount}]}. isActive: the one they are in; isDirty: it has \
                   unsaved changes.",
@@ -44,14 +40,12 @@ Tool {
 },
 Tool {
     name: "getWorkspaceFolders",
-    lua: "pi-ide.features.tools.editors",
     description: "The project folders open in the user's editor: {success, folders: [{name, uri, path}], \
                   rootPath}.",
     ..PLAIN
 },
 Tool {
     name: "checkDocumentDirty",
-    lua: "pi-ide.features.tools.documents",
     description: "Whether a file has unsaved changes in the user's editor (then what is on disk is not \
                   what they see): {success, filePath, isDirty, isUntitled}.",
     params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
@@ -59,7 +53,6 @@ Tool {
 },
 Tool {
     name: "openFile",
-    lua: "pi-ide.features.tools.open_file",
     description: "Show a file to the user in their editor, optionally selecting lines or text, to point \
                   them at something. Changes nothing on disk.",
     params: &[
@@ -89,7 +82,6 @@ Tool {
 },
 Tool {
     name: "saveDocument",
-    lua: "pi-ide.features.tools.documents",
     description: "Save the user's unsaved changes of a file in their editor to disk (only when they \
                   have turned this tool on): {success, filePath, saved, message}.",
     params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],

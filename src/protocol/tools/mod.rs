@@ -2,9 +2,10 @@
 //! format call). An agent with tools of its own keeps their entries in its module (src/agents/).
 //! An entry says everything about its tool: name, JSON Schema, argument checks, how Lua's
 //! answer is shaped into an MCP tool result, what is answered if a call is abandoned or Neovim
-//! is held up, and the Lua module and function that answer it. A tool of another agent shares
-//! its handler with the pi-ide tool of the same meaning and differs only in its schema and
-//! answer shape (`adapt`, `reshape`). Following one name finds all of a tool.
+//! is held up, and the name of the Lua handler that answers it (Lua maps the name to its
+//! module: lua/pi-ide/features/tools/init.lua). A tool of another agent shares its handler with
+//! the pi-ide tool of the same meaning and differs only in its schema and answer shape
+//! (`adapt`, `reshape`). Following one name finds all of a tool.
 //!
 //! Every tool is answered by Lua or by the core itself (its hook); Rust validates the
 //! arguments first so that Lua only ever sees well-typed input.
@@ -138,10 +139,9 @@ pub struct Tool {
     pub shape: Shape,
     pub fallback: Option<Fallback>,
     pub hook: Hook,
-    /// The Lua module that answers it: `require(lua)[name](args, reply, event)` (see
-    /// lua/pi-ide/features/tools/init.lua). Everything else about the tool is this entry.
-    pub lua: &'static str,
-    /// The Lua function, when it is another tool's (an agent's own tools share pi-ide's).
+    /// The Lua handler, when it is another tool's (an agent's own tools share pi-ide's); else
+    /// the one named after the tool. Lua finds its module by that name
+    /// (lua/pi-ide/features/tools/init.lua); everything else about the tool is this entry.
     pub handler: Option<&'static str>,
     /// Turns the (validated) arguments into the handler's.
     pub adapt: Option<fn(Value) -> Value>,
@@ -153,10 +153,9 @@ pub struct Tool {
 }
 
 /// What a tool is unless its entry says otherwise: no parameters, answered as JSON text, an
-/// error if abandoned, no fallback, answered by the Lua function named after it.
+/// error if abandoned, no fallback, answered by the Lua handler named after it.
 pub(crate) const PLAIN: Tool = Tool {
     name: "",
-    lua: "",
     description: "",
     params: &[],
     shape: Shape::JsonText,
@@ -246,7 +245,12 @@ impl Tool {
         Ok(())
     }
 
-    /// The Lua function that answers it.
+    /// Whether Lua answers it (always, or when the core cannot), by [`Tool::handler_name`].
+    pub fn answered_by_lua(&self) -> bool {
+        matches!(self.hook, Hook::Lua | Hook::Snapshot)
+    }
+
+    /// The name of the Lua handler that answers it.
     pub fn handler_name(&self) -> &'static str {
         self.handler.unwrap_or(self.name)
     }
@@ -397,7 +401,6 @@ mod tests {
     fn required_and_integer_checks() {
         static T: Tool = Tool {
             name: "t",
-            lua: "t",
                     description: "",
             params: &[
                 Param {
@@ -440,7 +443,6 @@ mod tests {
         assert_eq!(r, json!({"content": [{"type": "text", "text": "{}"}]}));
         static T: Tool = Tool {
             name: "t",
-            lua: "t",
                     description: "",
             params: &[],
             shape: Shape::Texts,

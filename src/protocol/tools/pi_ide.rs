@@ -25,7 +25,6 @@ pub(crate) const DIAGNOSTICS_URI: Param = Param {
 pub static TOOLS: &[Tool] = &[
 Tool {
     name: "getDiagnostics",
-    lua: "pi-ide.features.tools.diagnostics",
     description: "Diagnostics (errors, warnings, hints) Neovim has for open files, keyed by file URI. \
                   With `uri`, only that file's.",
     params: &[DIAGNOSTICS_URI],
@@ -35,40 +34,34 @@ Tool {
 },
 Tool {
     name: "getOpenEditorTabs",
-    lua: "pi-ide.features.tools.editors",
     description: "Listed file buffers as a JSON array of {uri, isActive, isDirty, languageId}.",
     ..PLAIN
 },
 Tool {
     name: "getOpenEditors",
-    lua: "pi-ide.features.tools.editors",
     description: "Open file buffers as {tabs: [{uri, isActive, isDirty, label, languageId, fileName, lineCount, ...}]}.",
     ..PLAIN
 },
 Tool {
     name: "getWorkspaceFolders",
-    lua: "pi-ide.features.tools.editors",
     description: "The workspace folders (Neovim's current directory and LSP workspace folders) as \
                   {success, folders: [{name, uri, path}], rootPath}.",
     ..PLAIN
 },
 Tool {
     name: "getCurrentSelection",
-    lua: "pi-ide.features.tools.selection",
     description: "The selection or cursor in the current file now: {success, text, filePath, fileUrl, selection}. \
                   Lines are zero-based, characters in UTF-16 code units.",
     ..PLAIN
 },
 Tool {
     name: "getLatestSelection",
-    lua: "pi-ide.features.tools.selection",
     description: "The last selection_changed state sent: {text, filePath, fileUrl, selection}, or \
                   {success: false, message} when there is none.",
     ..PLAIN
 },
 Tool {
     name: "openFile",
-    lua: "pi-ide.features.tools.open_file",
     description: "Open a file in Neovim, optionally selecting lines (1-based startLine/endLine) or text.",
     params: &[
         Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path (or relative to Neovim's directory)." },
@@ -85,7 +78,6 @@ Tool {
 },
 Tool {
     name: "checkDocumentDirty",
-    lua: "pi-ide.features.tools.documents",
     description: "Whether the open buffer of a file has unsaved changes: {success, filePath, isDirty, isUntitled}.",
     params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
     ..PLAIN
@@ -123,7 +115,6 @@ Tool {
 },
 Tool {
     name: "saveDocument",
-    lua: "pi-ide.features.tools.documents",
     description: "Write the open buffer of a file to disk: {success, filePath, saved, message}.",
     params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
     ..PLAIN

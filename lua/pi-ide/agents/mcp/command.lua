@@ -36,7 +36,8 @@ local function show_all(configs)
   vim.cmd.tabnew()
   local buf = vim.api.nvim_get_current_buf()
   vim.bo[buf].buftype, vim.bo[buf].bufhidden, vim.bo[buf].swapfile = "nofile", "wipe", false
-  pcall(vim.api.nvim_buf_set_name, buf, "pi-ide://mcp")
+  -- A name without "/": a tabline shortens every folder of a name ("pi-ide://mcp": "p//mcp").
+  pcall(vim.api.nvim_buf_set_name, buf, "pi-ide-mcp configs")
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines_of(configs))
   vim.bo[buf].modifiable, vim.bo[buf].filetype = false, "markdown"
   vim.keymap.set("n", "q", "<Cmd>close<CR>", { buffer = buf, desc = "close" })

@@ -102,4 +102,46 @@ function M.ask(opts)
   end
 end
 
+-- :PiIde resume: a session of the chat in front to go on with.
+local function resume()
+  local acp = acp_chat()
+  if acp then
+    return require("pi-ide.features.chat.acp.sessions").pick(acp)
+  end
+  require("pi-ide.features.chat.sessions").pick()
+end
+
+local function chat()
+  return require("pi-ide.features.chat")
+end
+
+--- The chat's :PiIde subcommands (core/commands.lua).
+M.commands = {
+  chat = {
+    run = function(opts)
+      M.run(opts.fargs[2])
+    end,
+    complete = function(arglead, n)
+      return require("pi-ide.core.commands").first_of(M.names)(arglead, n)
+    end,
+  },
+  ask = { run = M.ask },
+  abort = { run = function() front.call("abort") end },
+  new = { run = function() chat().new() end },
+  resume = { run = resume },
+  compact = {
+    run = function(opts)
+      chat().compact(table.concat(vim.list_slice(opts.fargs, 2), " "))
+    end,
+  },
+  export = {
+    run = function(opts)
+      chat().export(opts.fargs[2])
+    end,
+    complete = function(arglead, n)
+      return require("pi-ide.core.commands").files()(arglead, n)
+    end,
+  },
+}
+
 return M

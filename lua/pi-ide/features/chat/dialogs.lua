@@ -51,7 +51,8 @@ local function editor(req, reply)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.bo[buf].buftype = "acwrite"
   vim.bo[buf].bufhidden = "wipe"
-  pcall(vim.api.nvim_buf_set_name, buf, ("pi-ide://editor/%s"):format(req.id))
+  -- A name without "/": a tabline shortens every folder of a name.
+  pcall(vim.api.nvim_buf_set_name, buf, ("Pi editor %s"):format(req.id))
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(req.prefill or "", "\n", { plain = true }))
   vim.bo[buf].modified = false
   vim.api.nvim_create_autocmd("BufWriteCmd", {

@@ -88,7 +88,8 @@ local function checkpoint_buffer(turn, f, bytes, missing)
   end
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, (bytes == nil and not note) and {} or lines)
   vim.bo[buf].bufhidden, vim.bo[buf].modifiable = "wipe", false
-  pcall(vim.api.nvim_buf_set_name, buf, ("pi-ide://turn-%d/%s"):format(turn.n, f.path))
+  -- Named as a review's panes are ("a.txt (proposal)"): what a tabline shows reads well.
+  pcall(vim.api.nvim_buf_set_name, buf, ("%s (turn %d)"):format(f.path, turn.n))
   local ft = vim.filetype.match({ filename = f.path, buf = buf })
   if ft then
     vim.bo[buf].filetype = ft

@@ -329,4 +329,24 @@ function M.setup()
   vim.api.nvim_create_autocmd("User", { group = group, pattern = "PiIdeWroteOther", callback = on_wrote_other })
 end
 
+--- Its line in :PiIde status.
+function M.status_lines()
+  return { M.status_line() }
+end
+
+--- Its :PiIde subcommands (core/commands.lua).
+M.commands = {
+  checkpoint = { run = function() M.checkpoint() end },
+  changes = {
+    run = function(opts)
+      require("pi-ide.features.checkpoints.changes").run(opts.fargs[2])
+    end,
+  },
+  undo = {
+    run = function(opts)
+      require("pi-ide.features.checkpoints.undo").run(opts.bang)
+    end,
+  },
+}
+
 return M

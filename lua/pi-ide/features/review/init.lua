@@ -123,13 +123,23 @@ function M.reject(r)
   decide(r, false)
 end
 
---- Showing it failed: without a review on screen the only safe answer is a rejection.
+--- Showing it failed, at its start (core/server.lua) or later (show.lua): without a review on
+--- screen the only safe answer is a rejection (an unanswered review would hold the agent; an
+--- error would let its write through). `r` is its view, or { req, path } when there is none.
 function M.failed(r, err)
-  log.notify("cannot show the review of " .. display_name(r.path) .. ": " .. tostring(err), vim.log.levels.ERROR)
-  decide(r, false)
+  r = views[r.req] or r
+  log.notify(("cannot show the review of %s: %s"):format(display_name(tostring(r.path)), tostring(err)), vim.log.levels.ERROR)
+  if views[r.req] or r.ended then
+    return decide(r, false)
+  end
+  local core = native()
+  if core then
+    core.review_reject(r.req)
+  end
 end
 
---- `review_opened`: the core hands over a review to show (src/state/events.rs, ReviewOpened).
+--- `review_opened`: the core hands over a review to show (src/state/events.rs, ReviewOpened);
+--- show.lua builds its panes, in turns of the loop. When this fails, the server calls failed().
 function M.open(ev)
   local buffers = require("pi-ide.core.buffers")
   local path = buffers.to_path(ev.path)
@@ -155,10 +165,7 @@ function M.open(ev)
   }
   views[r.req] = r
   table.insert(order, r.req)
-  local ok, err = xpcall(require("pi-ide.features.review.show").when_ready, debug.traceback, r, M)
-  if not ok then
-    M.failed(r, err)
-  end
+  require("pi-ide.features.review.show").when_ready(r, M)
 end
 
 --- `review_stats`: the core's count of the changes (after the review was handed over).
@@ -242,5 +249,30 @@ function M.reject_all()
     decide(r, false)
   end
 end
+
+--- :PiIde status's line and the open reviews'.
+function M.status_lines()
+  local lines = { ("  open reviews: %d"):format(#order) }
+  for _, r in ipairs(M.list()) do
+    table.insert(lines, ("    %s  %s"):format(r.tab_name, vim.fn.fnamemodify(r.path, ":~:.")))
+  end
+  return lines
+end
+
+-- :PiIde accept / reject act on the review the user is in.
+local function in_review(action)
+  local r = M.current()
+  if r then
+    M[action](r)
+  else
+    vim.notify(("pi-ide.nvim: not in a review (open reviews: %d)"):format(#M.list()), vim.log.levels.WARN)
+  end
+end
+
+--- Its :PiIde subcommands (core/commands.lua).
+M.commands = {
+  accept = { run = function() in_review("accept") end },
+  reject = { run = function() in_review("reject") end },
+}
 
 return M

@@ -59,7 +59,12 @@ function M.attach()
   require("pi-ide.features.suggest.keys").apply()
 end
 
+--- The server stops: what is shown goes, and the autocmds with it.
 function M.detach()
+  local s = loaded()
+  if s then
+    s.clear()
+  end
   if augroup then
     pcall(vim.api.nvim_del_augroup_by_id, augroup)
     augroup = nil

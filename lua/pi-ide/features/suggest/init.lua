@@ -555,9 +555,38 @@ function M.render_later()
   vim.schedule(render)
 end
 
-function M.detach()
-  M.clear()
-  require("pi-ide.features.suggest.events").detach()
+-- :PiIde stats: the numbers, and where the time of a suggestion goes.
+local function show_stats()
+  local s = M.stats()
+  local function ms(part)
+    local v = s[part]
+    return v.n > 0 and ("p50 %.0f ms, p95 %.0f ms"):format(v.p50, v.p95) or "no samples yet"
+  end
+  local rate = s.accept_rate and (" (%.0f%%)"):format(s.accept_rate * 100) or ""
+  local lines = {
+    ("pi-ide.nvim suggestions: %d requested, %d cancelled, %d shown, %d accepted%s, %d errors"):format(
+      s.requests, s.cancelled, s.shown, s.accepted, rate, s.errors),
+    "  keystroke -> ghost text: " .. ms("total"),
+    "    debounce: " .. ms("debounce"),
+    "    agent:    " .. ms("agent"),
+    "    render:   " .. ms("render"),
+    "  model: " .. (M.model() or "the agent's default"),
+  }
+  vim.api.nvim_echo({ { table.concat(lines, "\n") } }, false, {})
 end
+
+--- Its :PiIde subcommands (core/commands.lua).
+M.commands = {
+  suggest = { run = function() M.trigger(true) end },
+  toggle = {
+    run = function(opts)
+      M.toggle(opts.fargs[2])
+    end,
+    complete = function(arglead, n)
+      return require("pi-ide.core.commands").first_of({ "buffer" })(arglead, n)
+    end,
+  },
+  stats = { run = show_stats },
+}
 
 return M

@@ -176,6 +176,36 @@ function M.summary()
   return out
 end
 
+--- Its line in :PiIde status, while an agent runs here.
+function M.status_lines()
+  local terminals = M.summary()
+  return #terminals > 0 and { "  agents launched here: " .. table.concat(terminals, ", ") } or {}
+end
+
+local function launched_or_files(arglead, n)
+  local commands = require("pi-ide.core.commands")
+  return n == 1 and commands.first_of(agents.launched())(arglead, n) or commands.files(true)(arglead, n)
+end
+
+--- Its :PiIde subcommands (core/commands.lua).
+M.commands = {
+  -- :PiIde open [agent] [args...]: the agent in a terminal, connected to this Neovim.
+  open = {
+    run = function(opts)
+      M.open(opts.fargs[2], vim.list_slice(opts.fargs, 3))
+    end,
+    complete = launched_or_files,
+  },
+  close = {
+    run = function(opts)
+      M.close(opts.fargs[2])
+    end,
+    complete = function(arglead, n)
+      return require("pi-ide.core.commands").first_of(agents.launched())(arglead, n)
+    end,
+  },
+}
+
 vim.api.nvim_create_autocmd("User", {
   group = vim.api.nvim_create_augroup("PiIdeTerminal", { clear = true }),
   pattern = "PiIdeStarted",

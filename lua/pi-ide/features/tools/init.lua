@@ -1,13 +1,38 @@
 -- Tool calls parked in Rust reach Lua here. Each tool is one entry in the core (src/protocol/
 -- tools/, or an agent's module in src/agents/: schema, checks, result shape, what is answered if
--- the editor stops) that names the Lua module with its handler: `require(module)[handler](args,
--- reply, call)` (another agent's tool shares the handler of the pi-ide tool of the same meaning;
--- the core maps its arguments and answer). A handler either returns its answer (answered at
--- once) or returns nil and calls reply(result) later. Every call is answered exactly once, even
--- when a handler fails. (Reviews are not tool calls to Lua: see features/review/.)
+-- the editor stops) that names its handler (another agent's tool shares the handler of the
+-- pi-ide tool of the same meaning; the core maps its arguments and answer); HANDLERS below says
+-- which module has it: `require(HANDLERS[handler])[handler](args, reply, call)`. A handler
+-- either returns its answer (answered at once) or returns nil and calls reply(result) later.
+-- Every call is answered exactly once, even when a handler fails. (Reviews are not tool calls
+-- to Lua: see features/review/.)
 local log = require("pi-ide.core.log")
 
 local M = {}
+
+-- The module of each handler, by its name: the core names handlers, never Lua files. A module
+-- is loaded at the first call of one of its handlers.
+local HANDLERS = {
+  getDiagnostics = "pi-ide.features.tools.diagnostics",
+  getCurrentSelection = "pi-ide.features.tools.selection",
+  getLatestSelection = "pi-ide.features.tools.selection",
+  getOpenEditorTabs = "pi-ide.features.tools.editors",
+  getOpenEditors = "pi-ide.features.tools.editors",
+  getWorkspaceFolders = "pi-ide.features.tools.editors",
+  checkDocumentDirty = "pi-ide.features.tools.documents",
+  saveDocument = "pi-ide.features.tools.documents",
+  openFile = "pi-ide.features.tools.open_file",
+}
+
+--- The function named `name` (a handler the core names), or nil when there is none.
+function M.handler(name)
+  if not HANDLERS[name] then
+    return nil
+  end
+  local found, mod = pcall(require, HANDLERS[name])
+  local fn = found and type(mod) == "table" and mod[name]
+  return type(fn) == "function" and fn or nil
+end
 
 --- Handles one tool_call event from the Rust core.
 function M.dispatch(native, ev)
@@ -29,9 +54,8 @@ function M.dispatch(native, ev)
     return sent
   end
 
-  local found, mod = pcall(require, ev.module)
-  local handler = found and type(mod) == "table" and mod[ev.handler or ev.tool] or nil
-  if type(handler) ~= "function" then
+  local handler = M.handler(ev.handler or ev.tool)
+  if not handler then
     answered = true
     native.respond_error(ev.req, METHOD_NOT_FOUND, "tool not available in this editor: " .. tostring(ev.tool))
     return
