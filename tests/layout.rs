@@ -359,7 +359,7 @@ fn no_comment_or_document_names_a_file_that_is_not_there() {
     let mut stale = Vec::new();
     let texts = files("src", ".rs").into_iter().chain(files("lua", ".lua")).chain(files("tests", ".rs"))
         .chain(files("testkit", ".rs")).chain(files("bench", ".rs")).chain(files("bridge", ".rs"))
-        .chain([root().join("README.md"), root().join("doc/pi-ide.txt")]);
+        .chain(["README.md", "ARCHITECTURE.md", "HARDENING.md", "BENCHMARKS.md", "doc/pi-ide.txt"].map(|d| root().join(d)));
     for f in texts {
         let lua = f.extension().is_some_and(|e| e == "lua");
         let doc = f.extension().is_some_and(|e| e == "md" || e == "txt");

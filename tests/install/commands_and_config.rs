@@ -642,7 +642,7 @@ fn every_option_is_in_the_annotations_and_the_help() {
 
 /// Runs scripts/gen-docs.lua in check mode on the plugin at `root`: its success, and what it said.
 fn gen_docs_check(root: &Path) -> (bool, String) {
-    let out = std::process::Command::new(pi_ide_peer::nvim::nvim_binary())
+    let out = std::process::Command::new(pi_ide_testkit::nvim::nvim_binary())
         .arg("--clean")
         .arg("-l")
         .arg(plugin_root().join("scripts/gen-docs.lua"))
