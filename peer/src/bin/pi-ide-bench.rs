@@ -483,9 +483,14 @@ fn percentile_of(mut v: Vec<f64>, p: f64) -> f64 {
 /// memory_bench's rows, and what copilot adds.
 fn memory_rows() -> Vec<String> {
     let mut rows = memory_bench::rows();
-    let copilot = copilot_bench::copilot_adds(rss_kib) / 1024.0;
-    rows.push(format!("| resident memory copilot adds, a Copilot session (vs off, a Pi client; median of 3) | {copilot:+.2} MiB | |"));
+    let private = copilot_bench::copilot_adds(private_kib) / 1024.0;
+    let rss = copilot_bench::copilot_adds(rss_kib) / 1024.0;
+    rows.push(format!("| memory copilot adds, a Copilot session (vs off, a Pi client; median of 3 each) | private {private:+.2} MiB, RSS {rss:+.2} MiB | |"));
     rows
+}
+
+fn private_kib(pid: u32) -> f64 {
+    pi_ide_peer::nvim::private_kib(pid) as f64
 }
 
 fn rss_kib(pid: u32) -> f64 {
