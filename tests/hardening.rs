@@ -150,12 +150,12 @@ fn status_kib(pid: u32, field: &str) -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-/// What Neovim holds privately (anonymous pages: heaps, Lua, the core's own data, copied-on-
-/// write pages of its files), in KiB. A leak grows this; the file pages RSS also counts are
-/// page cache the kernel takes back and faults in again at will, and grew by up to ~0.9 MiB
-/// in a 30 s soak with nothing leaking.
+/// What Neovim holds privately (pi_ide_peer::nvim::private_kib: heaps, Lua, the core's own
+/// data, copied-on-write pages of its files), in KiB. A leak grows this; the file pages RSS also
+/// counts are page cache the kernel takes back and faults in again at will, and grew by up to
+/// ~0.9 MiB in a 30 s soak with nothing leaking.
 fn private_kib(pid: u32) -> u64 {
-    status_kib(pid, "RssAnon:")
+    pi_ide_peer::nvim::private_kib(pid)
 }
 
 fn rss_kib(pid: u32) -> u64 {
