@@ -438,18 +438,6 @@ impl Nvim {
 
 impl Drop for Nvim {
     fn drop(&mut self) {
-        // scripts/hot-code: a Neovim under callgrind writes its trace when it exits, not when
-        // it is killed; its mappings beside it place the code callgrind could not name.
-        if let Some(dir) = std::env::var_os("PI_IDE_NVIM_QUIT") {
-            let pid = self.child.id();
-            let _ = std::fs::copy(format!("/proc/{pid}/maps"), Path::new(&dir).join(format!("{pid}.maps")));
-            // SAFETY: a plain kill(2) of the process this test started.
-            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-            let deadline = std::time::Instant::now() + Duration::from_secs(60);
-            while std::time::Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
         if let Some(pid) = self.server_pid {
             // SAFETY: a plain kill(2) of a process this test started.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };

@@ -1,9 +1,8 @@
-//! What the plugin adds to Neovim's resident memory: with the server idle and with one agent
-//! connected as Pi is (it has seen the cursor move and asked for the diagnostics), split into
-//! anonymous memory (private to this Neovim) and pages mapped from files (the library's code and
-//! read-only data, which the kernel can drop and read again). Also what `scripts/hot-code`
-//! traces: `PI_IDE_BENCH_HOLD` keeps both Neovims alive after the measure and prints their pids;
-//! `PI_IDE_BENCH_GO` pauses after the start and before the agent's last round.
+//! What the plugin adds to Neovim's memory: with the server idle and with one agent connected as
+//! Pi is (it has seen the cursor move and asked for the diagnostics). Private memory first, what
+//! a user pays (pi_ide_peer::nvim::private_kib); beside it the resident set, split into anonymous
+//! memory and pages mapped from files (the library's code and read-only data, page cache the
+//! kernel drops and reads again at will).
 
 use std::time::Duration;
 
@@ -79,7 +78,6 @@ pub fn added() -> Added {
     let with = Nvim::start();
     with.wait_for("require('pi-ide.core.server').running()", Duration::from_secs(30));
     let [base, idle] = settled([&without, &with]);
-    wait_for_go(&with, "started");
     with.lua("vim.g.pi_ide_bench_turns = 0 vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeCheckpoint', callback = function() vim.g.pi_ide_bench_turns = vim.g.pi_ide_bench_turns + 1 end })");
     let mut p = pi_like_client(&with);
     let path = with.cwd.join("moved.rs");
@@ -103,16 +101,11 @@ pub fn added() -> Added {
     for line in [10u64, 40, 70] {
         round(line);
     }
-    // Its first request began a turn: the checkpoint (whose pages are given back once it is
-    // taken) is measured after it, with the cursor followed and diagnostics asked once more.
+    // Its first request began a turn: the checkpoint is measured after it, with the cursor
+    // followed and diagnostics asked once more.
     with.wait_for("vim.g.pi_ide_bench_turns > 0", Duration::from_secs(30));
-    wait_for_go(&with, "settled");
     round(20);
     let [base2, client] = settled([&without, &with]);
-    if std::env::var_os("PI_IDE_BENCH_HOLD").is_some() {
-        println!("without {} with {}", without.pid(), with.pid());
-        std::thread::sleep(Duration::from_secs(3600));
-    }
     Added { base, idle: idle.minus(base), client: client.minus(base2) }
 }
 
@@ -130,19 +123,6 @@ fn pi_like_client(nvim: &Nvim) -> pi_ide_peer::Peer {
     p
 }
 
-/// For `scripts/hot-code`, which traces what runs after the start apart from the start, and the
-/// last round apart from what ran once: with `PI_IDE_BENCH_GO` set, says "`what` PID" and waits
-/// for the file named by it and `what`.
-fn wait_for_go(with: &Nvim, what: &str) {
-    let Some(go) = std::env::var_os("PI_IDE_BENCH_GO") else { return };
-    println!("{what} {}", with.pid());
-    let go = std::path::PathBuf::from(go).with_extension(what);
-    let deadline = std::time::Instant::now() + Duration::from_secs(1800);
-    while !go.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// The median of three measures, by private memory with one agent connected.
 pub fn median_added() -> Added {
     let mut v: Vec<Added> = (0..3).map(|_| added()).collect();
@@ -150,29 +130,20 @@ pub fn median_added() -> Added {
     v.swap_remove(1)
 }
 
-/// The library's size on disk, and of that its code placed first (src/hot-code.ld), in KiB.
-pub fn library_kib() -> (f64, Option<f64>) {
+/// The library's size on disk, in KiB.
+pub fn library_kib() -> f64 {
     let lib = plugin_root().join("target/release/libpi_ide.so");
-    let size = std::fs::metadata(&lib).map(|m| m.len() as f64 / 1024.0).unwrap_or(0.0);
-    let sections = std::process::Command::new("readelf").arg("-SW").arg(&lib).output();
-    let hot = sections.ok().and_then(|o| {
-        let text = String::from_utf8_lossy(&o.stdout).to_string();
-        let line = text.lines().find(|l| l.contains(".text.hot"))?.to_owned();
-        let size = line.split_whitespace().skip_while(|w| !w.starts_with(".text.hot")).nth(4)?.to_owned();
-        u64::from_str_radix(&size, 16).ok().map(|b| b as f64 / 1024.0)
-    });
-    (size, hot)
+    std::fs::metadata(&lib).map(|m| m.len() as f64 / 1024.0).unwrap_or(0.0)
 }
 
 /// Rows of the benchmark table.
 pub fn rows() -> Vec<String> {
     let a = median_added();
-    let (lib, hot) = library_kib();
-    let hot = hot.map(|h| format!(", of which {h:.0} KiB of code placed first (src/hot-code.ld)")).unwrap_or_default();
+    let lib = library_kib();
     vec![
         format!("| memory added, server up, no agent (median of 3) | {} | |", a.idle.mib()),
-        format!("| memory added, one agent connected as Pi is (cursor followed, diagnostics asked; median of 3; Neovim alone: private {:.1} MiB, RSS {:.1} MiB) | {} | ≤ 1.1 MiB RSS |", a.base.private / 1024.0, a.base.total / 1024.0, a.client.mib()),
-        format!("| the library's size | {lib:.0} KiB{hot} | |"),
+        format!("| memory added, one agent connected as Pi is (cursor followed, diagnostics asked; median of 3; Neovim alone: private {:.1} MiB, RSS {:.1} MiB) | {} | private ≤ 0.75 MiB |", a.base.private / 1024.0, a.base.total / 1024.0, a.client.mib()),
+        format!("| the library's size | {lib:.0} KiB | |"),
         format!("| memory claude_code adds, Claude Code connected (vs off, a Pi client; median of 3) | {} | |", claude_code_adds()),
     ]
 }
