@@ -52,10 +52,6 @@ local function drain()
       end
     end
   end
-  -- A checkpoint's code (walking the workspace, git) runs once a turn: it need not stay resident.
-  if #results > 0 and next(state.waiting) == nil then
-    require("pi-ide.core.server").give_back_pages("a checkpoint")
-  end
 end
 
 --- Runs `job` (`{ op = ..., ... }`) on the worker; `cb(ok, value_or_error)` on the main loop.
