@@ -71,8 +71,6 @@ local function agent_defaults()
   return out
 end
 
--- Fractions are written as divisions: LuaJIT reads a decimal literal with libm, whose tables
--- then stay resident (56 KiB in every Neovim; a division is folded without it).
 local spec = {
   -- Start the server when Neovim starts (after VimEnter, so startup is never slowed).
   auto_start = opt(true, { "boolean" }),
@@ -160,10 +158,10 @@ local spec = {
     -- "external": a command of yours (below); "auto": snacks when installed, else split.
     provider = opt("auto", { "string" }, one_of("auto", "split", "float", "snacks", "external")),
     side = opt("right", { "string" }, one_of("left", "right")),
-    width = opt(40 / 100, { "number" }, fraction_or_columns),
+    width = opt(0.4, { "number" }, fraction_or_columns),
     float = {
-      width = opt(85 / 100, { "number" }, fraction_or_columns),
-      height = opt(85 / 100, { "number" }, fraction_or_columns),
+      width = opt(0.85, { "number" }, fraction_or_columns),
+      height = opt(0.85, { "number" }, fraction_or_columns),
       border = opt("rounded", { "string" }),
     },
     -- "external": a command in which %s is replaced by the agent's command line (one shell
@@ -186,10 +184,10 @@ local spec = {
     -- "split": at the side of the screen; "float": in the middle.
     provider = opt("split", { "string" }, one_of("split", "float")),
     side = opt("right", { "string" }, one_of("left", "right")),
-    width = opt(40 / 100, { "number" }, fraction_or_columns),
+    width = opt(0.4, { "number" }, fraction_or_columns),
     float = {
-      width = opt(80 / 100, { "number" }, fraction_or_columns),
-      height = opt(80 / 100, { "number" }, fraction_or_columns),
+      width = opt(0.8, { "number" }, fraction_or_columns),
+      height = opt(0.8, { "number" }, fraction_or_columns),
       border = opt("rounded", { "string" }),
     },
     -- Lines of the prompt area under the conversation.
