@@ -523,7 +523,8 @@ fn main() {
         return;
     }
     let quick = std::env::args().any(|a| a == "--quick");
-    // `--only rss`: one measure, for working on it.
+    // `--only rss` (or review, roundtrip, copilot, mcp, chat, checkpoints, startup): one measure,
+    // for working on it.
     let only: Option<String> = std::env::args()
         .skip_while(|a| a != "--only")
         .nth(1);
@@ -570,6 +571,12 @@ fn main() {
         for r in checkpoint_bench::rows(quick) {
             println!("{r}");
         }
+        return;
+    }
+    if only.as_deref() == Some("startup") {
+        let runs = if quick { 10 } else { 40 };
+        let (base, plugin_added, start_added) = startup(runs);
+        println!("time added to `nvim --headless --clean +qa` (baseline {base:.1} ms, median of {runs}): plugin on the runtimepath {plugin_added:.2} ms; server also started and stopped {start_added:.2} ms");
         return;
     }
     if only.as_deref() == Some("rss") {
