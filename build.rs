@@ -11,10 +11,8 @@ fn main() {
     println!("cargo:rerun-if-changed=src");
     let stamp = stamp::stamp(&root).expect("the sources are here");
     println!("cargo:rustc-env=PI_IDE_SOURCE_STAMP={stamp}");
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
-        if builds_for_a_glibc_with_relr() {
-            println!("cargo:rustc-cdylib-link-arg=-Wl,-z,pack-relative-relocs");
-        }
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") && builds_for_a_glibc_with_relr() {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-z,pack-relative-relocs");
     }
 }
 
