@@ -11,11 +11,8 @@ fn main() {
     println!("cargo:rerun-if-changed=src");
     let stamp = stamp::stamp(&root).expect("the sources are here");
     println!("cargo:rustc-env=PI_IDE_SOURCE_STAMP={stamp}");
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
-        hot_code_first(&root);
-        if builds_for_a_glibc_with_relr() {
-            println!("cargo:rustc-cdylib-link-arg=-Wl,-z,pack-relative-relocs");
-        }
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") && builds_for_a_glibc_with_relr() {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-z,pack-relative-relocs");
     }
 }
 
@@ -40,21 +37,4 @@ fn builds_for_a_glibc_with_relr() -> bool {
     let major: u32 = version.next().and_then(|v| v.parse().ok()).unwrap_or(0);
     let minor: u32 = version.next().and_then(|v| v.parse().ok()).unwrap_or(0);
     (major, minor) >= (2, 36)
-}
-
-/// The code an idle server runs, placed together at the front (src/hot-code.ld, written by
-/// scripts/hot-code, which asks for the linker's map of where everything went).
-fn hot_code_first(root: &std::path::Path) {
-    // The script names functions as v0 mangles them (.cargo/config.toml): a build from another
-    // folder, or with RUSTFLAGS set (which replaces the config's), links unordered.
-    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    if !flags.split('\x1f').any(|f| f.ends_with("symbol-mangling-version=v0")) {
-        println!("cargo:warning=built without v0 symbol names (RUSTFLAGS set, or built outside the plugin's folder): the library works, but its code is not ordered and ~1.5 MiB more of it stays resident");
-    }
-    println!("cargo:rerun-if-changed=src/hot-code.ld");
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-T,{}", root.join("src/hot-code.ld").display());
-    println!("cargo:rerun-if-env-changed=PI_IDE_LINK_MAP");
-    if let Ok(map) = std::env::var("PI_IDE_LINK_MAP") {
-        println!("cargo:rustc-cdylib-link-arg=-Wl,-Map={map}");
-    }
 }

@@ -425,9 +425,14 @@ fn percentile_of(mut v: Vec<f64>, p: f64) -> f64 {
 /// memory_bench's rows, and what copilot adds.
 fn memory_rows() -> Vec<String> {
     let mut rows = memory_bench::rows();
-    let copilot = copilot_bench::copilot_adds(rss_kib) / 1024.0;
-    rows.push(format!("| resident memory copilot adds, a Copilot session (vs off, a Pi client; median of 3) | {copilot:+.2} MiB | |"));
+    let private = copilot_bench::copilot_adds(private_kib) / 1024.0;
+    let rss = copilot_bench::copilot_adds(rss_kib) / 1024.0;
+    rows.push(format!("| memory copilot adds, a Copilot session (vs off, a Pi client; median of 3 each) | private {private:+.2} MiB, RSS {rss:+.2} MiB | |"));
     rows
+}
+
+fn private_kib(pid: u32) -> f64 {
+    pi_ide_testkit::nvim::private_kib(pid) as f64
 }
 
 fn rss_kib(pid: u32) -> f64 {
@@ -460,7 +465,8 @@ fn main() {
         return;
     }
     let quick = std::env::args().any(|a| a == "--quick");
-    // `--only rss`: one measure, for working on it.
+    // `--only rss` (or review, roundtrip, copilot, mcp, chat, checkpoints, startup): one measure,
+    // for working on it.
     let only: Option<String> = std::env::args()
         .skip_while(|a| a != "--only")
         .nth(1);
@@ -507,6 +513,12 @@ fn main() {
         for r in checkpoint_bench::rows(quick) {
             println!("{r}");
         }
+        return;
+    }
+    if only.as_deref() == Some("startup") {
+        let runs = if quick { 10 } else { 40 };
+        let (base, plugin_added, start_added) = startup(runs);
+        println!("time added to `nvim --headless --clean +qa` (baseline {base:.1} ms, median of {runs}): plugin on the runtimepath {plugin_added:.2} ms; server also started and stopped {start_added:.2} ms");
         return;
     }
     if only.as_deref() == Some("rss") {

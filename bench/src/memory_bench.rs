@@ -1,17 +1,18 @@
-//! What the plugin adds to Neovim's resident memory: with the server idle and with one agent
-//! connected as Pi is (it has seen the cursor move and asked for the diagnostics), split into
-//! anonymous memory (private to this Neovim) and pages mapped from files (the library's code and
-//! read-only data, which the kernel can drop and read again). Also what `scripts/hot-code`
-//! traces: `PI_IDE_BENCH_HOLD` keeps both Neovims alive after the measure and prints their pids;
-//! `PI_IDE_BENCH_GO` pauses after the start and before the agent's last round.
+//! What the plugin adds to Neovim's memory: with the server idle and with one agent connected as
+//! Pi is (it has seen the cursor move and asked for the diagnostics). Private memory first, what
+//! a user pays (pi_ide_testkit::nvim::private_kib); beside it the resident set, split into anonymous
+//! memory and pages mapped from files (the library's code and read-only data, page cache the
+//! kernel drops and reads again at will).
 
 use std::time::Duration;
 
 use pi_ide_testkit::nvim::{plugin_root, Nvim, Options};
 
-/// KiB from `/proc/<pid>/status`.
+/// KiB: private memory (what a user pays: pi_ide_testkit::nvim::private_kib), and the resident
+/// set from `/proc/<pid>/status`, split into anonymous pages and pages mapped from files.
 #[derive(Clone, Copy, Default)]
 pub struct Rss {
+    pub private: f64,
     pub total: f64,
     pub anon: f64,
     pub file: f64,
@@ -24,16 +25,29 @@ impl Rss {
             let line = status.lines().find(|l| l.starts_with(key)).unwrap_or_default();
             line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0.0)
         };
-        Rss { total: kib("VmRSS:"), anon: kib("RssAnon:"), file: kib("RssFile:") }
+        let private = pi_ide_testkit::nvim::private_kib(pid) as f64;
+        Rss { private, total: kib("VmRSS:"), anon: kib("RssAnon:"), file: kib("RssFile:") }
     }
 
     fn minus(self, o: Rss) -> Rss {
-        Rss { total: self.total - o.total, anon: self.anon - o.anon, file: self.file - o.file }
+        Rss {
+            private: self.private - o.private,
+            total: self.total - o.total,
+            anon: self.anon - o.anon,
+            file: self.file - o.file,
+        }
     }
 
-    /// "1.02 MiB (anonymous 0.70, from files 0.32)"
+    /// "private 0.71 MiB; RSS 1.02 MiB (anonymous 0.70, from files 0.32)"
     pub fn mib(&self) -> String {
-        format!("{:.2} MiB (anonymous {:.2}, from files {:.2})", self.total / 1024.0, self.anon / 1024.0, self.file / 1024.0)
+        let mib = |kib: f64| kib / 1024.0;
+        format!(
+            "private {:.2} MiB; RSS {:.2} MiB (anonymous {:.2}, from files {:.2})",
+            mib(self.private),
+            mib(self.total),
+            mib(self.anon),
+            mib(self.file)
+        )
     }
 }
 
@@ -64,7 +78,6 @@ pub fn added() -> Added {
     let with = Nvim::start();
     with.wait_for("require('pi-ide.core.server').running()", Duration::from_secs(30));
     let [base, idle] = settled([&without, &with]);
-    wait_for_go(&with, "started");
     with.lua("vim.g.pi_ide_bench_turns = 0 vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeCheckpoint', callback = function() vim.g.pi_ide_bench_turns = vim.g.pi_ide_bench_turns + 1 end })");
     let mut p = pi_like_client(&with);
     let path = with.cwd.join("moved.rs");
@@ -88,16 +101,11 @@ pub fn added() -> Added {
     for line in [10u64, 40, 70] {
         round(line);
     }
-    // Its first request began a turn: the checkpoint (whose pages are given back once it is
-    // taken) is measured after it, with the cursor followed and diagnostics asked once more.
+    // Its first request began a turn: the checkpoint is measured after it, with the cursor
+    // followed and diagnostics asked once more.
     with.wait_for("vim.g.pi_ide_bench_turns > 0", Duration::from_secs(30));
-    wait_for_go(&with, "settled");
     round(20);
     let [base2, client] = settled([&without, &with]);
-    if std::env::var_os("PI_IDE_BENCH_HOLD").is_some() {
-        println!("without {} with {}", without.pid(), with.pid());
-        std::thread::sleep(Duration::from_secs(3600));
-    }
     Added { base, idle: idle.minus(base), client: client.minus(base2) }
 }
 
@@ -115,62 +123,41 @@ fn pi_like_client(nvim: &Nvim) -> pi_ide_testkit::Peer {
     p
 }
 
-/// For `scripts/hot-code`, which traces what runs after the start apart from the start, and the
-/// last round apart from what ran once: with `PI_IDE_BENCH_GO` set, says "`what` PID" and waits
-/// for the file named by it and `what`.
-fn wait_for_go(with: &Nvim, what: &str) {
-    let Some(go) = std::env::var_os("PI_IDE_BENCH_GO") else { return };
-    println!("{what} {}", with.pid());
-    let go = std::path::PathBuf::from(go).with_extension(what);
-    let deadline = std::time::Instant::now() + Duration::from_secs(1800);
-    while !go.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// The median of three measures, by the total with one agent connected.
+/// The median of three measures, by private memory with one agent connected.
 pub fn median_added() -> Added {
     let mut v: Vec<Added> = (0..3).map(|_| added()).collect();
-    v.sort_by(|a, b| a.client.total.total_cmp(&b.client.total));
+    v.sort_by(|a, b| a.client.private.total_cmp(&b.client.private));
     v.swap_remove(1)
 }
 
-/// The library's size on disk, and of that its code placed first (src/hot-code.ld), in KiB.
-pub fn library_kib() -> (f64, Option<f64>) {
+/// The library's size on disk, in KiB.
+pub fn library_kib() -> f64 {
     let lib = plugin_root().join("target/release/libpi_ide.so");
-    let size = std::fs::metadata(&lib).map(|m| m.len() as f64 / 1024.0).unwrap_or(0.0);
-    let sections = std::process::Command::new("readelf").arg("-SW").arg(&lib).output();
-    let hot = sections.ok().and_then(|o| {
-        let text = String::from_utf8_lossy(&o.stdout).to_string();
-        let line = text.lines().find(|l| l.contains(".text.hot"))?.to_owned();
-        let size = line.split_whitespace().skip_while(|w| !w.starts_with(".text.hot")).nth(4)?.to_owned();
-        u64::from_str_radix(&size, 16).ok().map(|b| b as f64 / 1024.0)
-    });
-    (size, hot)
+    std::fs::metadata(&lib).map(|m| m.len() as f64 / 1024.0).unwrap_or(0.0)
 }
 
 /// Rows of the benchmark table.
 pub fn rows() -> Vec<String> {
     let a = median_added();
-    let (lib, hot) = library_kib();
-    let hot = hot.map(|h| format!(", of which {h:.0} KiB of code placed first (src/hot-code.ld)")).unwrap_or_default();
+    let lib = library_kib();
     vec![
-        format!("| resident memory added, server up, no agent (median of 3) | {} | |", a.idle.mib()),
-        format!("| resident memory added, one agent connected as Pi is (cursor followed, diagnostics asked; median of 3; Neovim alone {:.1} MiB) | {} | ≤ 1.1 MiB |", a.base.total / 1024.0, a.client.mib()),
-        format!("| the library's size | {lib:.0} KiB{hot} | |"),
-        format!("| resident memory claude_code adds, Claude Code connected (vs off, a Pi client; median of 3) | {:+.2} MiB | |", claude_code_adds() / 1024.0),
+        format!("| memory added, server up, no agent (median of 3) | {} | |", a.idle.mib()),
+        format!("| memory added, one agent connected as Pi is (cursor followed, diagnostics asked; median of 3; Neovim alone: private {:.1} MiB, RSS {:.1} MiB) | {} | private ≤ 0.75 MiB |", a.base.private / 1024.0, a.base.total / 1024.0, a.client.mib()),
+        format!("| the library's size | {lib:.0} KiB | |"),
+        format!("| memory claude_code adds, Claude Code connected (vs off, a Pi client; median of 3) | {} | |", claude_code_adds()),
     ]
 }
 
 /// Neovim with `claude_code` on and Claude Code connected (its header, the mcp subprotocol, its
-/// initialize and tools/list) against `claude_code` off with a Pi client: KiB, median of 3.
-pub fn claude_code_adds() -> f64 {
-    let mut v: Vec<f64> = (0..3).map(|_| claude_code_once()).collect();
-    v.sort_by(f64::total_cmp);
-    v[1]
+/// initialize and tools/list) against `claude_code` off with a Pi client: median of 3, by
+/// private memory.
+pub fn claude_code_adds() -> String {
+    let mut v: Vec<Rss> = (0..3).map(|_| claude_code_once()).collect();
+    v.sort_by(|a, b| a.private.total_cmp(&b.private));
+    format!("private {:+.2} MiB, RSS {:+.2} MiB", v[1].private / 1024.0, v[1].total / 1024.0)
 }
 
-fn claude_code_once() -> f64 {
+fn claude_code_once() -> Rss {
     let claude_dir = pi_ide_testkit::nvim::temp_dir("claude");
     let start = |on: bool| {
         Nvim::start_with(Options {
@@ -191,5 +178,5 @@ fn claude_code_once() -> f64 {
     c.request("tools/list", serde_json::json!({})).unwrap();
     let [a, b] = settled([&off, &on]);
     std::fs::remove_dir_all(&claude_dir).ok();
-    b.total - a.total
+    b.minus(a)
 }

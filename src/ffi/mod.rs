@@ -367,12 +367,6 @@ fn realpath(lua: &Lua, path: mlua::LuaString) -> LuaResult<(Option<mlua::LuaStri
     })
 }
 
-/// Gives back the library's read-only pages that loading touched (support/pages.rs); returns
-/// the bytes advised.
-fn release_load_pages(_: &Lua, _: ()) -> LuaResult<usize> {
-    Ok(crate::support::pages::release_read_only())
-}
-
 /// The git blob id of the file at `path` as it is now (the user's own write, just made): nil
 /// when it is not a regular file or is larger than `max` bytes.
 fn blob_of_file(_: &Lua, (path, max): (mlua::LuaString, usize)) -> LuaResult<Option<String>> {
@@ -557,7 +551,6 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         realpath => realpath,
         utf8_error => utf8_error,
         blob_of_file => blob_of_file,
-        release_load_pages => release_load_pages,
         log_configure => log_configure,
         log => log_write,
         chat_start => self::chat::chat_start,

@@ -23,6 +23,40 @@ pub fn plugin_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Private memory of process `pid`, in KiB: what it alone holds and the kernel cannot take back
+/// without swap. Every anonymous page (`RssAnon`: heaps, Lua, stacks, and the copies made when a
+/// private mapping of a file is written: relocated data, `.data`, `.bss`), plus each mapping's
+/// dirty pages that are not such copies (`Private_Dirty` beyond `Anonymous` in smaps: a ring
+/// shared with the kernel, a file written through its mapping). A file mapping's written pages
+/// are anonymous already: adding all of `Private_Dirty` would count them twice. The clean pages
+/// of files (code, read-only data) are page cache the kernel drops and reads again at will.
+pub fn private_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let anon = status.lines().find(|l| l.starts_with("RssAnon:")).and_then(kib_of).unwrap_or(0);
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+    // (Private_Dirty, Anonymous) of each mapping.
+    let mut mappings: Vec<(u64, u64)> = Vec::new();
+    for line in smaps.lines() {
+        let key = line.split_whitespace().next().unwrap_or("");
+        // A mapping's first line: "7f3a1000-7f3a2000 r-xp ...".
+        if !key.ends_with(':') {
+            mappings.push((0, 0));
+        }
+        let (Some(m), Some(kib)) = (mappings.last_mut(), kib_of(line)) else { continue };
+        match key {
+            "Private_Dirty:" => m.0 = kib,
+            "Anonymous:" => m.1 = kib,
+            _ => {}
+        }
+    }
+    anon + mappings.iter().map(|(dirty, copies)| dirty.saturating_sub(*copies)).sum::<u64>()
+}
+
+/// "Key:   123 kB" -> 123.
+fn kib_of(line: &str) -> Option<u64> {
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// The Neovim binary: `$PI_IDE_NVIM`, else the project-local install, else `nvim` on PATH.
 pub fn nvim_binary() -> PathBuf {
     if let Some(p) = std::env::var_os("PI_IDE_NVIM") {
@@ -409,18 +443,6 @@ impl Nvim {
 
 impl Drop for Nvim {
     fn drop(&mut self) {
-        // scripts/hot-code: a Neovim under callgrind writes its trace when it exits, not when
-        // it is killed; its mappings beside it place the code callgrind could not name.
-        if let Some(dir) = std::env::var_os("PI_IDE_NVIM_QUIT") {
-            let pid = self.child.id();
-            let _ = std::fs::copy(format!("/proc/{pid}/maps"), Path::new(&dir).join(format!("{pid}.maps")));
-            // SAFETY: a plain kill(2) of the process this test started.
-            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-            let deadline = std::time::Instant::now() + Duration::from_secs(60);
-            while std::time::Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
         if let Some(pid) = self.server_pid {
             // SAFETY: a plain kill(2) of a process this test started.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };

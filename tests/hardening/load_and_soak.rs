@@ -149,12 +149,11 @@ fn status_kib(pid: u32, field: &str) -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-/// What Neovim holds privately (anonymous pages: heaps, Lua, the core's own data, copied-on-
-/// write pages of its files), in KiB. A leak grows this; the file pages RSS also counts are
-/// page cache the kernel takes back and faults in again at will, and grew by up to ~0.9 MiB
-/// in a 30 s soak with nothing leaking.
+/// What Neovim holds privately (pi_ide_testkit::nvim::private_kib: heaps, Lua, the core's own
+/// data, copied-on-write pages of its files), in KiB. A leak grows this; the file pages RSS also
+/// counts are page cache the kernel takes back and faults in again at will.
 fn private_kib(pid: u32) -> u64 {
-    status_kib(pid, "RssAnon:")
+    pi_ide_testkit::nvim::private_kib(pid)
 }
 
 fn rss_kib(pid: u32) -> u64 {
@@ -274,6 +273,8 @@ fn soak_mixed_traffic_without_leaks() {
         "soak: {i} rounds in {secs} s; private {private0} -> {private1} KiB; RSS {rss0} -> {rss1} KiB; fds {fds0} -> {fds1}; lua {} KiB",
         nvim.lua("return collectgarbage('count')")
     );
+    // Nothing leaking, a 30 s soak grew 180-560 KiB (what the first ~1,000 rounds settle; a
+    // 300 s soak grew 16 KiB after them); a leak of 4 KiB a review grew it 2 MiB.
     assert!(
         private1 < private0 + 1024,
         "private memory grew by {} KiB after warm-up",

@@ -71,8 +71,6 @@ local function agent_defaults()
   return out
 end
 
--- Fractions are written as divisions: LuaJIT reads a decimal literal with libm, whose tables
--- then stay resident (56 KiB in every Neovim; a division is folded without it).
 local spec = {
   -- Start the server when Neovim has started (after VimEnter, so startup is never slowed).
   auto_start = opt(true, { "boolean" }),
@@ -196,13 +194,13 @@ local spec = {
     side = opt("right", { "string" }, one_of("left", "right")),
     -- The split's width: a fraction of the columns below 1, else columns; never under 40
     -- columns (or half the screen).
-    width = opt(40 / 100, { "number" }, fraction_or_columns),
+    width = opt(0.4, { "number" }, fraction_or_columns),
     -- The float.
     float = {
       -- A fraction of the screen below 1, else cells.
-      width = opt(85 / 100, { "number" }, fraction_or_columns),
+      width = opt(0.85, { "number" }, fraction_or_columns),
       -- A fraction of the screen below 1, else cells.
-      height = opt(85 / 100, { "number" }, fraction_or_columns),
+      height = opt(0.85, { "number" }, fraction_or_columns),
       -- Its border, as nvim_open_win() takes it.
       border = opt("rounded", { "string" }),
     },
@@ -233,13 +231,13 @@ local spec = {
     side = opt("right", { "string" }, one_of("left", "right")),
     -- The split's width: a fraction of the columns below 1, else columns; never under 40
     -- columns (or half the screen).
-    width = opt(40 / 100, { "number" }, fraction_or_columns),
+    width = opt(0.4, { "number" }, fraction_or_columns),
     -- The float.
     float = {
       -- A fraction of the screen below 1, else cells.
-      width = opt(80 / 100, { "number" }, fraction_or_columns),
+      width = opt(0.8, { "number" }, fraction_or_columns),
       -- A fraction of the screen below 1, else cells.
-      height = opt(80 / 100, { "number" }, fraction_or_columns),
+      height = opt(0.8, { "number" }, fraction_or_columns),
       -- Its border, as nvim_open_win() takes it.
       border = opt("rounded", { "string" }),
     },

@@ -33,7 +33,6 @@ local function on_client_event(ev)
     parts.get("selection").flush()
     vim.notify(("pi-ide.nvim: %s connected"):format(ev.name and (ev.name .. " " .. (ev.version or "")) or "an agent"), vim.log.levels.INFO)
     user_event("PiIdeClientConnected", { client = ev.client, name = ev.name, version = ev.version })
-    M.give_back_pages("a handshake")
   elseif ev.kind == "session_named" then
     log.info("client %d names its session %q", ev.client, ev.name)
     parts.get("review").refresh()
@@ -235,24 +234,7 @@ function M.start()
   end
   require("pi-ide.core.typing").attach()
   user_event("PiIdeStarted", { port = info.port, lockfile = info.lockfile })
-  M.give_back_pages("the start")
   return true
-end
-
---- Gives back the library's read-only pages (src/support/pages.rs): what ran once (loading and
---- the start, an agent's handshake, a checkpoint) need not stay resident; what runs again comes
---- back from the page cache. Called where the main loop is awake anyway: no timer of its own.
---- Whatever fails here is only logged: the handler that calls it goes on.
-function M.give_back_pages(after)
-  if not state.native then
-    return
-  end
-  local ok, bytes = pcall(state.native.release_load_pages)
-  if ok then
-    log.debug("read-only pages given back after %s: %d KiB", after, bytes / 1024)
-  else
-    log.warn("could not give back the library's pages after %s: %s", after, tostring(bytes))
-  end
 end
 
 --- Stops the server: every parked call is answered, clients get a Close frame, the lockfile

@@ -5,7 +5,6 @@
 //! told at once (`landed`): the accepted text, or other text, which the chat, the statusline and
 //! `:PiIde changes` then say no review showed.
 
-use parking_lot::Mutex;
 use serde_json::json;
 
 use super::MAX_FILE;
@@ -30,33 +29,31 @@ pub struct Expected {
 #[derive(Default)]
 pub struct Landing {
     /// Oldest first.
-    expected: Mutex<Vec<Expected>>,
+    expected: Vec<Expected>,
 }
 
 impl Landing {
     /// The user accepted `text` for `path` (whose blob id was `before`), which the agent's call
     /// `call` writes.
-    pub fn expect(&self, call: &str, path: &str, text: &str, before: Option<String>) {
-        let mut expected = self.expected.lock();
-        if expected.len() >= KEPT {
-            expected.remove(0);
+    pub fn expect(&mut self, call: &str, path: &str, text: &str, before: Option<String>) {
+        if self.expected.len() >= KEPT {
+            self.expected.remove(0);
         }
         let (call, path, blob) = (call.to_owned(), path.to_owned(), blob_id(text.as_bytes()));
-        expected.push(Expected { call, path, blob, before });
+        self.expected.push(Expected { call, path, blob, before });
     }
 
     /// The agent says call `call` is over: its write, if one was allowed, is checked now.
-    pub fn call_ended(&self, call: &str) -> Vec<Expected> {
-        let mut expected = self.expected.lock();
-        let (ended, waiting) = expected.drain(..).partition(|e| e.call == call);
-        *expected = waiting;
+    pub fn call_ended(&mut self, call: &str) -> Vec<Expected> {
+        let (ended, waiting) = self.expected.drain(..).partition(|e| e.call == call);
+        self.expected = waiting;
         ended
     }
 
     /// The turn is over: every write not checked yet is, each file against the last text
     /// accepted for it (a later change of the same file in the turn supersedes an earlier one).
-    pub fn turn_ended(&self) -> Vec<Expected> {
-        let all = std::mem::take(&mut *self.expected.lock());
+    pub fn turn_ended(&mut self) -> Vec<Expected> {
+        let all = std::mem::take(&mut self.expected);
         let mut last: Vec<Expected> = Vec::new();
         for e in all {
             last.retain(|l| l.path != e.path);
@@ -93,10 +90,11 @@ pub fn check(expected: &[Expected], tell: &dyn Fn(Op)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parking_lot::Mutex;
 
     #[test]
     fn a_write_is_checked_once_when_its_call_ends_or_else_the_last_per_file_at_the_turn_end() {
-        let l = Landing::default();
+        let mut l = Landing::default();
         l.expect("c1", "/a", "one\n", None);
         l.expect("c2", "/a", "two\n", None);
         l.expect("c3", "/b", "b\n", None);

@@ -26,7 +26,6 @@ mod updates;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
@@ -105,46 +104,44 @@ pub type Events = Box<dyn Fn(Op) + Send + Sync>;
 pub struct Acp {
     reviewer: Arc<dyn Reviewer>,
     events: Events,
+    /// Shared with the threads that read a file for the agent.
+    state: Arc<Mutex<State>>,
+}
+
+/// What the chat knows of the agent's questions and files, behind one lock. It is never held
+/// while a review opens, an op goes out or an answer is built: a review may be decided at once,
+/// on the same thread.
+#[derive(Default)]
+struct State {
     /// The agent's stdin (taken when the chat stops, so that it closes).
-    out: Mutex<Option<Sender<Vec<u8>>>>,
+    out: Option<Sender<Vec<u8>>>,
     /// By the id's JSON text.
-    asked: Mutex<HashMap<String, Asked>>,
+    asked: HashMap<String, Asked>,
     /// The review each reviewed question opened, by the question's key.
-    tabs: Mutex<HashMap<String, String>>,
+    tabs: HashMap<String, String>,
     /// The change a `tool_call` carried, by its id (a permission may name only the call).
-    fragments: Mutex<HashMap<String, Change>>,
+    fragments: HashMap<String, Change>,
     /// Files the agent read through us: it writes them through us too, so its
     /// permission's review is editable and the user's text is what gets written.
-    read_through_us: Mutex<HashSet<String>>,
+    read_through_us: HashSet<String>,
     /// What the user accepted in such a review, by path, for the write that follows. Only a
     /// write of that very proposal takes it.
-    accepted: Mutex<HashMap<String, Accepted>>,
+    accepted: HashMap<String, Accepted>,
     /// What each review shows, by the question's key, while it waits.
-    shown: Mutex<HashMap<String, Shown>>,
+    shown: HashMap<String, Shown>,
     /// Changes allowed that the agent writes itself, to read back.
     landing: Landing,
     /// The whole text we last gave the agent of each file it read (a buffer's unsaved text, or
     /// the disk's): a change whose "before" is that text is the whole file.
-    served: Arc<Mutex<HashMap<String, String>>>,
-    reviews: AtomicU64,
+    served: HashMap<String, String>,
+    /// Reviews opened so far (their tabs are numbered).
+    reviews: u64,
 }
 
 impl Acp {
     pub fn new(reviewer: Arc<dyn Reviewer>, out: Sender<Vec<u8>>, events: Events) -> Acp {
-        Acp {
-            reviewer,
-            events,
-            out: Mutex::new(Some(out)),
-            asked: Mutex::default(),
-            tabs: Mutex::default(),
-            fragments: Mutex::default(),
-            read_through_us: Mutex::default(),
-            accepted: Mutex::default(),
-            shown: Mutex::default(),
-            landing: Landing::default(),
-            served: Arc::default(),
-            reviews: AtomicU64::new(0),
-        }
+        let state = State { out: Some(out), ..State::default() };
+        Acp { reviewer, events, state: Arc::new(Mutex::new(state)) }
     }
 
     /// One message from the agent: the op for Lua, if any.
@@ -163,7 +160,8 @@ impl Acp {
             (None, Some(method)) => Some(Op::Event { kind: Some(method), event: params }),
             (Some(id), None) => {
                 if msg.get("result").and_then(|r| r.get("stopReason")).is_some() {
-                    self.check_landed(self.landing.turn_ended());
+                    let expected = self.state.lock().landing.turn_ended();
+                    self.check_landed(expected);
                 }
                 Some(response(id, msg))
             }
@@ -174,7 +172,7 @@ impl Acp {
     fn request(self: &Arc<Self>, id: Value, method: &str, params: Value) -> Option<Op> {
         let key = id.to_string();
         let refused = {
-            let asked = self.asked.lock();
+            let asked = &self.state.lock().asked;
             if asked.contains_key(&key) {
                 Some((INVALID_REQUEST, format!("the id {key} is already in use by a request that waits for its answer")))
             } else if asked.len() >= MAX_ASKED {
@@ -193,8 +191,10 @@ impl Acp {
             "fs/write_text_file" => self.write(key, id, params),
             "fs/read_text_file" => {
                 let path = str_of(&params, "path");
-                self.read_through_us.lock().insert(path.to_owned());
-                self.asked.lock().insert(key.clone(), Asked::Read { id, params: params.clone() });
+                let mut state = self.state.lock();
+                state.read_through_us.insert(path.to_owned());
+                state.asked.insert(key.clone(), Asked::Read { id, params: params.clone() });
+                drop(state);
                 Some(Op::AgentRequest { id: key, method: method.into(), params })
             }
             _ => {
@@ -208,21 +208,20 @@ impl Acp {
         let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
         let options = params.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
         let call_id = str_of(&call, "toolCallId").to_owned();
-        let remembered = || self.fragments.lock().get(&call_id).cloned();
+        let remembered = || self.state.lock().fragments.get(&call_id).cloned();
         let change = change::of_content(&call).or_else(remembered).or_else(|| change::of_raw_input(&call));
         let Some(change) = change else {
             // A question Lua asks: the agent's options less any "always" (a standing answer the
             // user never gave), and whether it changes a file we could not show.
             params["options"] = Value::Array(options.iter().filter(|o| is_once(o)).cloned().collect());
             params["unshown_change"] = Value::Bool(change::looks_like_change(&call));
-            self.asked.lock().insert(key.clone(), Asked::Permission { id, options, call: call_id, path: None, through_us: None });
+            let asked = Asked::Permission { id, options, call: call_id, path: None, through_us: None };
+            self.state.lock().asked.insert(key.clone(), asked);
             return Some(Op::AgentRequest { id: key, method: "session/request_permission".into(), params });
         };
         let path = change.path().to_owned();
-        let through_us = match self.read_through_us.lock().contains(&path) {
-            true => Some(Seen::look(Path::new(&path))),
-            false => None,
-        };
+        let read_through_us = self.state.lock().read_through_us.contains(&path);
+        let through_us = read_through_us.then(|| Seen::look(Path::new(&path)));
         let through_us = match through_us.transpose() {
             Ok(seen) => seen,
             Err(why) => {
@@ -232,7 +231,7 @@ impl Acp {
         };
         let editable = through_us.is_some();
         let asked = Asked::Permission { id, options, call: call_id, path: Some(path), through_us };
-        self.asked.lock().insert(key.clone(), asked);
+        self.state.lock().asked.insert(key.clone(), asked);
         self.propose(key, &change, Some((&call, !editable)))
     }
 
@@ -241,7 +240,7 @@ impl Acp {
         let content = str_of(&params, "content").to_owned();
         // The user accepted this very change in the permission's review: what they accepted is
         // written. Any other write of the file (a later change) is reviewed anew.
-        let accepted = self.accepted.lock().remove(&path).filter(|a| a.shown == content);
+        let accepted = self.state.lock().accepted.remove(&path).filter(|a| a.shown == content);
         if let Some(a) = accepted {
             let edited = a.text != content;
             self.write_accepted(id, path, a.text, a.seen, edited);
@@ -255,7 +254,7 @@ impl Acp {
             }
         };
         let asked = Asked::Write { id, path: path.clone(), proposed: content.clone(), seen };
-        self.asked.lock().insert(key.clone(), asked);
+        self.state.lock().asked.insert(key.clone(), asked);
         self.propose(key, &Change::Whole { path, text: content }, None)
     }
 
@@ -283,7 +282,7 @@ impl Acp {
         if !ended || str_of(update, "sessionUpdate") != "tool_call_update" {
             return;
         }
-        let expected = self.landing.call_ended(str_of(update, "toolCallId"));
+        let expected = self.state.lock().landing.call_ended(str_of(update, "toolCallId"));
         // A failed call wrote nothing the agent stands by; the turn's checkpoint still compares
         // whatever it left with what was accepted.
         if update.get("status").and_then(Value::as_str) == Some("completed") {
@@ -306,7 +305,7 @@ impl Acp {
     fn propose(self: &Arc<Self>, key: String, change: &Change, permission: Option<(&Value, bool)>) -> Option<Op> {
         let read_only = permission.is_some_and(|(_, r)| r);
         let path = change.path().to_owned();
-        let served = self.served.lock().get(&path).cloned();
+        let served = self.state.lock().served.get(&path).cloned();
         let whole = match change {
             Change::Replace { old, new, .. } if served.as_deref() == Some(old.as_str()) => Ok((served, new.clone())),
             _ => whole_file(change),
@@ -318,12 +317,16 @@ impl Acp {
                 return Some(refused(&path, &why, permission.map(|(call, _)| call)));
             }
         };
-        let n = self.reviews.fetch_add(1, Relaxed) + 1;
         let name = Path::new(&path).file_name().map_or(path.clone(), |f| f.to_string_lossy().into_owned());
-        let tab = format!("{name} ({n})");
-        self.tabs.lock().insert(key.clone(), tab.clone());
         let before = before.map(|b| blob_id(b.as_bytes()));
-        self.shown.lock().insert(key.clone(), Shown { proposal: contents.clone(), before });
+        let tab = {
+            let mut state = self.state.lock();
+            state.reviews += 1;
+            let tab = format!("{name} ({})", state.reviews);
+            state.tabs.insert(key.clone(), tab.clone());
+            state.shown.insert(key.clone(), Shown { proposal: contents.clone(), before });
+            tab
+        };
         let proposal = Proposal { tab, path: path.clone(), contents, read_only };
         let me = self.clone();
         self.reviewer.review(proposal, Box::new(move |verdict| me.decided(&key, verdict)));
@@ -333,9 +336,12 @@ impl Acp {
 
     /// The user's verdict on question `key` (nothing if it was answered already: cancelled).
     fn decided(self: &Arc<Self>, key: &str, verdict: Verdict) {
-        self.tabs.lock().remove(key);
-        let shown = self.shown.lock().remove(key);
-        let Some(asked) = self.asked.lock().remove(key) else { return };
+        let (shown, asked) = {
+            let mut state = self.state.lock();
+            state.tabs.remove(key);
+            (state.shown.remove(key), state.asked.remove(key))
+        };
+        let Some(asked) = asked else { return };
         match (asked, verdict) {
             (Asked::Permission { id, options, call, path, through_us }, Verdict::Accepted(text)) => {
                 let Some(allow) = option_of(&options, "allow_once") else {
@@ -344,10 +350,12 @@ impl Acp {
                 };
                 match (path, shown, through_us) {
                     (Some(path), Some(shown), Some(seen)) => {
-                        self.accepted.lock().insert(path, Accepted { shown: shown.proposal, text, seen });
+                        self.state.lock().accepted.insert(path, Accepted { shown: shown.proposal, text, seen });
                     }
                     // The agent writes it: what lands is read back and compared.
-                    (Some(path), shown, None) => self.landing.expect(&call, &path, &text, shown.and_then(|s| s.before)),
+                    (Some(path), shown, None) => {
+                        self.state.lock().landing.expect(&call, &path, &text, shown.and_then(|s| s.before));
+                    }
                     _ => {}
                 }
                 self.reply(&id, Ok(selected(allow)));
@@ -366,7 +374,8 @@ impl Acp {
     /// error `error`; a read with neither is read from disk here. False when it was answered
     /// already.
     pub fn answer(&self, key: &str, result: Option<Value>, error: Option<String>) -> bool {
-        let Some(asked) = self.asked.lock().remove(key) else { return false };
+        let asked = self.state.lock().asked.remove(key);
+        let Some(asked) = asked else { return false };
         // A dialog may pick only a once option the agent offered: anything else is no answer.
         let result = match &asked {
             Asked::Permission { options, .. } => result.map(|r| once_only(r, options)),
@@ -374,16 +383,16 @@ impl Acp {
         };
         let id = match asked {
             Asked::Read { id, params } if result.is_none() && error.is_none() => {
-                let (out, served) = (self.out.lock().clone(), self.served.clone());
+                let (out, state) = (self.state.lock().out.clone(), self.state.clone());
                 std::thread::spawn(move || {
                     let read = read_file(&params);
-                    remember_read(&served, &params, read.as_ref().ok());
+                    remember_read(&mut state.lock().served, &params, read.as_ref().ok());
                     send(out.as_ref(), &id, read.map_err(|e| (REFUSED, e)));
                 });
                 return true;
             }
             Asked::Read { id, params } => {
-                remember_read(&self.served, &params, result.as_ref());
+                remember_read(&mut self.state.lock().served, &params, result.as_ref());
                 id
             }
             other => other.id().clone(),
@@ -399,7 +408,7 @@ impl Acp {
     /// refused, and their reviews go. Returns how many were answered.
     pub fn cancel(&self) -> usize {
         let asked: Vec<(String, Asked)> = {
-            let mut map = self.asked.lock();
+            let map = &mut self.state.lock().asked;
             let keys: Vec<String> = map.iter().filter(|(_, a)| !matches!(a, Asked::Read { .. })).map(|(k, _)| k.clone()).collect();
             keys.into_iter().filter_map(|k| map.remove(&k).map(|a| (k, a))).collect()
         };
@@ -410,8 +419,11 @@ impl Acp {
                 Asked::Read { .. } => {}
             }
         }
-        self.accepted.lock().clear();
-        self.shown.lock().clear();
+        {
+            let mut state = self.state.lock();
+            state.accepted.clear();
+            state.shown.clear();
+        }
         self.reviewer.end();
         asked.len()
     }
@@ -420,10 +432,14 @@ impl Acp {
     /// its review goes, and Lua drops its dialog.
     fn withdrawn(&self, id: &Value) -> Option<Op> {
         let key = id.to_string();
-        self.asked.lock().remove(&key)?;
+        self.state.lock().asked.remove(&key)?;
         self.reply(id, Err((REQUEST_CANCELLED, "cancelled by the agent".into())));
-        self.shown.lock().remove(&key);
-        if let Some(tab) = self.tabs.lock().remove(&key) {
+        let tab = {
+            let mut state = self.state.lock();
+            state.shown.remove(&key);
+            state.tabs.remove(&key)
+        };
+        if let Some(tab) = tab {
             self.reviewer.close(&tab);
         }
         Some(Op::Event { kind: Some("withdrawn".into()), event: json!({ "id": key }) })
@@ -432,36 +448,50 @@ impl Acp {
     /// The agent is gone, or the chat stops: nothing more is written to it, its reviews go.
     /// What it was allowed to write and may have written before it went is read back.
     pub fn ended(self: &Arc<Self>) {
-        self.out.lock().take();
-        self.asked.lock().clear();
+        {
+            let mut state = self.state.lock();
+            state.out.take();
+            state.asked.clear();
+        }
         self.reviewer.end();
-        self.check_landed(self.landing.turn_ended());
+        let expected = self.state.lock().landing.turn_ended();
+        self.check_landed(expected);
     }
 
     fn remember_fragment(&self, update: &Value) {
         let Some(change) = change::of_content(update) else { return };
-        let mut fragments = self.fragments.lock();
+        let fragments = &mut self.state.lock().fragments;
         if fragments.len() >= 256 {
             fragments.clear(); // old calls' changes: their permissions came long ago
         }
         fragments.insert(str_of(update, "toolCallId").to_owned(), change);
     }
 
+    /// Answers the agent (nothing once its stdin is closed); the line is built before the lock.
     fn reply(&self, id: &Value, answer: Result<Value, (i64, String)>) {
-        send(self.out.lock().as_ref(), id, answer);
+        let Some(line) = line_of(id, answer) else { return };
+        if let Some(out) = &self.state.lock().out {
+            let _ = out.send(line);
+        }
     }
 }
 
 /// Writes one JSON-RPC answer to the agent (nothing once its stdin is closed).
 fn send(out: Option<&Sender<Vec<u8>>>, id: &Value, answer: Result<Value, (i64, String)>) {
+    if let (Some(out), Some(line)) = (out, line_of(id, answer)) {
+        let _ = out.send(line);
+    }
+}
+
+/// One JSON-RPC answer, as the line written to the agent.
+fn line_of(id: &Value, answer: Result<Value, (i64, String)>) -> Option<Vec<u8>> {
     let frame = match answer {
         Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err((code, message)) => json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } }),
     };
-    if let (Some(out), Ok(mut line)) = (out, serde_json::to_vec(&frame)) {
-        line.push(b'\n');
-        let _ = out.send(line);
-    }
+    let mut line = serde_json::to_vec(&frame).ok()?;
+    line.push(b'\n');
+    Some(line)
 }
 
 fn response(id: Value, mut msg: Map<String, Value>) -> Op {
@@ -524,11 +554,10 @@ fn reject(options: &[Value]) -> Value {
 }
 
 /// A whole file we gave the agent (no `line`, no `limit`), kept for [`Acp::propose`].
-fn remember_read(served: &Mutex<HashMap<String, String>>, params: &Value, result: Option<&Value>) {
+fn remember_read(served: &mut HashMap<String, String>, params: &Value, result: Option<&Value>) {
     let whole = params.get("line").is_none_or(Value::is_null) && params.get("limit").is_none_or(Value::is_null);
     let text = result.and_then(|r| r.get("content")).and_then(Value::as_str);
     if let (true, Some(text)) = (whole, text) {
-        let mut served = served.lock();
         // What it holds stays small whatever the agent reads: old reads go first.
         if served.len() >= 16 || served.values().map(String::len).sum::<usize>() + text.len() > SERVED_BYTES {
             served.clear();
@@ -635,7 +664,7 @@ mod tests {
     struct AcceptOnce(std::sync::atomic::AtomicBool);
     impl Reviewer for AcceptOnce {
         fn review(&self, _: Proposal, done: Done) {
-            let first = !self.0.swap(true, Relaxed);
+            let first = !self.0.swap(true, std::sync::atomic::Ordering::Relaxed);
             done(if first { Verdict::Accepted("mine\n".into()) } else { Verdict::Rejected });
         }
         fn end(&self) {}

@@ -52,10 +52,6 @@ local function drain()
       end
     end
   end
-  -- A checkpoint's code (walking the workspace, git) runs once a turn: it need not stay resident.
-  if #results > 0 and next(state.waiting) == nil then
-    require("pi-ide.core.server").give_back_pages("a checkpoint")
-  end
 end
 
 --- Runs `job` (`{ op = ..., ... }`) on the worker; `cb(ok, value_or_error)` on the main loop.
@@ -80,7 +76,7 @@ function M.run(job, cb)
   end
   local c = cfg()
   job.folder, job.state = job.folder or M.folder(), vim.fn.stdpath("state") .. "/pi-ide"
-  job.max_files, job.max_file_bytes, job.max_new_bytes = c.max_files, c.max_file_mb * 1048576, c.max_new_mb * 1048576
+  job.max_files, job.max_file_bytes, job.max_new_bytes = c.max_files, c.max_file_mb * 1024 * 1024, c.max_new_mb * 1024 * 1024
   job.keep_turns = c.keep_turns
   state.waiting[native.checkpoint_job(job)] = cb
 end
@@ -296,7 +292,7 @@ local function on_write(ev)
     state.written[rel] = M.now_ms()
     if state.open then
       local native = require("pi-ide.core.native").get()
-      state.open.reviewed[rel] = native and native.blob_of_file(file, cfg().max_file_mb * 1048576) or true
+      state.open.reviewed[rel] = native and native.blob_of_file(file, cfg().max_file_mb * 1024 * 1024) or true
     end
   end
 end

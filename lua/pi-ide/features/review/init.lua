@@ -69,10 +69,6 @@ local function ended(r, result, blob)
   vim.schedule(function()
     ui.close(r)
     refresh_winbars()
-    -- A review's code (the diff, its panes) ran for this one: it need not stay resident.
-    if #order == 0 then
-      require("pi-ide.core.server").give_back_pages("a review")
-    end
   end)
 end
 
