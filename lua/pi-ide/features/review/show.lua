@@ -82,6 +82,7 @@ local function attach(r, view)
       end
     end
   end
+  require("pi-ide.features.review.hunk_keys").attach(r, group, view)
 end
 
 -- Diff mode in a window; another plugin's autocmd failing on the way is only reported.
@@ -140,6 +141,10 @@ local function steps(r, built, view)
       built.right_buf = ui.without_autocmds(function()
         return make_right(r, built)
       end)
+    end,
+    function()
+      -- Before the user can touch the proposal: its hunks as its agent sent it.
+      require("pi-ide.features.review.hunks").track(r, built.left_buf, built.right_buf)
     end,
     function()
       open_windows(r, built, view)
