@@ -8,7 +8,7 @@
 --
 -- Beside it: show.lua (building the panes in turns of the loop), load.lua (bytes in and out),
 -- intent.lua (what a write of the proposal means), ui.lua (windows and buffers), winbar.lua,
--- reload.lua (buffers follow the agent's write).
+-- reload.lua (buffers follow the agent's write), hunks.lua and hunk_keys.lua (deciding a hunk).
 local log = require("pi-ide.core.log")
 local ui = require("pi-ide.features.review.ui")
 local winbar = require("pi-ide.features.review.winbar")
