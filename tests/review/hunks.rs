@@ -26,6 +26,11 @@ fn proposal_lines(nvim: &Nvim) -> Value {
     nvim.t("review.proposal_lines", json!([]))
 }
 
+/// The core counts a review's hunks on a worker; they are placed once it has.
+fn hunks_counted(nvim: &Nvim) {
+    nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
+}
+
 fn with_leader(after: Option<&str>) -> Nvim {
     Nvim::start_with(Options {
         before: Some("vim.g.mapleader = ' '".into()),
@@ -39,6 +44,7 @@ fn reject_the_middle_one(nvim: &Nvim) {
     let path = file_with(nvim, "h.txt", FILE);
     let mut p = nvim.peer();
     open_review(nvim, &mut p, "h", &path, PROPOSAL, "pi-edit:h", 1);
+    hunks_counted(nvim);
     type_keys(nvim, "4G:PiIde hunk reject<CR>");
     assert_eq!(proposal_lines(nvim), json!(["A", "b", "c", "d", "e", "f", "G"]));
     assert_eq!(marks(nvim), json!([[4, "✗ rejected"]]));
@@ -69,6 +75,7 @@ fn rejected_then_accepted_again_from_the_left_pane_the_proposal_is_back() {
     let path = file_with(&nvim, "r.txt", FILE);
     let mut p = nvim.peer();
     open_review(&nvim, &mut p, "r", &path, PROPOSAL, "pi-edit:r", 1);
+    hunks_counted(&nvim);
     // The left pane: ]h goes from the first hunk to the second, the keys decide it there.
     type_keys(&nvim, "<C-w>h");
     assert_eq!(nvim.lua("return vim.b.pi_ide_review.pane"), json!("disk"));
@@ -95,6 +102,7 @@ fn edits_elsewhere_do_not_move_a_decision_and_an_edited_hunk_is_left_as_typed() 
     let path = file_with(&nvim, "e.txt", FILE);
     let mut p = nvim.peer();
     open_review(&nvim, &mut p, "e", &path, PROPOSAL, "pi-edit:e", 1);
+    hunks_counted(&nvim);
     // Two lines typed between the first hunks: the middle hunk is on line 6 now.
     type_keys(&nvim, "2Gonew<CR>lines<Esc>6G:PiIde hunk reject<CR>");
     assert_eq!(proposal_lines(&nvim), json!(["A", "b", "new", "lines", "c", "d", "e", "f", "G"]));
@@ -116,6 +124,7 @@ fn every_hunk_rejected_answers_as_a_rejection() {
     let path = file_with(&nvim, "all.txt", FILE);
     let mut p = nvim.peer();
     open_review(&nvim, &mut p, "all", &path, PROPOSAL, "pi-edit:all", 1);
+    hunks_counted(&nvim);
     type_keys(&nvim, "gg hr]h hr]h hr");
     assert!(winbar(&nvim).contains("0 of 3 hunks kept"), "{}", winbar(&nvim));
     type_keys(&nvim, ":w<CR>");
@@ -144,6 +153,7 @@ fn crlf_without_a_final_newline_partially_accepted_stays_byte_exact() {
     let path = file_with(&nvim, "crlf.txt", "a\r\nb\r\nc\r\nd\r\ne");
     let mut p = nvim.peer();
     open_review(&nvim, &mut p, "c", &path, "A\r\nb\r\nC\r\nd\r\nE", "pi-edit:c", 1);
+    hunks_counted(&nvim);
     // The middle and the last hunk (the line without a newline) rejected, the first kept.
     type_keys(&nvim, "3G:PiIde hunk reject<CR>5G:PiIde hunk reject<CR>");
     type_keys(&nvim, ":w<CR>");

@@ -17,7 +17,9 @@ local function cannot(r)
   if r.read_only then
     return "this agent writes the file itself: hunks cannot be decided here yet"
   elseif not (r.hunks and r.ui) then
-    return "the review is still opening"
+    return "the review's hunks are still being counted"
+  elseif r.hunks.unavailable then
+    return "the proposal was edited before its hunks were counted: decide by editing it"
   elseif buf ~= r.ui.left_buf and buf ~= r.ui.right_buf then
     return "put the cursor in a pane of the review to decide a hunk"
   end

@@ -15,12 +15,6 @@ local marks = vim.api.nvim_create_namespace("pi_ide_hunk_marks") -- what the use
 vim.api.nvim_set_hl(0, "PiIdeHunkRejected", { link = "DiagnosticWarn", default = true })
 vim.api.nvim_set_hl(0, "PiIdeHunkEdited", { link = "DiagnosticInfo", default = true })
 
--- Where a hunk of `count` lines starting at line `start` (vim.diff's indices) begins, 0-based.
--- With no lines, vim.diff names the line after which they would be.
-local function first_row(start, count)
-  return count == 0 and start or start - 1
-end
-
 -- (Re)places hunk `h`'s extmark over rows [row, row + count). The start stays left of text
 -- put at it and the end moves right, so that lines put exactly there belong to the hunk.
 local function place(buf, h, row, count)
@@ -33,23 +27,29 @@ local function place(buf, h, row, count)
   })
 end
 
---- Computes the hunks of review `r` once, before the user can touch its proposal: the
---- proposal's lines (buffer `right`) against the file's (buffer `left`, the left pane).
+--- Follows the hunks of review `r` from the core's count of its changes (`review_stats`, on a
+--- worker: no diff of the whole file on the main thread): `[new_start, new_len, old_start,
+--- old_len]`, zero-based, the proposal as its agent sent it against the file on disk. Called
+--- when the proposal buffer is made and when the count arrives, whichever is last; a proposal
+--- the user edited before the count arrived gets no hunks (positions would be guesses).
 function M.track(r, left, right)
-  local old, new = load.lines(left), load.lines(right)
-  local join = function(lines)
-    return #lines == 0 and "" or (table.concat(lines, "\n") .. "\n")
+  if r.hunks or not (r.stats and left and right and vim.api.nvim_buf_is_valid(right)) then
+    return
+  end
+  if vim.api.nvim_buf_get_changedtick(right) ~= r.proposal_tick then
+    r.hunks = { list = {}, buf = right, decided = false, unavailable = true }
+    return
   end
   local list = {}
-  for _, d in ipairs(vim.diff(join(old), join(new), { result_type = "indices" })) do
-    local a, ac, b, bc = d[1], d[2], d[3], d[4]
+  for _, c in ipairs(r.stats.hunks or {}) do
+    local new_start, new_len, old_start, old_len = c[1], c[2], c[3], c[4]
     local h = {
-      file = vim.list_slice(old, a, a + ac - 1),
-      proposal = vim.list_slice(new, b, b + bc - 1),
-      left_row = first_row(a, ac),
-      left_count = ac,
+      file = vim.api.nvim_buf_get_lines(left, old_start, old_start + old_len, false),
+      proposal = vim.api.nvim_buf_get_lines(right, new_start, new_start + new_len, false),
+      left_row = old_start,
+      left_count = old_len,
     }
-    place(right, h, first_row(b, bc), bc)
+    place(right, h, new_start, new_len)
     table.insert(list, h)
   end
   r.hunks = { list = list, buf = right, decided = false }

@@ -170,6 +170,9 @@ function M.set_stats(req, stats)
   local r = views[req]
   if r then
     r.stats = stats
+    if r.proposal_bufs then
+      require("pi-ide.features.review.hunks").track(r, unpack(r.proposal_bufs))
+    end
     refresh_winbars()
   end
 end

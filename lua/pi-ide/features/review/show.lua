@@ -141,9 +141,10 @@ local function steps(r, built, view)
       built.right_buf = ui.without_autocmds(function()
         return make_right(r, built)
       end)
-    end,
-    function()
-      -- Before the user can touch the proposal: its hunks as its agent sent it.
+      -- The proposal as its agent sent it: its hunks are placed on it (now, or when the
+      -- core's count arrives, if the user has not edited it by then).
+      r.proposal_tick = vim.api.nvim_buf_get_changedtick(built.right_buf)
+      r.proposal_bufs = { built.left_buf, built.right_buf }
       require("pi-ide.features.review.hunks").track(r, built.left_buf, built.right_buf)
     end,
     function()
