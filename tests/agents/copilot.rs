@@ -201,6 +201,20 @@ fn open_diff_is_a_read_only_review_answered_saved_or_rejected() {
 }
 
 #[test]
+fn its_read_only_review_says_hunks_cannot_be_decided_there_yet() {
+    let nvim = start();
+    nvim.record_notify();
+    let mut c = client(&nvim, "hunk");
+    let path = file_with(&nvim, "h.txt", "a\nb\n");
+    let rx = open_review(&nvim, &mut c, &path, "A\nb\n", "tab-h", 1);
+    type_keys(&nvim, ":PiIde hunk reject<CR>");
+    nvim.wait_t("has_note", json!(["writes the file itself: hunks cannot be decided here yet"]), PATIENCE);
+    assert_eq!(nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"), json!(["A", "b"]));
+    type_keys(&nvim, ":q<CR>");
+    assert_eq!(answer(rx)["result"], "REJECTED");
+}
+
+#[test]
 fn close_diff_from_the_terminal_rejects_the_open_review_and_reports() {
     let nvim = start();
     let mut c = client(&nvim, "close");

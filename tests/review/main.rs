@@ -6,4 +6,5 @@ mod harness;
 
 mod close_paths;
 mod diff;
+mod hunks;
 mod what_is_accepted;

@@ -30,6 +30,10 @@ local M = {}
 ---@class PiIde.ReviewKeysConfig
 ---@field accept? string|boolean Accept the review, as :w in its proposal does. (default "<leader>pa")
 ---@field reject? string|boolean Reject the review. (default "<leader>pr")
+---@field accept_hunk? string|boolean Accept the hunk under the cursor (:PiIde hunk accept): the proposal's lines again. (default "<leader>ha")
+---@field reject_hunk? string|boolean Reject the hunk under the cursor (:PiIde hunk reject): the file's lines there. (default "<leader>hr")
+---@field next_hunk? string|boolean Go to the next hunk (in the review's panes only; Neovim's ]c works too). (default "]h")
+---@field prev_hunk? string|boolean Go to the previous hunk (in the review's panes only; Neovim's [c works too). (default "[h")
 
 ---@class PiIde.SuggestionConfig
 ---@field auto_trigger? boolean Ask while typing (after debounce_ms without a keystroke); :PiIde toggle flips it. (default true)

@@ -116,6 +116,14 @@ local spec = {
       accept = key("<leader>pa"),
       -- Reject the review.
       reject = key("<leader>pr"),
+      -- Accept the hunk under the cursor (:PiIde hunk accept): the proposal's lines again.
+      accept_hunk = key("<leader>ha"),
+      -- Reject the hunk under the cursor (:PiIde hunk reject): the file's lines there.
+      reject_hunk = key("<leader>hr"),
+      -- Go to the next hunk (in the review's panes only; Neovim's ]c works too).
+      next_hunk = key("]h"),
+      -- Go to the previous hunk (in the review's panes only; Neovim's [c works too).
+      prev_hunk = key("[h"),
     },
   },
   -- Inline completions from the agent, shown as ghost text in Insert mode.

@@ -8,7 +8,7 @@
 --
 -- Beside it: show.lua (building the panes in turns of the loop), load.lua (bytes in and out),
 -- intent.lua (what a write of the proposal means), ui.lua (windows and buffers), winbar.lua,
--- reload.lua (buffers follow the agent's write).
+-- reload.lua (buffers follow the agent's write), hunks.lua and hunk_keys.lua (deciding a hunk).
 local log = require("pi-ide.core.log")
 local ui = require("pi-ide.features.review.ui")
 local winbar = require("pi-ide.features.review.winbar")
@@ -112,7 +112,8 @@ function M.accept(r)
     return
   end
   vim.bo[r.ui.right_buf].modified = false
-  decide(r, true, text)
+  -- Every hunk rejected: the proposal is the file again, nothing of it is accepted.
+  decide(r, not require("pi-ide.features.review.hunks").all_rejected(r), text)
 end
 
 function M.reject(r)
@@ -169,6 +170,9 @@ function M.set_stats(req, stats)
   local r = views[req]
   if r then
     r.stats = stats
+    if r.proposal_bufs then
+      require("pi-ide.features.review.hunks").track(r, unpack(r.proposal_bufs))
+    end
     refresh_winbars()
   end
 end
@@ -265,10 +269,24 @@ local function in_review(action)
   end
 end
 
+-- :PiIde hunk accept|reject: the hunk under the cursor of the review the user is in.
+local function hunk(opts)
+  local action = opts.fargs[2]
+  if action ~= "accept" and action ~= "reject" then
+    return vim.notify("pi-ide.nvim: :PiIde hunk accept, or :PiIde hunk reject", vim.log.levels.ERROR)
+  end
+  local r = M.current()
+  if not r then
+    return vim.notify(("pi-ide.nvim: not in a review (open reviews: %d)"):format(#M.list()), vim.log.levels.WARN)
+  end
+  require("pi-ide.features.review.hunk_keys").decide(r, action, M)
+end
+
 --- Its :PiIde subcommands (core/commands.lua).
 M.commands = {
   accept = { run = function() in_review("accept") end },
   reject = { run = function() in_review("reject") end },
+  hunk = { run = hunk, complete = require("pi-ide.core.commands").first_of({ "accept", "reject" }) },
 }
 
 return M

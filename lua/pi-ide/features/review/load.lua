@@ -47,6 +47,15 @@ local function empty(buf)
   end)
 end
 
+--- The buffer's lines; none for an empty buffer ("--No lines in buffer--", not one empty line).
+function M.lines(buf)
+  local lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  if #lines == 1 and lines[1] == "" and empty(buf) then
+    return {}
+  end
+  return lines
+end
+
 --- The buffer's text as Neovim would write it: its lines joined by its 'fileformat', the final
 --- newline per 'eol'/'fixeol', the byte order mark per 'bomb'.
 function M.text(buf)

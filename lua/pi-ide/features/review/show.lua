@@ -82,6 +82,7 @@ local function attach(r, view)
       end
     end
   end
+  require("pi-ide.features.review.hunk_keys").attach(r, group, view)
 end
 
 -- Diff mode in a window; another plugin's autocmd failing on the way is only reported.
@@ -140,6 +141,11 @@ local function steps(r, built, view)
       built.right_buf = ui.without_autocmds(function()
         return make_right(r, built)
       end)
+      -- The proposal as its agent sent it: its hunks are placed on it (now, or when the
+      -- core's count arrives, if the user has not edited it by then).
+      r.proposal_tick = vim.api.nvim_buf_get_changedtick(built.right_buf)
+      r.proposal_bufs = { built.left_buf, built.right_buf }
+      require("pi-ide.features.review.hunks").track(r, built.left_buf, built.right_buf)
     end,
     function()
       open_windows(r, built, view)

@@ -52,7 +52,10 @@ local function right_bar(r, i, n)
   local keys = config.values.review.keys
   local parts = { M.display_name(r.path) }
   local counts = {}
-  if r.stats then
+  local kept, total = require("pi-ide.features.review.hunks").counts(r)
+  if kept then
+    counts = { ("%d of %d hunk%s kept"):format(kept, total, total == 1 and "" or "s") }
+  elseif r.stats then
     counts = {
       ("+%d −%d"):format(r.stats.added, r.stats.removed),
       ("%d hunk%s"):format(#r.stats.hunks, #r.stats.hunks == 1 and "" or "s"),

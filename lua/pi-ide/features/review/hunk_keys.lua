@@ -1,0 +1,106 @@
+-- Deciding a review's hunks from its panes: `:PiIde hunk accept|reject` and its keys act on
+-- the hunk under the cursor; `]h`/`[h` move between hunks. The keys are the review buffers'
+-- own (gitsigns' `]h`/`[h` stay in the user's files). hunks.lua holds what a hunk is.
+local config = require("pi-ide.core.config")
+local hunks = require("pi-ide.features.review.hunks")
+local log = require("pi-ide.core.log")
+
+local M = {}
+
+local function say(msg, level)
+  vim.notify("pi-ide.nvim: " .. msg, level or vim.log.levels.WARN)
+end
+
+-- Why review `r` cannot have a hunk decided from the current window, or nil.
+local function cannot(r)
+  local buf = vim.api.nvim_get_current_buf()
+  if r.read_only then
+    return "this agent writes the file itself: hunks cannot be decided here yet"
+  elseif not (r.hunks and r.ui) then
+    return "the review's hunks are still being counted"
+  elseif r.hunks.unavailable then
+    return "the proposal was edited before its hunks were counted: decide by editing it"
+  elseif buf ~= r.ui.left_buf and buf ~= r.ui.right_buf then
+    return "put the cursor in a pane of the review to decide a hunk"
+  end
+end
+
+--- Decides the hunk under the cursor of review `r`: `action` "accept" or "reject". `view`:
+--- the review's view (init.lua), told to redraw the winbars.
+function M.decide(r, action, view)
+  local why = cannot(r)
+  if why then
+    return say(why)
+  end
+  local buf = vim.api.nvim_get_current_buf()
+  local h = hunks.at(r, buf, vim.api.nvim_win_get_cursor(0)[1] - 1)
+  if not h then
+    local next_key = config.values.review.keys.next_hunk or "]c"
+    return say(("no hunk under the cursor (%s goes to the next one)"):format(next_key), vim.log.levels.INFO)
+  end
+  local err = hunks.set(r, h, action == "reject" and "rejected" or "kept")
+  if err == "edited" then
+    say("this hunk was edited by hand: it is left as you made it (undo with u, or edit it yourself)")
+  end
+  hunks.show(r)
+  view.refresh()
+end
+
+--- Moves the cursor `count` hunks forward (`dir` 1) or back (-1) in the pane showing the
+--- current buffer; stays put past the last one, as ]c does.
+function M.move(r, dir, count)
+  if not (r.hunks and r.ui) then
+    return
+  end
+  local buf = vim.api.nvim_get_current_buf()
+  local rows = {}
+  for _, h in ipairs(r.hunks.list) do
+    table.insert(rows, hunks.row_of(r, buf, h))
+  end
+  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  for _ = 1, count do
+    local target
+    for i = dir > 0 and 1 or #rows, dir > 0 and #rows or 1, dir do
+      if (dir > 0 and rows[i] > row) or (dir < 0 and rows[i] < row) then
+        target = rows[i]
+        break
+      end
+    end
+    if not target then
+      break
+    end
+    row = target
+  end
+  vim.cmd("normal! m'")
+  vim.api.nvim_win_set_cursor(0, { row + 1, 0 })
+end
+
+--- The hunk keys in both panes of review `r`, and its marks kept up with the user's edits.
+function M.attach(r, group, view)
+  local keys = config.values.review.keys
+  local actions = {
+    { keys.next_hunk, function() M.move(r, 1, vim.v.count1) end, "next hunk" },
+    { keys.prev_hunk, function() M.move(r, -1, vim.v.count1) end, "previous hunk" },
+    { keys.accept_hunk, function() M.decide(r, "accept", view) end, "accept the hunk under the cursor" },
+    { keys.reject_hunk, function() M.decide(r, "reject", view) end, "reject the hunk under the cursor" },
+  }
+  for _, buf in ipairs({ r.ui.left_buf, r.ui.right_buf }) do
+    for _, a in ipairs(actions) do
+      if a[1] then
+        vim.keymap.set("n", a[1], a[2], { buffer = buf, desc = "pi-ide: " .. a[3] })
+      end
+    end
+  end
+  vim.api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
+    group = group,
+    buffer = r.ui.right_buf,
+    callback = log.guard("marking a review's hunks", function()
+      if r.hunks and r.hunks.decided then
+        hunks.show(r)
+        view.refresh()
+      end
+    end),
+  })
+end
+
+return M
