@@ -31,6 +31,10 @@ const ASK: &str = "What did I select";
 const CREATE: &str = "Create hello.txt";
 const CHANGE: &str = "Change hello to goodbye in hello.txt";
 const WHY: &str = "Why did the change not happen";
+const THREE: &str = "Change three lines of h.txt";
+/// h.txt before and after THREE's Write: three one-line hunks.
+const H_BEFORE: &str = "a\nb\nc\nd\ne\nf\ng\n";
+const H_PROPOSED: &str = "A\nb\nc\nD\ne\nf\nG\n";
 const PROPOSED: &str = "hello from claude\n";
 const USER_LINE: &str = "added in the review";
 
@@ -342,6 +346,10 @@ fn script(hello: PathBuf) -> impl Fn(&Turn) -> Reply + Send + Sync + 'static {
             name: "Edit".into(),
             input: json!({"file_path": hello, "old_string": "hello", "new_string": "goodbye"}),
         },
+        Turn::Prompt(p) if p == THREE => Reply::Tool {
+            name: "Write".into(),
+            input: json!({"file_path": hello.with_file_name("h.txt"), "content": H_PROPOSED}),
+        },
         Turn::Prompt(p) if p == ASK => Reply::Text("Noted your selection.".into()),
         Turn::ToolResult { .. } => Reply::Text("The file is written.".into()),
         _ => Reply::Text("Understood.".into()),
@@ -533,6 +541,43 @@ fn real_claude_code_writes_through_a_review_in_neovim_and_hears_a_rejection() {
     eprintln!("real Claude Code flow took {:?}", started.elapsed());
 }
 
+
+/// Claude Code's Write of three changed lines, the middle hunk rejected in Neovim: `:w` lets it
+/// write exactly the first and the last, and it tells the model the user changed its proposal.
+#[test]
+fn real_claude_code_writes_only_the_hunks_accepted_in_neovim() {
+    let rig = start_rig();
+    let (nvim, tui) = (&rig.nvim, rig.tui());
+    let file = nvim.cwd.join("h.txt");
+    std::fs::write(&file, H_BEFORE).unwrap();
+    rig.wait("Claude Code connected to Neovim", || claude_connected(nvim));
+    rig.wait("Claude Code's prompt, manual mode", || {
+        tui.screen().contains("manual mode on")
+    });
+    tui.type_prompt(&rig, THREE);
+    rig.wait("the review on screen", || {
+        nvim.t("reviews_shown", json!([])) == json!(1)
+    });
+    nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
+    nvim.wait_for(
+        "(require('pi-ide.features.review').current() or {}).hunks ~= nil",
+        PATIENCE,
+    );
+    type_keys(nvim, "gg]h:PiIde hunk reject<CR>");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), H_BEFORE, "written before :w");
+    type_keys(nvim, ":w<CR>");
+    rig.wait("Claude Code wrote hunks 1 and 3", || {
+        std::fs::read_to_string(&file).ok().as_deref() == Some("A\nb\nc\nd\ne\nf\nG\n")
+    });
+    let written = result_of(&rig.turn_for_result("Write"), "Write").unwrap();
+    assert_ne!(written["is_error"], json!(true), "{written}");
+    assert!(
+        written.to_string().contains("modified"),
+        "the model was not told of the user's change: {written}"
+    );
+    rig.wait_idle_with("The file is written.");
+    assert_eq!(review_closed(nvim, "accepted"), 1);
+}
 
 /// `:PiIde open claude` in LazyVim (200 columns, so snacks.nvim's terminal), with
 /// `claude_code` off and a second Neovim serving Claude Code in the same folder: Claude Code

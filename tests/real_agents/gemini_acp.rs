@@ -330,6 +330,44 @@ fn a_change_is_reviewed_and_the_users_edit_of_it_is_written() {
     );
 }
 
+/// A write of three changed lines, the middle hunk rejected: what is accepted is what is written,
+/// and the next prompt tells Gemini the file differs from its proposal.
+#[test]
+fn part_of_a_change_accepted_hunk_by_hunk_is_what_is_written_and_gemini_is_told() {
+    let w = world(false, |turn| match turn {
+        Turn::Prompt(p) if arg(p, "rewrite").is_some() => Reply::call(
+            "write_file",
+            json!({"file_path": arg(p, "rewrite"), "content": "A\nb\nc\nD\ne\nf\nG\n"}),
+        ),
+        Turn::ToolResult { name, .. } if name == "write_file" => Reply::text("The file is written."),
+        _ => Reply::text("Noted."),
+    });
+    let path = w.file("h.txt", "a\nb\nc\nd\ne\nf\ng\n");
+    w.open();
+    w.send(&format!("rewrite {path}"));
+    w.wait_review();
+    w.wait("the review's hunks counted", || {
+        w.lua_true("(require('pi-ide.features.review').current() or {}).hunks ~= nil")
+    });
+    type_keys(&w.nvim, "gg]h:PiIde hunk reject<CR>");
+    assert_eq!(read(&path), "a\nb\nc\nd\ne\nf\ng\n", "nothing written before the :w");
+    type_keys(&w.nvim, ":w<CR>");
+    w.wait(&format!("{path} to hold hunks 1 and 3"), || {
+        read(&path) == "A\nb\nc\nd\ne\nf\nG\n"
+    });
+    w.wait_text("The file is written.");
+    w.wait_idle();
+    w.wait_no_review();
+    w.send("what now");
+    w.wait_text("Noted.");
+    let told = w.mock.turns().iter().any(|t| {
+        let body = t.body.to_string();
+        body.contains("Note from the editor") && body.contains("h.txt") && body.contains("edited")
+    });
+    assert!(told, "the next prompt did not tell Gemini: {}", w.mock.summary());
+    assert_eq!(read(&path), "A\nb\nc\nd\ne\nf\nG\n", "nothing else wrote it after");
+}
+
 #[test]
 fn q_rejects_the_change_and_the_model_is_told() {
     let w = world(false, |turn| match turn {

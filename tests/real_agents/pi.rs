@@ -376,6 +376,48 @@ fn edits_are_reviewed_in_neovim_accepted_with_w_and_rejected_with_q() {
     eprintln!("took {:?}", started.elapsed());
 }
 
+/// Pi's edit of three lines, the middle hunk rejected in Neovim: `:w` lets Pi write exactly
+/// the first and the last.
+#[test]
+fn part_of_pis_edit_accepted_hunk_by_hunk_is_what_pi_writes() {
+    let rig = connected();
+    let file = rig.path("h.txt");
+    std::fs::write(&file, "a\nb\nc\nd\ne\nf\ng\n").unwrap();
+    let edits = json!([
+        {"oldText": "a\n", "newText": "A\n"},
+        {"oldText": "d\n", "newText": "D\n"},
+        {"oldText": "g\n", "newText": "G\n"},
+    ]);
+    rig.model.on_user(
+        "please-change-three",
+        Reply::tool("edit", json!({"path": "h.txt", "edits": edits})),
+    );
+    rig.model
+        .after_tool("edit", Reply::text("Mock model: the edit is over."));
+    rig.pi().send_line("please-change-three lines of h.txt");
+    rig.wait_reviews(1);
+    rig.nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
+    rig.nvim.wait_for(
+        "(require('pi-ide.features.review').current() or {}).hunks ~= nil",
+        PATIENCE,
+    );
+    type_keys(&rig.nvim, "gg]h:PiIde hunk reject<CR>");
+    assert_eq!(
+        rig.nvim
+            .lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"),
+        json!(["A", "b", "c", "d", "e", "f", "G"])
+    );
+    assert_eq!(read(&file).as_deref(), Some("a\nb\nc\nd\ne\nf\ng\n"));
+    type_keys(&rig.nvim, ":w<CR>");
+    rig.wait("Pi to write hunks 1 and 3", || {
+        read(&file).as_deref() == Some("A\nb\nc\nd\ne\nf\nG\n")
+    });
+    rig.wait_tool_result("edit", "Successfully");
+    rig.wait_pi_text("Mock model: the edit is over.");
+    rig.wait_reviews(0);
+    assert_eq!((rig.closed("accepted"), rig.closed("rejected")), (1, 0));
+}
+
 #[test]
 fn where_the_user_is_in_neovim_shows_in_pi_and_reaches_the_model() {
     let started = Instant::now();
