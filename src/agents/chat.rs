@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::{Agent, Lockfile, Transport};
-use crate::protocol::tools::{Hook, Param, ReviewArgs, Shape, Tool, Ty, PLAIN};
+use crate::protocol::tools::{Hook, Param, ReviewArgs, Shape, Tool, Ty, Writes, PLAIN};
 
 pub static AGENT: Agent = Agent {
     name: "chat",
@@ -20,8 +20,8 @@ pub static AGENT: Agent = Agent {
     listening_after: None,
 };
 
-/// A permission that carries a change: the agent writes it itself after the allow, so the user's
-/// edits could not reach the file: read-only.
+/// A permission that carries a change: the agent writes its own proposal after the allow; the
+/// chat then sets the file to the text the user accepted.
 pub static PERMISSION: &Tool = &TOOLS[0];
 /// `fs/write_text_file`: we write what the user accepted, edits included.
 pub static WRITE: &Tool = &TOOLS[1];
@@ -38,7 +38,7 @@ static TOOLS: &[Tool] = &[
         description: "A change an ACP agent asks permission for (it writes the file itself).",
         params: PARAMS,
         shape: Shape::Texts,
-        hook: Hook::Review(&READ_ONLY),
+        hook: Hook::Review(&AGENT_WRITES),
         ..PLAIN
     },
     Tool {
@@ -46,14 +46,20 @@ static TOOLS: &[Tool] = &[
         description: "A file an ACP agent asks the editor to write.",
         params: PARAMS,
         shape: Shape::Texts,
-        hook: Hook::Review(&EDITABLE),
+        hook: Hook::Review(&WE_WRITE),
         ..PLAIN
     },
 ];
 
-static READ_ONLY: ReviewArgs =
-    ReviewArgs { tab: "tab", path: "path", old_path: None, contents: "contents", read_only: true, reports_trigger: false };
-static EDITABLE: ReviewArgs = ReviewArgs { read_only: false, ..READ_ONLY };
+static AGENT_WRITES: ReviewArgs = ReviewArgs {
+    tab: "tab",
+    path: "path",
+    old_path: None,
+    contents: "contents",
+    writes: Writes::ProposalThenChat,
+    reports_trigger: false,
+};
+static WE_WRITE: ReviewArgs = ReviewArgs { writes: Writes::Accepted, ..AGENT_WRITES };
 
 /// What the chat does with the user's verdict (called once, from any thread).
 pub type Done = Box<dyn FnOnce(crate::protocol::tools::Verdict) + Send>;
@@ -64,8 +70,8 @@ pub struct Proposal {
     pub tab: String,
     pub path: String,
     pub contents: String,
-    /// The agent writes it itself after the allow (a permission): the user cannot edit it.
-    pub read_only: bool,
+    /// The agent writes its own proposal after the allow (a permission), not the text accepted.
+    pub agent_writes: bool,
 }
 
 fn no_notifications(_method: &str, _params: &Value) -> Option<String> {

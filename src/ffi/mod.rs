@@ -227,13 +227,14 @@ fn staged_loaded(_: &Lua, req: u64) -> LuaResult<()> {
     Ok(())
 }
 
-/// The user accepted review `req` with this text (exactly as they left it): the text's git blob
+/// The user accepted review `req` with this text (exactly as they left it; `note`: the hunks
+/// they declined or edited, told to an agent that writes its own proposal): the text's git blob
 /// id (what the file must hold once the agent has written it). Nil when the review had ended
 /// already: nothing was sent.
-fn review_accept(_: &Lua, (req, text): (u64, mlua::LuaString)) -> LuaResult<Option<String>> {
+fn review_accept(_: &Lua, (req, text, note): (u64, mlua::LuaString, Option<String>)) -> LuaResult<Option<String>> {
     let text = text.to_str().map_err(|_| err("pi-ide: the accepted text is not UTF-8"))?.to_owned();
     let blob = crate::support::blob::blob_id(text.as_bytes());
-    let sent = with_server(|s| s.shared.decide(req, Verdict::Accepted(text))).unwrap_or(false);
+    let sent = with_server(|s| s.shared.accept(req, text, note)).unwrap_or(false);
     Ok(sent.then_some(blob))
 }
 

@@ -84,7 +84,7 @@ impl Harness {
                 // The user decides: an accept of whatever text, or a rejection.
                 Event::ReviewOpened(r) => {
                     let verdict = match answer[1].as_str() {
-                        Some(text) if answer[0] == "FILE_SAVED" => Verdict::Accepted(text.to_owned()),
+                        Some(text) if answer[0] == "FILE_SAVED" => Verdict::Accepted(text.to_owned(), None),
                         _ => Verdict::Rejected,
                     };
                     self.shared.decide(r.req, verdict);

@@ -56,7 +56,7 @@ impl Locals {
         let local = self.local(shared, &rt, tag, label);
         let call = shared.next_id();
         local.owed.lock().insert(call, Owed(Some(done)));
-        let tool = if p.read_only { chat::PERMISSION } else { chat::WRITE };
+        let tool = if p.agent_writes { chat::PERMISSION } else { chat::WRITE };
         let args = json!({ "tab": p.tab, "path": p.path, "contents": p.contents });
         let shared = shared.clone();
         rt.spawn(async move {
@@ -152,7 +152,7 @@ fn verdict_of(answer: &Value) -> Verdict {
     let texts = answer.pointer("/result/content").and_then(Value::as_array);
     let text = |i: usize| texts.and_then(|t| t.get(i)).and_then(|v| v.get("text")).and_then(Value::as_str);
     match (text(0), text(1)) {
-        (Some("FILE_SAVED"), Some(contents)) => Verdict::Accepted(contents.to_owned()),
+        (Some("FILE_SAVED"), Some(contents)) => Verdict::Accepted(contents.to_owned(), text(2).map(str::to_owned)),
         _ => Verdict::Rejected,
     }
 }
@@ -171,7 +171,7 @@ mod tests {
     #[test]
     fn answers_read_as_verdicts() {
         let saved = json!({"id": 1, "result": {"content": [{"type": "text", "text": "FILE_SAVED"}, {"type": "text", "text": "x\n"}]}});
-        assert_eq!(verdict_of(&saved), Verdict::Accepted("x\n".into()));
+        assert_eq!(verdict_of(&saved), Verdict::Accepted("x\n".into(), None));
         let no = json!({"id": 1, "result": {"content": [{"type": "text", "text": "DIFF_REJECTED"}, {"type": "text", "text": "t"}]}});
         assert_eq!(verdict_of(&no), Verdict::Rejected);
     }

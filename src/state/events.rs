@@ -106,8 +106,8 @@ pub struct ReviewOpened {
     pub path: String,
     /// The file the agent says it replaces (the same, mostly).
     pub old_path: String,
-    /// The agent writes its own proposal after an accept: shown read-only.
-    pub read_only: bool,
+    /// The agent writes its own proposal after an accept; the text accepted is set over it.
+    pub agent_writes: bool,
     #[serde(flatten)]
     pub staged: StagedView,
 }

@@ -76,6 +76,16 @@ pub fn create_new(at: &OwnedFd, name: &CStr, mode: u32) -> io::Result<File> {
     Ok(unsafe { File::from_raw_fd(fd) })
 }
 
+/// Opens regular file `name` in `at` for reading, never through a link, never waiting on a
+/// pipe (check what it is before reading).
+pub fn open_file(at: &OwnedFd, name: &CStr) -> io::Result<File> {
+    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+    // SAFETY: a valid descriptor and a NUL-terminated name.
+    let fd = check(unsafe { libc::openat(at.as_raw_fd(), name.as_ptr(), flags) })?;
+    // SAFETY: a new descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
 /// Makes `name` in `at` a symbolic link to `target` (failing when the name is taken).
 pub fn symlink(at: &OwnedFd, target: &CStr, name: &CStr) -> io::Result<()> {
     // SAFETY: a valid descriptor and NUL-terminated names.

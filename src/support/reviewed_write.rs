@@ -115,6 +115,86 @@ impl Seen {
         }
         at::rename(dir, tmp, &name).map_err(|e| e.to_string())
     }
+
+    /// Whether the file is still as the review saw it (the agent has not written it yet).
+    pub fn untouched(&self) -> bool {
+        let Ok(dir) = self.folder_now() else { return false };
+        stamp_of(&dir, &self.name).is_ok_and(|now| now == self.file)
+    }
+
+    /// Writes `bytes` over the agent's own write of its proposal: only if the file, in the
+    /// folder reviewed, is now a regular file holding exactly `proposal` (never a link, a pipe
+    /// or other text), and is still that file right before the rename. Err as [`Seen::write`].
+    pub fn write_over(&self, proposal: &[u8], bytes: &[u8]) -> Result<(), String> {
+        let dir = self.folder_now()?;
+        let agents = self.regular_now(&dir)?;
+        if read_whole(&dir, &self.name, &agents, proposal.len())? != proposal {
+            return Err("it holds other text than the agent's proposal".into());
+        }
+        self.put_over(&dir, &agents, bytes)
+    }
+
+    /// Whether the file, in the folder reviewed, is a regular file holding exactly `text`.
+    /// Err: it is not one (gone, a link, a pipe), or cannot be read.
+    pub fn holds(&self, text: &[u8]) -> Result<bool, String> {
+        let dir = self.folder_now()?;
+        let now = self.regular_now(&dir)?;
+        Ok(read_whole(&dir, &self.name, &now, text.len())? == text)
+    }
+
+    /// The file's identity now, when it is a regular file; else what it is.
+    fn regular_now(&self, dir: &OwnedFd) -> Result<Stamp, String> {
+        match stamp_of(dir, &self.name)? {
+            Some(s) if s.kind == at::FILE => Ok(s),
+            Some(s) if s.kind == at::LINK => Err("it was replaced by a link".into()),
+            Some(_) => Err("it is no longer a regular file".into()),
+            None => Err("it is gone".into()),
+        }
+    }
+
+    /// Writes `bytes` as a new file renamed over the one `agents` saw, if it is still that one.
+    fn put_over(&self, dir: &OwnedFd, agents: &Stamp, bytes: &[u8]) -> Result<(), String> {
+        let tmp = c_name(&OsString::from(format!(".{}.pi-ide-{}", self.name.to_string_lossy(), uuid::Uuid::new_v4().simple())))?;
+        let written = write_new(dir, &tmp, bytes, Some(agents.mode & 0o7777)).and_then(|()| {
+            let now = stamp_of(dir, &self.name)?;
+            if now.as_ref() != Some(agents) {
+                return Err(changed(Some(agents), now.as_ref()).replace("since the review", "since the agent wrote it"));
+            }
+            at::rename(dir, &tmp, &c_name(&self.name)?).map_err(|e| e.to_string())
+        });
+        if written.is_err() {
+            let _ = at::unlink(dir, &tmp, false);
+        }
+        written
+    }
+
+    /// The file's folder as it is now, which must be the one reviewed (folders that were
+    /// missing then are walked, never created: the agent made them).
+    fn folder_now(&self) -> Result<OwnedFd, String> {
+        let mut dir = open(None, self.folder.as_os_str()).map_err(|e| format!("its folder is gone ({e})"))?;
+        let meta = std::fs::File::from(dir.try_clone().map_err(|e| e.to_string())?).metadata().map_err(|e| e.to_string())?;
+        if (meta.dev(), meta.ino()) != self.folder_id {
+            return Err(format!("its folder {} was replaced since the review", self.folder.display()));
+        }
+        for part in &self.missing {
+            dir = open(Some(&dir), part)?;
+        }
+        Ok(dir)
+    }
+}
+
+/// The whole of regular file `name` in `dir`, which must still be the one `stamp` saw; at most
+/// `limit` bytes and one (enough to tell a longer text).
+fn read_whole(dir: &OwnedFd, name: &OsStr, stamp: &Stamp, limit: usize) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let file = at::open_file(dir, &c_name(name)?).map_err(|e| format!("cannot read it: {e}"))?;
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    if (meta.dev(), meta.ino()) != (stamp.dev, stamp.ino) {
+        return Err("it was replaced while being read".into());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit as u64 + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read it: {e}"))?;
+    Ok(bytes)
 }
 
 /// Why the file is not the one reviewed.

@@ -168,28 +168,28 @@ fn next_event(events: &std::sync::mpsc::Receiver<Value>, method: &str, want: imp
 }
 
 #[test]
-fn open_diff_is_a_read_only_review_answered_saved_or_rejected() {
+fn open_diff_is_an_editable_review_answered_saved_or_rejected() {
     let nvim = start();
     let mut c = client(&nvim, "rev");
     let path = file_with(&nvim, "hello.txt", "hello\n");
     nvim.command("set columns=200").unwrap();
     let rx = open_review(&nvim, &mut c, &path, "hello world\n", "[Copilot CLI] - hello.txt (a1)", 1);
-    // The CLI writes its own proposal: edits here would be lost, so there are none to make.
-    assert_eq!(nvim.lua("return {vim.bo.buftype, vim.bo.modifiable}"), json!(["acwrite", false]));
-    assert!(nvim.lua("return vim.wo.winbar").as_str().unwrap().contains("Copilot writes its own proposal"));
+    // The CLI writes its own proposal; what the user accepts is then set over it.
+    assert_eq!(nvim.lua("return {vim.bo.buftype, vim.bo.modifiable}"), json!(["acwrite", true]));
+    assert!(nvim.lua("return vim.wo.winbar").as_str().unwrap().contains("Copilot writes its proposal, then your text over it"));
     // A pane of an 80-column terminal: the short form, and the accept hint still fits.
     nvim.command("vertical resize 39").unwrap();
     nvim.wait_for("vim.wo.winbar:find('Copilot writes', 1, true) == nil", PATIENCE);
     let bar = nvim.lua("return vim.wo.winbar").as_str().unwrap().to_owned();
-    assert!(bar.contains("read-only") && bar.contains(":w accept"), "{bar}");
+    assert!(bar.contains("agent+you") && bar.contains(":w accept"), "{bar}");
     assert_eq!(nvim.lua("return vim.fn.strdisplaywidth(vim.wo.winbar) <= vim.api.nvim_win_get_width(0)"), json!(true), "{bar}");
     type_keys(&nvim, ":w<CR>");
     let a = answer(rx);
     assert_eq!(a["success"], true);
     assert_eq!(a["result"], "SAVED");
     assert_eq!(a["tab_name"], "[Copilot CLI] - hello.txt (a1)");
-    assert!(a["trigger"].is_string() && a["message"].is_string());
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "hello\n", "the editor never writes it");
+    assert_eq!((a["trigger"].as_str(), a["message"].as_str()), (Some("accepted_in_editor"), Some("The user accepted the change in Neovim")));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "hello\n", "the editor does not write it");
     nvim.wait_for("#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
 
     // :q in the proposal rejects.
@@ -200,18 +200,101 @@ fn open_diff_is_a_read_only_review_answered_saved_or_rejected() {
     nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
 }
 
+// Seven lines; the proposal changes lines 1, 4 and 7: three one-line hunks.
+const SEVEN: &str = "a\nb\nc\nd\ne\nf\ng\n";
+const PROPOSAL: &str = "A\nb\nc\nD\ne\nf\nG\n";
+const HUNKS_1_AND_3: &str = "A\nb\nc\nd\ne\nf\nG\n";
+
+/// A review of SEVEN → PROPOSAL with its middle hunk rejected and `:w` typed: the answer.
+fn accept_all_but_the_middle_hunk(nvim: &Nvim, c: &mut CopilotClient, path: &str, tab: &str) -> Value {
+    let rx = open_review(nvim, c, path, PROPOSAL, tab, 1);
+    nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
+    type_keys(nvim, "4G:PiIde hunk reject<CR>");
+    type_keys(nvim, ":w<CR>");
+    let a = answer(rx);
+    assert_eq!((a["result"].as_str(), a["trigger"].as_str()), (Some("SAVED"), Some("accepted_in_editor")), "{a}");
+    a
+}
+
+fn notes_with(nvim: &Nvim, text: &str) -> String {
+    let mut found = String::new();
+    wait_until(text, PATIENCE, || {
+        found = nvim.notes().into_iter().find(|n| n.contains(text)).unwrap_or_default();
+        !found.is_empty()
+    });
+    found
+}
+
 #[test]
-fn its_read_only_review_says_hunks_cannot_be_decided_there_yet() {
+fn a_partial_acceptance_is_set_over_the_clis_own_write_and_its_message_names_the_declined_hunk() {
     let nvim = start();
     nvim.record_notify();
-    let mut c = client(&nvim, "hunk");
-    let path = file_with(&nvim, "h.txt", "a\nb\n");
-    let rx = open_review(&nvim, &mut c, &path, "A\nb\n", "tab-h", 1);
-    type_keys(&nvim, ":PiIde hunk reject<CR>");
-    nvim.wait_t("has_note", json!(["writes the file itself: hunks cannot be decided here yet"]), PATIENCE);
-    assert_eq!(nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"), json!(["A", "b"]));
-    type_keys(&nvim, ":q<CR>");
+    let mut c = client(&nvim, "part");
+    let path = file_with(&nvim, "p.txt", SEVEN);
+    let a = accept_all_but_the_middle_hunk(&nvim, &mut c, &path, "tab-p");
+    let message = a["message"].as_str().unwrap();
+    assert!(message.contains("only part") && message.contains("hunk 2 of 3 (your line 4) was declined"), "{message}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), SEVEN, "nothing is written before the CLI's own write");
+    // The CLI writes its own proposal, in place, as it does after SAVED.
+    std::fs::write(&path, PROPOSAL).unwrap();
+    wait_until("the accepted text over the CLI's write", PATIENCE, || std::fs::read_to_string(&path).unwrap() == HUNKS_1_AND_3);
+    let said = notes_with(&nvim, "written over it");
+    assert!(said.contains("Its model is not told"), "{said}");
+    let dir = std::path::Path::new(&path).parent().unwrap();
+    assert!(std::fs::read_dir(dir).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().contains(".pi-ide-")), "no temporary file left");
+}
+
+#[test]
+fn other_text_or_a_link_is_never_overwritten_and_a_full_rejection_is_a_rejection() {
+    let nvim = start();
+    nvim.record_notify();
+    let mut c = client(&nvim, "other");
+    // The CLI writes something else: left as it is, and said.
+    let path = file_with(&nvim, "o.txt", SEVEN);
+    accept_all_but_the_middle_hunk(&nvim, &mut c, &path, "tab-o");
+    std::fs::write(&path, "theirs\n").unwrap();
+    notes_with(&nvim, "was not set to the text you accepted: it holds other text");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "theirs\n");
+    // A link to a file holding the proposal swapped in: refused, and what it leads to untouched.
+    let path = file_with(&nvim, "l.txt", SEVEN);
+    accept_all_but_the_middle_hunk(&nvim, &mut c, &path, "tab-l");
+    let elsewhere = std::path::Path::new(&path).with_file_name("elsewhere.txt");
+    std::fs::write(&elsewhere, PROPOSAL).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+    notes_with(&nvim, "replaced by a link");
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), PROPOSAL);
+    assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_symlink());
+    // Every hunk rejected: answered as a rejection, as before.
+    let path = file_with(&nvim, "r.txt", SEVEN);
+    let rx = open_review(&nvim, &mut c, &path, PROPOSAL, "tab-r", 1);
+    nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
+    type_keys(&nvim, "1G:PiIde hunk reject<CR>4G:PiIde hunk reject<CR>7G:PiIde hunk reject<CR>:w<CR>");
     assert_eq!(answer(rx)["result"], "REJECTED");
+}
+
+#[test]
+fn a_cli_that_never_writes_or_an_editor_that_stops_meanwhile_gets_nothing_written() {
+    let nvim = start();
+    nvim.record_notify();
+    let mut c = client(&nvim, "never");
+    let path = file_with(&nvim, "n.txt", SEVEN);
+    accept_all_but_the_middle_hunk(&nvim, &mut c, &path, "tab-n");
+    // The bound is 10 s: the watch ends, nothing written.
+    notes_with(&nvim, "did not write its proposal to");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), SEVEN);
+    // The editor stops while it watches: it stops watching, and the CLI's later write stays.
+    let path = file_with(&nvim, "s.txt", SEVEN);
+    accept_all_but_the_middle_hunk(&nvim, &mut c, &path, "tab-s");
+    nvim.command("PiIde stop").unwrap();
+    let log = nvim.home.join("state/nvim/pi-ide.log");
+    wait_until("the watch to end", PATIENCE, || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("s.txt: the editor stopped before the agent wrote its proposal"))
+    });
+    std::fs::write(&path, PROPOSAL).unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), PROPOSAL);
+    let dir = std::path::Path::new(&path).parent().unwrap();
+    assert!(std::fs::read_dir(dir).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().contains(".pi-ide-")), "no temporary file left");
 }
 
 #[test]

@@ -104,7 +104,7 @@ fn a_prompt_streams_and_an_agent_that_edits_without_asking_is_put_in_its_asking_
 }
 
 #[test]
-fn a_change_opens_a_read_only_review_and_lands_only_after_a_typed_w() {
+fn a_change_opens_an_editable_review_and_lands_only_after_a_typed_w() {
     let rig = rig(&[]);
     let path = file(&rig, "a.txt", "one\ntwo\nthree\n");
     rig.open();
@@ -116,7 +116,7 @@ fn a_change_opens_a_read_only_review_and_lands_only_after_a_typed_w() {
     );
     let panes = panes.as_array().unwrap();
     assert_eq!(panes.len(), 2, "both panes are the review's: {panes:?}");
-    assert!(panes.iter().any(|p| p[1] == "one|2|three" && p[0] == false), "the whole file as it will be, read-only: {panes:?}");
+    assert!(panes.iter().any(|p| p[1] == "one|2|three" && p[0] == true), "the whole file as it will be, editable: {panes:?}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\nthree\n", "nothing written before the :w");
     type_keys(&rig.nvim, ":w<CR>");
     rig.wait_text("[allowed]");
@@ -126,6 +126,74 @@ fn a_change_opens_a_read_only_review_and_lands_only_after_a_typed_w() {
     assert_eq!(answer["result"]["outcome"]["optionId"], "yes", "allow once, never always: {answer}");
     rig.no_review();
     assert!(rig.text().contains("⚖ review: "), "{}", rig.text());
+}
+
+// Seven lines; the proposal changes lines 1, 4 and 7: three one-line hunks.
+const SEVEN: &str = "a\nb\nc\nd\ne\nf\ng\n";
+const PROPOSAL: &str = "A|b|c|D|e|f|G|";
+const HUNKS_1_AND_3: &str = "A\nb\nc\nd\ne\nf\nG\n";
+
+impl Rig {
+    /// The agent's whole-file change to `path` (then `then`), its middle hunk rejected, `:w`.
+    fn accept_all_but_the_middle_hunk(&self, path: &str, then: &str) {
+        self.send(&format!("rewrite {path} {PROPOSAL} {then}"));
+        self.review_on_screen();
+        self.nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
+        assert_eq!(self.nvim.lua("return vim.bo.modifiable"), json!(true), "the review is editable");
+        type_keys(&self.nvim, "4G:PiIde hunk reject<CR>:w<CR>");
+        self.no_review();
+    }
+}
+
+#[test]
+fn a_partial_acceptance_is_set_over_the_agents_own_write_and_told_with_the_next_prompt() {
+    let rig = rig(&[]);
+    let path = file(&rig, "p.txt", SEVEN);
+    rig.open();
+    rig.accept_all_but_the_middle_hunk(&path, "");
+    rig.wait_text("your accepted text was written over it (Fake is told at your next prompt)");
+    rig.idle();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), HUNKS_1_AND_3);
+    let answer = rig.received().into_iter().find(|m| m["id"] == 1 && m.get("result").is_some()).unwrap();
+    assert_eq!(answer["result"]["outcome"]["optionId"], "yes", "allowed once: {answer}");
+    rig.send("stream 1");
+    rig.idle();
+    let prompt = rig.received().into_iter().filter(|m| m["method"] == "session/prompt").last().unwrap();
+    let said = prompt["params"]["prompt"].to_string();
+    assert!(said.contains(&format!("The user accepted your change to {path} only in part: hunk 2 of 3 (your line 4) was declined")), "{said}");
+}
+
+#[test]
+fn a_partial_acceptance_never_overwrites_what_the_agent_did_not_write_as_proposed() {
+    let rig = rig(&[]);
+    rig.open();
+    // The call fails: nothing is written, by it or by us.
+    let path = file(&rig, "f.txt", SEVEN);
+    rig.accept_all_but_the_middle_hunk(&path, "fail");
+    rig.wait_text("[allowed]");
+    rig.idle();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), SEVEN);
+    assert!(!rig.text().contains("written over it"), "{}", rig.text());
+    // Other text: left, and flagged.
+    let path = file(&rig, "o.txt", SEVEN);
+    rig.accept_all_but_the_middle_hunk(&path, "other");
+    rig.wait_text("o.txt: Fake wrote other text than you accepted");
+    rig.idle();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "other\n");
+    // A link swapped in: refused and said; what it leads to is untouched.
+    let path = file(&rig, "l.txt", SEVEN);
+    rig.accept_all_but_the_middle_hunk(&path, "link");
+    rig.wait_text("l.txt: Fake wrote other text than you accepted (it was replaced by a link)");
+    rig.idle();
+    assert_eq!(std::fs::read_to_string(format!("{path}.elsewhere")).unwrap(), PROPOSAL.replace('|', "\n"));
+    // Every hunk rejected: a rejection, as before.
+    let path = file(&rig, "r.txt", SEVEN);
+    rig.send(&format!("rewrite {path} {PROPOSAL}"));
+    rig.review_on_screen();
+    rig.nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
+    type_keys(&rig.nvim, "1G:PiIde hunk reject<CR>4G:PiIde hunk reject<CR>7G:PiIde hunk reject<CR>:w<CR>");
+    rig.wait_text("[rejected]");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), SEVEN);
 }
 
 #[test]

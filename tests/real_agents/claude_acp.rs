@@ -33,6 +33,8 @@ const HELLO: &str = "Say hello";
 const HELLO_REPLY: &str = "Hello from the mock model, streamed.";
 const CHANGE: &str = "Change two to 2 in a.txt";
 const CREATE: &str = "Create new.txt";
+const REWRITE: &str = "Change lines 1, 4 and 7 of p.txt";
+const NEXT: &str = "What next?";
 const DIAGNOSE: &str = "What does the editor report?";
 /// What Claude Code puts after the result of a ToolSearch that loaded a tool (a text block, so
 /// the mock sees it as the latest prompt).
@@ -128,6 +130,10 @@ fn script(cwd: PathBuf) -> impl Fn(&Turn) -> Reply + Send + Sync + 'static {
         Turn::Prompt(p) if p == CHANGE => Reply::Tool {
             name: "Edit".into(),
             input: json!({"file_path": cwd.join("a.txt"), "old_string": "two", "new_string": "2"}),
+        },
+        Turn::Prompt(p) if p == REWRITE => Reply::Tool {
+            name: "Edit".into(),
+            input: json!({"file_path": cwd.join("p.txt"), "old_string": "a\nb\nc\nd\ne\nf\ng", "new_string": "A\nb\nc\nD\ne\nf\nG"}),
         },
         Turn::Prompt(p) if p == CREATE => Reply::Tool {
             name: "Write".into(),
@@ -329,8 +335,8 @@ fn an_edit_is_reviewed_whole_and_claude_writes_it_only_after_a_typed_w() {
     let panes = rig.panes();
     assert_eq!(panes.len(), 2, "both panes are the review's: {panes:?}");
     assert!(
-        panes.iter().any(|p| p[1] == "one|2|three" && p[0] == false),
-        "the whole file as it will be, read-only (Claude Code writes it, not us): {panes:?}"
+        panes.iter().any(|p| p[1] == "one|2|three" && p[0] == true),
+        "the whole file as it will be, editable (Claude Code writes it, then we write the accepted text if it differs): {panes:?}"
     );
     assert!(panes.iter().any(|p| p[1] == "one|two|three"), "the file as it is: {panes:?}");
     // The chat says so (its own event, handled apart from the review's: it may come a moment later).
@@ -360,13 +366,36 @@ fn an_edit_is_reviewed_whole_and_claude_writes_it_only_after_a_typed_w() {
 }
 
 #[test]
+fn a_partial_acceptance_lands_as_accepted_and_the_next_prompt_tells_claude() {
+    let rig = start();
+    let path = file_with(&rig.nvim, "p.txt", "a\nb\nc\nd\ne\nf\ng\n");
+    rig.send(REWRITE);
+    rig.review_on_screen();
+    rig.wait("the hunks counted", || rig.lua_true("(require('pi-ide.features.review').current() or {}).hunks ~= nil"));
+    type_keys(&rig.nvim, "4G:PiIde hunk reject<CR>:w<CR>");
+    rig.wait("hunks 1 and 3 only", || std::fs::read_to_string(&path).unwrap() == "A\nb\nc\nd\ne\nf\nG\n");
+    rig.wait_text("your accepted text was written over it");
+    rig.idle();
+    rig.send(NEXT);
+    let mut said = String::new();
+    rig.wait("the next prompt sent to the model", || {
+        said = rig.mock.turns().iter().map(|t| t.to_string()).find(|t| t.contains(NEXT)).unwrap_or_default();
+        !said.is_empty()
+    });
+    assert!(said.contains("only in part: hunk 2 of 3 (your line 4) was declined"), "{said}");
+    rig.idle();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "A\nb\nc\nd\ne\nf\nG\n");
+    rig.finish("partial acceptance");
+}
+
+#[test]
 fn q_on_a_new_file_leaves_it_uncreated_and_the_model_hears_the_refusal() {
     let rig = start();
     let path = rig.nvim.cwd.join("new.txt");
     rig.send(CREATE);
     rig.review_on_screen();
     let panes = rig.panes();
-    assert!(panes.contains(&json!([false, "created"])), "the new file, read-only: {panes:?}");
+    assert!(panes.contains(&json!([true, "created"])), "the new file: {panes:?}");
     assert!(panes.iter().any(|p| p[1] == ""), "beside nothing (no file yet): {panes:?}");
     type_keys(&rig.nvim, ":q<CR>");
     let result = rig.result_for("Write");

@@ -326,6 +326,27 @@ fn an_edit_shows_in_neovim_and_w_there_makes_the_cli_write_it() {
     w.wait_reviews(0);
 }
 
+/// The middle of three hunks rejected: the CLI writes its whole proposal, then Neovim sets the
+/// file to hunks 1 and 3. What its model gets back is the CLI's own tool result: the answer's
+/// message naming the declined hunk never reaches it (CLI 1.0.102), and Neovim says so.
+#[test]
+fn a_partial_acceptance_is_set_over_the_clis_write_and_its_model_is_not_told() {
+    let w = connected();
+    w.nvim.record_notify();
+    let path = w.file("p.txt", "a\nb\nc\nd\ne\nf\ng\n");
+    w.model_edits(&path, "a\nb\nc\nd\ne\nf\ng", "A\nb\nc\nD\ne\nf\nG");
+    wait(&w.cli, "the hunks counted", || {
+        w.nvim.lua("return (require('pi-ide.features.review').current() or {}).hunks ~= nil") == json!(true)
+    });
+    type_keys(&w.nvim, "4G:PiIde hunk reject<CR>:w<CR>");
+    wait(&w.cli, "hunks 1 and 3 only", || read(&path).as_deref() == Some("A\nb\nc\nd\ne\nf\nG\n"));
+    let result = w.model_got("the result of the edit", |t| matches!(t, Turn::ToolResult { name, .. } if name == "edit"));
+    assert!(!result.to_string().contains("declined"), "the model was told after all: {result}");
+    wait(&w.cli, "the notice", || w.nvim.notes().iter().any(|n| n.contains("written over it") && n.contains("Its model is not told")));
+    w.cli.wait_text("The edit is done.");
+    assert_eq!(read(&path).as_deref(), Some("A\nb\nc\nd\ne\nf\nG\n"));
+}
+
 #[test]
 fn q_in_the_proposal_rejects_the_edit_and_the_file_stays_as_it_was() {
     let w = connected();

@@ -5,7 +5,7 @@
 //!
 //! Copilot writes files itself once a permission is allowed; the permission carries a unified
 //! diff and the tool call before it the fragment: the chat shows the whole file as it will be,
-//! read-only, and `:w` / `:q` answer the permission.
+//! and `:w` / `:q` answer the permission; what the user accepted is set over Copilot's write.
 
 
 use std::time::Duration;
@@ -120,13 +120,13 @@ fn a_prompt_streams_into_the_chat() {
 }
 
 #[test]
-fn an_edit_is_reviewed_whole_and_read_only_and_lands_only_after_w() {
+fn an_edit_is_reviewed_whole_and_lands_only_after_w() {
     let rig = rig();
     let path = file_with(&rig.nvim, "a.txt", "one\ntwo\nthree\n");
     rig.open();
     rig.model_edits(&path, "two", "TWO");
     let pane = rig.nvim.lua("return { vim.bo.modifiable, table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '|') }");
-    assert_eq!(pane, json!([false, "one|TWO|three"]), "the whole file as it will be, read-only");
+    assert_eq!(pane, json!([true, "one|TWO|three"]), "the whole file as it will be, editable");
     assert_eq!(read(&path), "one\ntwo\nthree\n", "nothing written before the :w");
     type_keys(&rig.nvim, ":w<CR>");
     wait_until("Copilot's write", AGENT_PATIENCE, || read(&path) == "one\nTWO\nthree\n");
@@ -135,6 +135,28 @@ fn an_edit_is_reviewed_whole_and_read_only_and_lands_only_after_w() {
     // What Copilot wrote is read back when its call completes (or its turn ends): the accepted text.
     rig.wait_text("✎ Copilot wrote a.txt, as you accepted it");
     assert!(!rig.text().contains("wrote other text"), "{}", rig.text());
+}
+
+#[test]
+fn a_partial_acceptance_lands_as_accepted_and_the_next_prompt_tells_copilot() {
+    let rig = rig();
+    let path = file_with(&rig.nvim, "p.txt", "a\nb\nc\nd\ne\nf\ng\n");
+    rig.open();
+    rig.model_edits(&path, "a\nb\nc\nd\ne\nf\ng", "A\nb\nc\nD\ne\nf\nG");
+    wait_until("the hunks counted", AGENT_PATIENCE, || {
+        rig.nvim.lua("return (require('pi-ide.features.review').current() or {}).hunks ~= nil") == true
+    });
+    type_keys(&rig.nvim, "4G:PiIde hunk reject<CR>:w<CR>");
+    wait_until("hunks 1 and 3 only", AGENT_PATIENCE, || read(&path) == "A\nb\nc\nd\ne\nf\nG\n");
+    rig.wait_text("your accepted text was written over it");
+    rig.idle();
+    rig.model.on_user("next-one", Reply::text("Noted."));
+    rig.send("next-one please");
+    let body = rig.model.wait_completion("the next prompt", AGENT_PATIENCE, |b| b.to_string().contains("next-one please"));
+    let said = body.to_string();
+    assert!(said.contains("only in part: hunk 2 of 3 (your line 4) was declined"), "{said}");
+    rig.wait_text("Noted.");
+    assert_eq!(read(&path), "A\nb\nc\nd\ne\nf\nG\n");
 }
 
 #[test]

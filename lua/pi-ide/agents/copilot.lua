@@ -3,7 +3,7 @@
 -- table of its options), or once Neovim launches it. Nothing selects an editor for it: it
 -- connects to the one whose lockfile names its exact cwd, so when another editor serves the
 -- same folder we say how to pick this one (/ide in the CLI). It writes its own proposal after
--- an accept, so its reviews are read-only.
+-- an accept; the core then sets the file to the text the user accepted (its model is not told).
 local M = {
   name = "copilot",
   label = "The Copilot CLI",

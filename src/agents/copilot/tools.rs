@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::protocol::tools::{uri_path, Hook, Param, ReviewArgs, Tool, Ty, PLAIN};
+use crate::protocol::tools::{uri_path, Hook, Param, ReviewArgs, Tool, Ty, Writes, PLAIN};
 
 pub static TOOLS: &[Tool] = &[
 Tool {
@@ -28,9 +28,10 @@ Tool {
 },
 Tool {
     name: "open_diff",
-    description: "Show the user a read-only diff of a file against proposed contents and wait for \
-                  their decision: {success, result: SAVED|REJECTED, trigger, tab_name, message}. \
-                  The editor never writes the file; the CLI writes its own proposal after SAVED.",
+    description: "Show the user a diff of a file against proposed contents and wait for their \
+                  decision: {success, result: SAVED|REJECTED, trigger, tab_name, message}. The CLI \
+                  writes its own proposal after SAVED; when the user kept only part of it or \
+                  edited it, the editor then sets the file to the accepted text (message says so).",
     params: &[
         Param { name: "original_file_path", ty: Ty::String, required: true, description: "The file (it may not exist yet)." },
         Param { name: "new_file_contents", ty: Ty::String, required: true, description: "The proposed contents." },
@@ -88,31 +89,36 @@ fn diagnostics_answer(v: Value, _: Option<&str>) -> Value {
     Value::Array(list.collect())
 }
 
-/// open_diff's arguments: the file is also where the CLI writes; the proposal is read-only
-/// (edits in it would be lost: the CLI writes its own), and answers say what the user did.
+/// open_diff's arguments: the file is also where the CLI writes. The CLI writes its own
+/// proposal after SAVED, whatever the user accepted: the core watches for that write and sets
+/// the file to the accepted text. Its model never reads the answer's message (CLI 1.0.102: the
+/// answer only picks approve-once or reject), so the user is told to tell it.
 static OPEN_DIFF: ReviewArgs = ReviewArgs {
     tab: "tab_name",
     path: "original_file_path",
     old_path: None,
     contents: "new_file_contents",
-    read_only: true,
+    writes: Writes::ProposalWatched { model_told: false },
     reports_trigger: true,
 };
 
-/// `["FILE_SAVED", contents, trigger?]` or `["DIFF_REJECTED", tab_name, trigger?]` as the
-/// four fields the CLI checks, and a message.
+/// `["FILE_SAVED", contents, note?]` or `["DIFF_REJECTED", tab_name, trigger?]` as the four
+/// fields the CLI checks, and a message (with the note on the hunks the user did not keep).
 fn open_diff_answer(v: Value, tab_name: Option<&str>) -> Value {
     let item = |i: usize| v.get(i).and_then(Value::as_str);
     let saved = item(0) == Some("FILE_SAVED");
-    let (result, default_trigger, message) = if saved {
-        ("SAVED", "accepted_in_editor", "The user accepted the change in Neovim")
-    } else {
-        ("REJECTED", "rejected_in_editor", "The user rejected the change in Neovim")
+    let (result, trigger, message) = match (saved, item(2)) {
+        (true, None) => ("SAVED", "accepted_in_editor", "The user accepted the change in Neovim".to_owned()),
+        (true, Some(note)) => ("SAVED", "accepted_in_editor", format!(
+            "The user accepted only part of the change in Neovim: {note}. Once you have written your proposal, \
+             the editor sets the file to the text the user accepted: read it again before changing it"
+        )),
+        (false, trigger) => ("REJECTED", trigger.unwrap_or("rejected_in_editor"), "The user rejected the change in Neovim".to_owned()),
     };
     json!({
         "success": true,
         "result": result,
-        "trigger": item(2).unwrap_or(default_trigger),
+        "trigger": trigger,
         "tab_name": tab_name.unwrap_or_default(),
         "message": message,
     })
@@ -166,9 +172,13 @@ mod tests {
         assert_eq!(t.abandon_context(&args).as_deref(), Some("[Copilot CLI] - a"));
         let review = t.review().unwrap();
         assert_eq!(review.get(&args, review.path), "/a");
-        let saved = text(t.finish(review.answer(&Verdict::Accepted("x".into()), "tab"), Some("tab")).unwrap());
+        let saved = text(t.finish(review.answer(&Verdict::Accepted("x".into(), None), "tab"), Some("tab")).unwrap());
         assert_eq!(saved["result"], "SAVED");
         assert_eq!(saved["trigger"], "accepted_in_editor");
+        let note = Some("hunk 2 of 3 (your line 5) was declined".to_owned());
+        let part = text(t.finish(review.answer(&Verdict::Accepted("y".into(), note), "tab"), Some("tab")).unwrap());
+        assert_eq!((part["result"].as_str(), part["trigger"].as_str()), (Some("SAVED"), Some("accepted_in_editor")));
+        assert!(part["message"].as_str().unwrap().contains("hunk 2 of 3 (your line 5) was declined"), "{part}");
         let closed = text(t.finish(review.answer(&Verdict::Closed, "tab"), Some("tab")).unwrap());
         assert_eq!((closed["result"].as_str(), closed["trigger"].as_str()), (Some("REJECTED"), Some("closed_via_tool")));
         assert_eq!(saved["tab_name"], "tab");

@@ -5,7 +5,7 @@
 //! list as `tools/list` answers it by default (the bridge answers it when it cannot reach a
 //! Neovim); a test keeps the two the same.
 
-use crate::protocol::tools::{Hook, Param, ReviewArgs, Shape, Tool, Ty, PLAIN};
+use crate::protocol::tools::{Hook, Param, ReviewArgs, Shape, Tool, Ty, Writes, PLAIN};
 
 pub static TOOLS: &[Tool] = &[
 Tool {
@@ -107,7 +107,7 @@ static OPEN_DIFF: ReviewArgs = ReviewArgs {
     path: "new_file_path",
     old_path: None,
     contents: "new_file_contents",
-    read_only: false,
+    writes: Writes::Accepted,
     reports_trigger: false,
 };
 

@@ -18,7 +18,8 @@
 //! question whose id is one that already waits is refused at once and shown nowhere: the answer
 //! to one must never land on the other. What we write is written as the review showed it
 //! (support/reviewed_write.rs), off the thread that reads the agent; what the agent writes
-//! itself after an allow is read back and compared with what the user accepted (landed.rs).
+//! itself after an allow is read back and compared with what the user accepted, and set to it
+//! when the user kept only part of the proposal or edited it (landed.rs).
 
 pub mod change;
 mod landed;
@@ -38,6 +39,7 @@ use super::op::Op;
 use crate::agents::chat::{Done, Proposal};
 use crate::protocol::tools::Verdict;
 use crate::support::blob::blob_id;
+use crate::support::own_write::OwnWrite;
 use crate::support::reviewed_write::Seen;
 
 /// The largest file a review or a read takes from disk.
@@ -67,9 +69,10 @@ pub trait Reviewer: Send + Sync {
 /// A question of the agent's, not answered yet.
 enum Asked {
     /// `call`: the tool call it is about; `path`: the file its change writes, when it carries
-    /// one (reviewed), else Lua asks the user; `through_us`: that change comes back as our write
-    /// (the user's text is kept for it), and the file as the review showed it.
-    Permission { id: Value, options: Vec<Value>, call: String, path: Option<String>, through_us: Option<Seen> },
+    /// one (reviewed), else Lua asks the user; `seen`: that file as the review showed it;
+    /// `through_us`: the change comes back as our write (the user's text is kept for it), else
+    /// the agent writes its own proposal and the user's text is set over it (landed.rs).
+    Permission { id: Value, options: Vec<Value>, call: String, path: Option<String>, seen: Option<Seen>, through_us: bool },
     /// `proposed`: the agent's text (the user's may differ: the agent is then told); `seen`: the
     /// file as the review showed it.
     Write { id: Value, path: String, proposed: String, seen: Seen },
@@ -215,24 +218,22 @@ impl Acp {
             // user never gave), and whether it changes a file we could not show.
             params["options"] = Value::Array(options.iter().filter(|o| is_once(o)).cloned().collect());
             params["unshown_change"] = Value::Bool(change::looks_like_change(&call));
-            let asked = Asked::Permission { id, options, call: call_id, path: None, through_us: None };
+            let asked = Asked::Permission { id, options, call: call_id, path: None, seen: None, through_us: false };
             self.state.lock().asked.insert(key.clone(), asked);
             return Some(Op::AgentRequest { id: key, method: "session/request_permission".into(), params });
         };
         let path = change.path().to_owned();
-        let read_through_us = self.state.lock().read_through_us.contains(&path);
-        let through_us = read_through_us.then(|| Seen::look(Path::new(&path)));
-        let through_us = match through_us.transpose() {
+        let through_us = self.state.lock().read_through_us.contains(&path);
+        let seen = match Seen::look(Path::new(&path)) {
             Ok(seen) => seen,
             Err(why) => {
                 self.reply(&id, Ok(reject(&options)));
                 return Some(refused(&path, &why, Some(&call)));
             }
         };
-        let editable = through_us.is_some();
-        let asked = Asked::Permission { id, options, call: call_id, path: Some(path), through_us };
+        let asked = Asked::Permission { id, options, call: call_id, path: Some(path), seen: Some(seen), through_us };
         self.state.lock().asked.insert(key.clone(), asked);
-        self.propose(key, &change, Some((&call, !editable)))
+        self.propose(key, &change, Some((&call, !through_us)))
     }
 
     fn write(self: &Arc<Self>, key: String, id: Value, params: Value) -> Option<Op> {
@@ -301,9 +302,9 @@ impl Acp {
 
     /// Works out the whole file and opens its review; a change that cannot be shown is refused
     /// at once, and the chat says why. `permission`: the tool call it asks for, and whether the
-    /// agent writes the change itself (read-only); None: our write (editable).
+    /// agent writes its own proposal; None: our write.
     fn propose(self: &Arc<Self>, key: String, change: &Change, permission: Option<(&Value, bool)>) -> Option<Op> {
-        let read_only = permission.is_some_and(|(_, r)| r);
+        let agent_writes = permission.is_some_and(|(_, a)| a);
         let path = change.path().to_owned();
         let served = self.state.lock().served.get(&path).cloned();
         let whole = match change {
@@ -327,7 +328,7 @@ impl Acp {
             state.shown.insert(key.clone(), Shown { proposal: contents.clone(), before });
             tab
         };
-        let proposal = Proposal { tab, path: path.clone(), contents, read_only };
+        let proposal = Proposal { tab, path: path.clone(), contents, agent_writes };
         let me = self.clone();
         self.reviewer.review(proposal, Box::new(move |verdict| me.decided(&key, verdict)));
         let tool = permission.map(|(call, _)| tool_of(call));
@@ -343,25 +344,28 @@ impl Acp {
         };
         let Some(asked) = asked else { return };
         match (asked, verdict) {
-            (Asked::Permission { id, options, call, path, through_us }, Verdict::Accepted(text)) => {
+            (Asked::Permission { id, options, call, path, seen, through_us }, Verdict::Accepted(text, note)) => {
                 let Some(allow) = option_of(&options, "allow_once") else {
                     crate::warn!("acp: the agent offers no allow-once option; answered as a rejection");
                     return self.reply(&id, Ok(reject(&options)));
                 };
-                match (path, shown, through_us) {
-                    (Some(path), Some(shown), Some(seen)) => {
+                match (path, shown, seen) {
+                    (Some(path), Some(shown), Some(seen)) if through_us => {
                         self.state.lock().accepted.insert(path, Accepted { shown: shown.proposal, text, seen });
                     }
-                    // The agent writes it: what lands is read back and compared.
-                    (Some(path), shown, None) => {
-                        self.state.lock().landing.expect(&call, &path, &text, shown.and_then(|s| s.before));
+                    // The agent writes its proposal: what lands is read back, and set to the
+                    // user's text when that differs.
+                    (Some(path), Some(shown), Some(seen)) => {
+                        let own = (shown.proposal != text).then(|| OwnWrite { seen, proposal: shown.proposal, accepted: text.clone() });
+                        let expected = landed::Expected::new(&call, &path, &text, shown.before).with_own(own, note);
+                        self.state.lock().landing.expect(expected);
                     }
                     _ => {}
                 }
                 self.reply(&id, Ok(selected(allow)));
             }
             (Asked::Permission { id, options, .. }, _) => self.reply(&id, Ok(reject(&options))),
-            (Asked::Write { id, path, proposed, seen }, Verdict::Accepted(text)) => {
+            (Asked::Write { id, path, proposed, seen }, Verdict::Accepted(text, _)) => {
                 let edited = text != proposed;
                 self.write_accepted(id, path, text, seen, edited);
             }
@@ -665,7 +669,7 @@ mod tests {
     impl Reviewer for AcceptOnce {
         fn review(&self, _: Proposal, done: Done) {
             let first = !self.0.swap(true, std::sync::atomic::Ordering::Relaxed);
-            done(if first { Verdict::Accepted("mine\n".into()) } else { Verdict::Rejected });
+            done(if first { Verdict::Accepted("mine\n".into(), None) } else { Verdict::Rejected });
         }
         fn end(&self) {}
         fn close(&self, _: &str) {}

@@ -113,18 +113,39 @@ pub struct ReviewArgs {
     pub old_path: Option<&'static str>,
     /// The proposed contents.
     pub contents: &'static str,
-    /// The agent writes its own proposal after an accept: the user's edits would be lost, so
-    /// the proposal is shown read-only.
-    pub read_only: bool,
+    /// Who writes the file after an accept, and how the user's text gets there.
+    pub writes: Writes,
     /// The answer says what ended the review (the agent closed it: `closed_via_tool`).
     pub reports_trigger: bool,
+}
+
+/// Who writes an accepted review's file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writes {
+    /// The text accepted is what is written: the agent writes what FILE_SAVED carries, or we do.
+    Accepted,
+    /// The agent writes its own proposal; the chat that asked sets the file to the text
+    /// accepted once the agent's call is done (chat/acp/).
+    ProposalThenChat,
+    /// The agent writes its own proposal, and nothing says when: the core watches the file and
+    /// sets it to the text accepted (state/reviews/own_write.rs). `model_told`: whether the
+    /// agent's model reads the answer's message, which tells what the user did not keep.
+    ProposalWatched { model_told: bool },
+}
+
+impl Writes {
+    /// The agent writes its own proposal (not the text accepted).
+    pub fn its_proposal(self) -> bool {
+        self != Writes::Accepted
+    }
 }
 
 /// How a review ended, for its answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// The user accepted this text (theirs, edited or not).
-    Accepted(String),
+    /// The user accepted this text (theirs, edited or not), and what the agent is told of the
+    /// hunks they did not keep as proposed, when it writes its own proposal (else None).
+    Accepted(String, Option<String>),
     Rejected,
     /// Its agent closed it (close_tab, close_diff, closeAllDiffTabs, a second review of the
     /// same name).
@@ -346,11 +367,13 @@ impl Tool {
 }
 
 impl ReviewArgs {
-    /// The answer for `verdict` before its tool shapes it: `["FILE_SAVED", text]` or
+    /// The answer for `verdict` before its tool shapes it: `["FILE_SAVED", text]` (and the
+    /// note on the hunks not kept, for an agent that writes its own proposal) or
     /// `["DIFF_REJECTED", name]`, with what ended it when the tool reports that.
     pub fn answer(&self, verdict: &Verdict, tab: &str) -> Value {
         match verdict {
-            Verdict::Accepted(text) => json!(["FILE_SAVED", text]),
+            Verdict::Accepted(text, Some(note)) if self.writes.its_proposal() => json!(["FILE_SAVED", text, note]),
+            Verdict::Accepted(text, _) => json!(["FILE_SAVED", text]),
             Verdict::Closed if self.reports_trigger => json!(["DIFF_REJECTED", tab, "closed_via_tool"]),
             Verdict::Rejected | Verdict::Closed => json!(["DIFF_REJECTED", tab]),
         }

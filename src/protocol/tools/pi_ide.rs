@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{uri_path, Fallback, Hook, Param, ReviewArgs, Shape, Tool, Ty, PLAIN};
+use super::{uri_path, Fallback, Hook, Param, ReviewArgs, Shape, Tool, Ty, Writes, PLAIN};
 
 /// getDiagnostics' answer while Neovim is held up (get_diagnostics shares it).
 pub(crate) const DIAGNOSTICS_FALLBACK: Fallback = Fallback {
@@ -127,7 +127,7 @@ static OPEN_DIFF: ReviewArgs = ReviewArgs {
     path: "new_file_path",
     old_path: Some("old_file_path"),
     contents: "new_file_contents",
-    read_only: false,
+    writes: Writes::Accepted,
     reports_trigger: false,
 };
 

@@ -1,10 +1,13 @@
-//! The ways out of a review, as they answer its agent and tell Lua: the user's decision, its
+//! The ways out of a review, as they answer its agent and tell Lua: the user's decision (an
+//! accept may go on to set the file after the agent's own write: own_write.rs), its
 //! agent closing it, another review taking its name. (A client leaving and the editor stopping
 //! are in leaving.rs, with the calls they also answer.)
 
+use std::sync::Arc;
+
 use super::{Review, Stage};
 use crate::protocol::jsonrpc;
-use crate::protocol::tools::Verdict;
+use crate::protocol::tools::{Verdict, Writes};
 use crate::state::events::Event;
 use crate::state::Shared;
 
@@ -28,6 +31,24 @@ impl Shared {
             return false;
         };
         self.answer_review(&r, &verdict);
+        true
+    }
+
+    /// The user accepted review `req` with `text` (`note`: what they did not keep as proposed).
+    /// When its agent writes its own proposal unannounced, the file is set to `text` once that
+    /// write lands (own_write.rs). False when it had ended already: nothing is sent.
+    pub fn accept(self: &Arc<Self>, req: u64, text: String, note: Option<String>) -> bool {
+        let Some(mut r) = self.reviews.take(req) else {
+            return false;
+        };
+        // The user's hunks and edits may add up to the proposal again: nothing to tell then.
+        let note = note.filter(|_| r.watched.as_ref().is_none_or(|w| w.proposal != text));
+        let verdict = Verdict::Accepted(text, note);
+        self.answer_review(&r, &verdict);
+        let writes = r.tool.review().map(|args| args.writes);
+        if let (Some(w), Some(Writes::ProposalWatched { model_told }), Verdict::Accepted(text, _)) = (r.watched.take(), writes, verdict) {
+            super::own_write::start(self, w, text, model_told);
+        }
         true
     }
 
@@ -92,7 +113,7 @@ mod tests {
         let shared = Shared::default();
         let outbox = shared.clients.add(1, &crate::agents::pi::AGENT, None);
         review(&shared, &crate::agents::pi::AGENT, 5, "t", true);
-        assert!(shared.decide(5, Verdict::Accepted("mine\n".into())));
+        assert!(shared.decide(5, Verdict::Accepted("mine\n".into(), None)));
         let a = answer(&outbox);
         assert_eq!((a["id"].as_u64(), a["result"]["content"][1]["text"].as_str()), (Some(5), Some("mine\n")));
         assert!(!shared.decide(5, Verdict::Rejected), "answered once");

@@ -14,11 +14,13 @@
 //! and their size, which bound what one client may hold. Lua shows a waiting review and reports
 //! the user's decision; it keeps no record of its own.
 //!
-//! stage.rs, files.rs and stats.rs do the staging on a worker.
+//! stage.rs, files.rs and stats.rs do the staging on a worker. own_write.rs sets the file to
+//! the text accepted after an agent that writes its own proposal has written it.
 
 mod files;
 mod flows;
 pub mod open;
+mod own_write;
 mod stage;
 mod stats;
 
@@ -57,6 +59,9 @@ pub struct Review {
     files: StagedFiles,
     /// What they hold (while staging: the proposal's size).
     bytes: u64,
+    /// The file and the proposal, when its agent writes its own proposal and the core watches
+    /// for that write (own_write.rs).
+    watched: Option<own_write::Watched>,
 }
 
 type Key = (u64, String);
@@ -95,7 +100,7 @@ impl Reviews {
             return Err(format!("the agent's waiting reviews hold {held} MiB already (at most {max} MiB)"));
         }
         let Begin { req, client, id, tool, size, .. } = new;
-        let review = Review { req, client, id, tool, tab: key.1.clone(), stage: Stage::Staging, files: StagedFiles::default(), bytes: size };
+        let review = Review { req, client, id, tool, tab: key.1.clone(), stage: Stage::Staging, files: StagedFiles::default(), bytes: size, watched: None };
         map.insert(key, review);
         Ok(superseded)
     }
@@ -112,6 +117,13 @@ impl Reviews {
                 true
             }
             None => false,
+        }
+    }
+
+    /// Review `req`'s file and proposal, for watching the agent's write (own_write.rs).
+    fn watch(&self, req: u64, watched: own_write::Watched) {
+        if let Some(r) = self.map.lock().values_mut().find(|r| r.req == req) {
+            r.watched = Some(watched);
         }
     }
 

@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::own_write::Watched;
 use super::stage::{stage, Staged};
 use super::{Begin, Review};
 use crate::protocol::jsonrpc::{self, Id};
-use crate::protocol::tools::{ReviewArgs, Tool, Verdict};
+use crate::protocol::tools::{ReviewArgs, Tool, Verdict, Writes};
 use crate::state::events::{Event, Level, ReviewOpened};
 use crate::state::Shared;
 use crate::support::resolve::{Resolved, PROBE, PROBE_DEADLINE};
@@ -66,7 +67,7 @@ pub async fn open(client: u64, id: Id, tool: &'static Tool, args: Value, shared:
     };
     if !shared.review_enabled() {
         // The user chose no review: accept the proposal as it is, at once.
-        return answer_now(Verdict::Accepted(p.contents.clone()));
+        return answer_now(Verdict::Accepted(p.contents.clone(), None));
     }
     if shared.is_stopping() {
         // Arrived while stopping: nothing will show it; no need to stage it.
@@ -93,8 +94,14 @@ pub async fn open(client: u64, id: Id, tool: &'static Tool, args: Value, shared:
     }
     // From here the review is in the table: its ways out answer it, and so does a failure here.
     let contents = std::mem::take(&mut p.contents);
-    match stage_on_worker(shared, &p.path, contents).await {
-        Ok(staged) => hand_to_lua(shared, (req, client), review, p, staged).await,
+    let watch = matches!(review.writes, Writes::ProposalWatched { .. });
+    match stage_on_worker(shared, &p.path, contents, watch).await {
+        Ok((staged, watched)) => {
+            if let Some(w) = watched {
+                shared.reviews.watch(req, w);
+            }
+            hand_to_lua(shared, (req, client), review, p, staged).await
+        }
         Err(why) => fail(shared, req, why).await,
     }
     None
@@ -123,8 +130,9 @@ async fn fail(shared: &Shared, req: u64, why: Option<String>) {
 /// to max_message_size, whatever the proposal's size) and may meet a slow filesystem, so it
 /// never keeps other clients waiting, and a panic there is a JoinError. A read stuck on a hung
 /// mount keeps its permit, and later reviews are refused after a short wait rather than queued
-/// with their proposals in memory. Err: why it failed (None: the editor is stopping).
-async fn stage_on_worker(shared: &Arc<Shared>, path: &str, contents: String) -> Result<Staged, Option<String>> {
+/// with their proposals in memory. `watch`: the file and the proposal are kept too, to watch
+/// the agent's own write (own_write.rs). Err: why it failed (None: the editor is stopping).
+async fn stage_on_worker(shared: &Arc<Shared>, path: &str, contents: String, watch: bool) -> Result<(Staged, Option<Watched>), Option<String>> {
     let probe = PROBE.resolve(std::path::Path::new(path), PROBE_DEADLINE);
     if probe.await == Resolved::TimedOut {
         let secs = PROBE_DEADLINE.as_secs();
@@ -140,16 +148,18 @@ async fn stage_on_worker(shared: &Arc<Shared>, path: &str, contents: String) -> 
     };
     let (file, limit, owned) = (shared.stage_dir.join(format!("{}.proposal", shared.next_id())), shared.max_message_size, path.to_owned());
     let staging = tokio::task::spawn_blocking(move || {
+        let watched = watch.then(|| Watched::look(&owned, &contents)).transpose();
         let staged = stage(&owned, contents, file, limit);
         drop(permit);
-        staged
+        watched.map(|w| (staged, w))
     });
     let staged = tokio::select! {
         s = tokio::time::timeout(STAGE_DEADLINE, staging) => s,
         _ = shared.until_stopping() => return Err(None),
     };
     match staged {
-        Ok(Ok(staged)) => Ok(staged),
+        Ok(Ok(Ok(staged))) => Ok(staged),
+        Ok(Ok(Err(why))) => Err(Some(format!("cannot review a write to {path}: {why}; the change was rejected"))),
         Ok(Err(_)) => Err(Some(format!("staging the review of {path} failed"))),
         Err(_) => {
             let secs = STAGE_DEADLINE.as_secs();
@@ -169,8 +179,8 @@ async fn hand_to_lua(shared: &Arc<Shared>, (req, client): (u64, u64), review: &R
     if !shared.reviews.staged(req, files, bytes) {
         return; // ended while staging (closed, superseded, its client gone): answered already
     }
-    let (tab_name, path, old_path, read_only) = (p.tab, p.path, p.old_path, review.read_only);
-    let opened = ReviewOpened { req, client, tab_name, path, old_path, read_only, staged: view };
+    let (tab_name, path, old_path, agent_writes) = (p.tab, p.path, p.old_path, review.writes.its_proposal());
+    let opened = ReviewOpened { req, client, tab_name, path, old_path, agent_writes, staged: view };
     if !shared.events.push(Event::ReviewOpened(opened)).await {
         return fail(shared, req, None).await; // stopping: the queue is closed
     }

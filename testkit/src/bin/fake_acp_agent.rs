@@ -6,6 +6,9 @@
 //! - `edit PATH OLD NEW`: a tool_call, then a permission carrying the fragment (Claude Code's
 //!   shape); allowed once, it writes the file itself (OLD replaced by NEW).
 //! - `create PATH TEXT`: the same for a new file (`oldText: null`).
+//! - `rewrite PATH TEXT [fail|other|link]`: `edit` of the whole file into TEXT (`|` for a line
+//!   break); allowed, it writes TEXT, or: `fail` writes nothing (the call failed), `other`
+//!   writes "other", `link` puts TEXT in PATH.elsewhere and a link to it in PATH's place.
 //! - `unified PATH`: Copilot's shape: the fragment on the tool_call only, and a unified diff in
 //!   the permission's rawInput that turns a line "two" into "TWO"; allowed, it writes that.
 //! - `gemini PATH NEW`: Gemini CLI's: fs/read_text_file, a permission with the whole file before
@@ -114,6 +117,34 @@ fn edit(agent: &Agent, path: &str, old: Option<&str>, new: &str) -> String {
     said
 }
 
+/// `rewrite`: the whole file into `text`, then what `then` says (see the top of this file).
+fn rewrite(agent: &Agent, path: &str, text: &str, then: &str) -> String {
+    let (old, new) = (std::fs::read_to_string(path).unwrap_or_default(), text.replace('|', "\n"));
+    let diff = json!({"type": "diff", "path": path, "oldText": old, "newText": new});
+    agent.update(json!({"sessionUpdate": "tool_call", "toolCallId": "r1", "title": format!("Edit {path}"), "kind": "edit", "status": "pending", "content": [diff]}));
+    let said = permission(agent, json!({"toolCallId": "r1", "title": format!("Edit {path}"), "kind": "edit", "content": [diff]}));
+    let status = match then {
+        _ if said != "allowed" || then == "fail" => "failed",
+        "other" => {
+            std::fs::write(path, "other\n").unwrap();
+            "completed"
+        }
+        "link" => {
+            let elsewhere = format!("{path}.elsewhere");
+            std::fs::write(&elsewhere, &new).unwrap();
+            std::fs::remove_file(path).unwrap();
+            std::os::unix::fs::symlink(&elsewhere, path).unwrap();
+            "completed"
+        }
+        _ => {
+            std::fs::write(path, &new).unwrap();
+            "completed"
+        }
+    };
+    agent.update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "r1", "status": status}));
+    said
+}
+
 /// `edit`'s permission, but once allowed the file gets `other` instead of `new`.
 fn lie(agent: &Agent, path: &str, old: &str, new: &str, other: &str, late: bool) -> String {
     let diff = json!({"type": "diff", "path": path, "oldText": old, "newText": new});
@@ -215,6 +246,7 @@ fn turn(agent: &Arc<Agent>, text: &str) -> String {
         }
         "edit" => edit(agent, arg(1), Some(arg(2)), arg(3)),
         "create" => edit(agent, arg(1), None, &format!("{}\n", arg(2))),
+        "rewrite" => rewrite(agent, arg(1), arg(2), arg(3)),
         "unified" => unified(agent, arg(1)),
         "gemini" => gemini(agent, arg(1), &format!("{}\n", arg(2))),
         "write" => {

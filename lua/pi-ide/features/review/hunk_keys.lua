@@ -14,9 +14,7 @@ end
 -- Why review `r` cannot have a hunk decided from the current window, or nil.
 local function cannot(r)
   local buf = vim.api.nvim_get_current_buf()
-  if r.read_only then
-    return "this agent writes the file itself: hunks cannot be decided here yet"
-  elseif not (r.hunks and r.ui) then
+  if not (r.hunks and r.ui) then
     return "the review's hunks are still being counted"
   elseif r.hunks.unavailable then
     return "the proposal was edited before its hunks were counted: decide by editing it"

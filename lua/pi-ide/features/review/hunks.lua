@@ -48,6 +48,7 @@ function M.track(r, left, right)
       proposal = vim.api.nvim_buf_get_lines(right, new_start, new_start + new_len, false),
       left_row = old_start,
       left_count = old_len,
+      new_start = new_start, -- where it was in the proposal as its agent sent it
     }
     place(right, h, new_start, new_len)
     table.insert(list, h)

@@ -8,7 +8,8 @@
 --
 -- Beside it: show.lua (building the panes in turns of the loop), load.lua (bytes in and out),
 -- intent.lua (what a write of the proposal means), ui.lua (windows and buffers), winbar.lua,
--- reload.lua (buffers follow the agent's write), hunks.lua and hunk_keys.lua (deciding a hunk).
+-- reload.lua (buffers follow the agent's write), hunks.lua and hunk_keys.lua (deciding a hunk),
+-- declined.lua (what an agent that writes its own proposal is told of the hunks not kept).
 local log = require("pi-ide.core.log")
 local ui = require("pi-ide.features.review.ui")
 local winbar = require("pi-ide.features.review.winbar")
@@ -72,9 +73,10 @@ local function ended(r, result, blob)
   end)
 end
 
---- The user's decision goes to the core, which answers the agent. An accept the core refuses
---- (the review had ended meanwhile) is said to be lost.
-local function decide(r, accepted, text)
+--- The user's decision goes to the core, which answers the agent (`note`: what an agent that
+--- writes its own proposal is told of the hunks not kept). An accept the core refuses (the
+--- review had ended meanwhile) is said to be lost.
+local function decide(r, accepted, text, note)
   if r.ended then
     return
   end
@@ -85,7 +87,7 @@ local function decide(r, accepted, text)
     end
     return ended(r, "rejected")
   end
-  local blob = core and core.review_accept(r.req, text)
+  local blob = core and core.review_accept(r.req, text, note)
   if blob then
     require("pi-ide.features.review.reload").when_written(r.path)
     return ended(r, "accepted", blob)
@@ -113,7 +115,8 @@ function M.accept(r)
   end
   vim.bo[r.ui.right_buf].modified = false
   -- Every hunk rejected: the proposal is the file again, nothing of it is accepted.
-  decide(r, not require("pi-ide.features.review.hunks").all_rejected(r), text)
+  local note = r.agent_writes and require("pi-ide.features.review.declined").note(r) or nil
+  decide(r, not require("pi-ide.features.review.hunks").all_rejected(r), text, note)
 end
 
 function M.reject(r)
@@ -147,9 +150,9 @@ function M.open(ev)
     tab_name = ev.tab_name,
     path = path,
     old_path = buffers.to_path(ev.old_path),
-    read_only = ev.read_only,
-    -- Who writes a read-only proposal (the agent that asks).
-    writer = ev.read_only and (require("pi-ide.core.clients").kind_of(ev.client) or {}).short or nil,
+    -- The agent writes its own proposal; the text accepted is then set over it (by the core).
+    agent_writes = ev.agent_writes,
+    writer = ev.agent_writes and (require("pi-ide.core.clients").kind_of(ev.client) or {}).short or nil,
     proposal_file = ev.proposal_file,
     old = ev.old,
     new = ev.new,

@@ -29,8 +29,7 @@ local function make_left(r)
   return left
 end
 
--- Right: the proposal, editable unless its agent writes its own; `:w` in its window accepts it
--- (acwrite: nothing is written).
+-- Right: the proposal, editable; `:w` in its window accepts it (acwrite: nothing is written).
 local function make_right(r, built)
   local load = require("pi-ide.features.review.load")
   local right = vim.api.nvim_create_buf(false, false)
@@ -49,7 +48,6 @@ local function make_right(r, built)
   end
   load.set_form(right, r.new)
   vim.bo[right].modified = false
-  vim.bo[right].modifiable = not r.read_only
   return right
 end
 

@@ -76,11 +76,11 @@ local function right_bar(r, i, n)
   if n > 1 then
     table.insert(parts, ("%d of %d"):format(i, n))
   end
-  local read_only_at
-  if r.read_only then
-    -- Its agent writes its own proposal after an accept: edits here would not be applied.
-    table.insert(parts, ("read-only: %s writes its own proposal"):format(r.writer or "the agent"))
-    read_only_at = #parts
+  local writer_at
+  if r.agent_writes then
+    -- Its agent writes its own proposal after an accept; the text accepted is set over it.
+    table.insert(parts, ("%s writes its proposal, then your text over it"):format(r.writer or "the agent"))
+    writer_at = #parts
   end
   if r.user_edits then
     table.insert(parts, "⚠ your buffer has unsaved edits (kept; this diff is against the disk)")
@@ -92,10 +92,10 @@ local function right_bar(r, i, n)
   table.insert(hints, keys.reject and (key_label(keys.reject) .. " reject") or ":q reject")
   local head = " " .. table.concat(parts, "  ·  ")
   local win = r.ui.right_win
-  if read_only_at and vim.api.nvim_win_is_valid(win) and vim.fn.strdisplaywidth(head) > vim.api.nvim_win_get_width(win) - 12 then
+  if writer_at and vim.api.nvim_win_is_valid(win) and vim.fn.strdisplaywidth(head) > vim.api.nvim_win_get_width(win) - 12 then
     -- A narrow pane: the short form, and no counts (the panes show the changes), so that
     -- ":w accept" keeps its room.
-    parts[read_only_at] = "read-only"
+    parts[writer_at] = "agent+you"
     parts = vim.list_slice(parts, #counts + 2)
     table.insert(parts, 1, M.display_name(r.path))
     head = " " .. table.concat(parts, "  ·  ")

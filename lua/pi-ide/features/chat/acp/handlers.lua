@@ -144,10 +144,16 @@ local events = {
     chat.view.lines({ ("⚖ review: %s (:w accepts, :q rejects%s)"):format(vim.fn.fnamemodify(tostring(ev.path), ":~:."), waits) })
     notify_if_hidden(chat, "proposes a change: its review is open")
   end,
-  -- What the agent wrote after an allow, read back: the text the user accepted, or not.
+  -- What the agent wrote after an allow, read back: the text the user accepted (`rewritten`:
+  -- set over its proposal, which the user accepted only in part: the agent is told), or not.
   landed = function(chat, ev)
     local name = vim.fn.fnamemodify(tostring(ev.path), ":~:.")
-    if ev.as_accepted then
+    if ev.as_accepted and ev.rewritten then
+      chat.view.lines({ ("✎ %s wrote its proposal to %s; your accepted text was written over it (%s is told at your next prompt)"):format(chat:label(), name, chat:label()) })
+      local note = type(ev.note) == "string" and ev.note or "the user edited it"
+      table.insert(chat.notes, ("The user accepted your change to %s only in part: %s. The file now holds the text the user accepted, not what you wrote: read it again before changing it."):format(tostring(ev.path), note))
+      return require("pi-ide.features.review.reload").when_written(ev.path)
+    elseif ev.as_accepted then
       return chat.view.lines({ ("✎ %s wrote %s, as you accepted it"):format(chat:label(), name) })
     end
     local why = type(ev.why) == "string" and (" (%s)"):format(ev.why) or ""
