@@ -59,7 +59,7 @@ static AGENT_WRITES: ReviewArgs = ReviewArgs {
     writes: Writes::ProposalThenChat,
     reports_trigger: false,
 };
-static WE_WRITE: ReviewArgs = ReviewArgs { writes: Writes::Accepted, ..AGENT_WRITES };
+static WE_WRITE: ReviewArgs = ReviewArgs { writes: Writes::AcceptedByChat, ..AGENT_WRITES };
 
 /// What the chat does with the user's verdict (called once, from any thread).
 pub type Done = Box<dyn FnOnce(crate::protocol::tools::Verdict) + Send>;

@@ -362,7 +362,7 @@ fn part_of_a_change_accepted_hunk_by_hunk_is_what_is_written_and_gemini_is_told(
     w.wait_text("Noted.");
     let told = w.mock.turns().iter().any(|t| {
         let body = t.body.to_string();
-        body.contains("Note from the editor") && body.contains("h.txt") && body.contains("edited")
+        body.contains("Note from the editor") && body.contains("h.txt") && body.contains("hunk 2 of 3 (your line 4) was declined")
     });
     assert!(told, "the next prompt did not tell Gemini: {}", w.mock.summary());
     assert_eq!(read(&path), "A\nb\nc\nd\ne\nf\nG\n", "nothing else wrote it after");

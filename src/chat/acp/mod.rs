@@ -99,6 +99,8 @@ struct Accepted {
     shown: String,
     text: String,
     seen: Seen,
+    /// The hunks the user declined or edited (review/declined.lua), when they said.
+    note: Option<String>,
 }
 
 /// Where ops that come of a decision go (the chat's queue): a verdict arrives on another thread.
@@ -243,7 +245,7 @@ impl Acp {
         // written. Any other write of the file (a later change) is reviewed anew.
         let accepted = self.state.lock().accepted.remove(&path).filter(|a| a.shown == content);
         if let Some(a) = accepted {
-            let edited = a.text != content;
+            let edited = (a.text != content).then(|| a.note.unwrap_or_default());
             self.write_accepted(id, path, a.text, a.seen, edited);
             return None;
         }
@@ -261,14 +263,15 @@ impl Acp {
 
     /// Writes what the user accepted onto the file the review showed, on a thread of its own
     /// (never the one that reads the agent: a slow disk must not hold it); answers the agent and
-    /// tells the chat how it went.
-    fn write_accepted(self: &Arc<Self>, id: Value, path: String, text: String, seen: Seen, edited: bool) {
+    /// tells the chat how it went. `edited`: the text is not the agent's (what was declined or
+    /// edited, "" when unsaid).
+    fn write_accepted(self: &Arc<Self>, id: Value, path: String, text: String, seen: Seen, edited: Option<String>) {
         let me = self.clone();
         std::thread::spawn(move || {
             let done = seen.write(text.as_bytes());
             me.reply(&id, done.clone().map(|()| Value::Null).map_err(|why| (REFUSED, format!("{path} was not written: {why}"))));
             match done {
-                Ok(()) => (me.events)(written(&path, edited)),
+                Ok(()) => (me.events)(written(&path, &edited)),
                 Err(why) => {
                     crate::warn!("acp: {path} was not written: {why}");
                     (me.events)(Op::Event { kind: Some("write_refused".into()), event: json!({ "path": path, "why": why }) });
@@ -351,7 +354,7 @@ impl Acp {
                 };
                 match (path, shown, seen) {
                     (Some(path), Some(shown), Some(seen)) if through_us => {
-                        self.state.lock().accepted.insert(path, Accepted { shown: shown.proposal, text, seen });
+                        self.state.lock().accepted.insert(path, Accepted { shown: shown.proposal, text, seen, note });
                     }
                     // The agent writes its proposal: what lands is read back, and set to the
                     // user's text when that differs.
@@ -365,8 +368,8 @@ impl Acp {
                 self.reply(&id, Ok(selected(allow)));
             }
             (Asked::Permission { id, options, .. }, _) => self.reply(&id, Ok(reject(&options))),
-            (Asked::Write { id, path, proposed, seen }, Verdict::Accepted(text, _)) => {
-                let edited = text != proposed;
+            (Asked::Write { id, path, proposed, seen }, Verdict::Accepted(text, note)) => {
+                let edited = (text != proposed).then(|| note.unwrap_or_default());
                 self.write_accepted(id, path, text, seen, edited);
             }
             (Asked::Write { id, .. }, _) => self.reply(&id, Err((REFUSED, "the user rejected this change in the editor".into()))),
@@ -573,8 +576,9 @@ fn remember_read(served: &mut HashMap<String, String>, params: &Value, result: O
 }
 
 /// We wrote `path` as the user accepted it; `edited`: not as the agent proposed it.
-fn written(path: &str, edited: bool) -> Op {
-    Op::Event { kind: Some("written".into()), event: json!({ "path": path, "edited": edited }) }
+fn written(path: &str, edited: &Option<String>) -> Op {
+    let note = edited.as_deref().filter(|n| !n.is_empty());
+    Op::Event { kind: Some("written".into()), event: json!({ "path": path, "edited": edited.is_some(), "note": note }) }
 }
 
 /// The file on disk (None: there is none) and the whole file the change leaves.

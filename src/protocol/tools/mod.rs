@@ -122,8 +122,11 @@ pub struct ReviewArgs {
 /// Who writes an accepted review's file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Writes {
-    /// The text accepted is what is written: the agent writes what FILE_SAVED carries, or we do.
+    /// The text accepted is what is written: the agent writes what FILE_SAVED carries.
     Accepted,
+    /// The text accepted is what is written, by the chat that asked; the agent, which learns
+    /// only that its write succeeded, is told at its next prompt what the user did not keep.
+    AcceptedByChat,
     /// The agent writes its own proposal; the chat that asked sets the file to the text
     /// accepted once the agent's call is done (chat/acp/).
     ProposalThenChat,
@@ -136,6 +139,12 @@ pub enum Writes {
 impl Writes {
     /// The agent writes its own proposal (not the text accepted).
     pub fn its_proposal(self) -> bool {
+        !matches!(self, Writes::Accepted | Writes::AcceptedByChat)
+    }
+
+    /// The answer carries the note on the hunks not kept (its agent is told some other way
+    /// than by the text FILE_SAVED carries).
+    fn notes(self) -> bool {
         self != Writes::Accepted
     }
 }
@@ -144,7 +153,7 @@ impl Writes {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// The user accepted this text (theirs, edited or not), and what the agent is told of the
-    /// hunks they did not keep as proposed, when it writes its own proposal (else None).
+    /// hunks they did not keep as proposed, when the answer does not show it (else None).
     Accepted(String, Option<String>),
     Rejected,
     /// Its agent closed it (close_tab, close_diff, closeAllDiffTabs, a second review of the
@@ -368,11 +377,11 @@ impl Tool {
 
 impl ReviewArgs {
     /// The answer for `verdict` before its tool shapes it: `["FILE_SAVED", text]` (and the
-    /// note on the hunks not kept, for an agent that writes its own proposal) or
+    /// note on the hunks not kept, for an agent that learns of them only so) or
     /// `["DIFF_REJECTED", name]`, with what ended it when the tool reports that.
     pub fn answer(&self, verdict: &Verdict, tab: &str) -> Value {
         match verdict {
-            Verdict::Accepted(text, Some(note)) if self.writes.its_proposal() => json!(["FILE_SAVED", text, note]),
+            Verdict::Accepted(text, Some(note)) if self.writes.notes() => json!(["FILE_SAVED", text, note]),
             Verdict::Accepted(text, _) => json!(["FILE_SAVED", text]),
             Verdict::Closed if self.reports_trigger => json!(["DIFF_REJECTED", tab, "closed_via_tool"]),
             Verdict::Rejected | Verdict::Closed => json!(["DIFF_REJECTED", tab]),

@@ -1,6 +1,7 @@
--- What an agent that writes its own proposal is told when the user accepted only part of it:
--- the hunks declined or edited, by their lines in its proposal (hunks.lua knows each hunk's
--- state). The core sends it with the accept; the file is then set to the accepted text.
+-- What an agent is told when the user accepted only part of its proposal: the hunks declined or
+-- edited, by their lines in its proposal (hunks.lua knows each hunk's state). The core sends it
+-- with the accept to the agents the accepted text does not reach in the answer: those that
+-- write their own proposal (the file is then set to the accepted text) and those we write for.
 local hunks = require("pi-ide.features.review.hunks")
 
 local M = {}

@@ -9,7 +9,7 @@
 -- Beside it: show.lua (building the panes in turns of the loop), load.lua (bytes in and out),
 -- intent.lua (what a write of the proposal means), ui.lua (windows and buffers), winbar.lua,
 -- reload.lua (buffers follow the agent's write), hunks.lua and hunk_keys.lua (deciding a hunk),
--- declined.lua (what an agent that writes its own proposal is told of the hunks not kept).
+-- declined.lua (what an agent is told of the hunks not kept).
 local log = require("pi-ide.core.log")
 local ui = require("pi-ide.features.review.ui")
 local winbar = require("pi-ide.features.review.winbar")
@@ -115,7 +115,9 @@ function M.accept(r)
   end
   vim.bo[r.ui.right_buf].modified = false
   -- Every hunk rejected: the proposal is the file again, nothing of it is accepted.
-  local note = r.agent_writes and require("pi-ide.features.review.declined").note(r) or nil
+  -- Agents whose accepted text does not reach them in the answer (they write their own, or
+  -- we write it for them) are told this.
+  local note = require("pi-ide.features.review.declined").note(r)
   decide(r, not require("pi-ide.features.review.hunks").all_rejected(r), text, note)
 end
 

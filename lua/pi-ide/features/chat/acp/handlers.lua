@@ -178,7 +178,8 @@ local events = {
     if ev.edited then
       -- ACP's answer to a write carries no text: the agent believes its own. Told at the next prompt.
       chat.view.lines({ ("✎ wrote %s with your edits (%s is told at your next prompt)"):format(name, chat:label()) })
-      table.insert(chat.notes, ("Before accepting your change to %s, the user edited it: the file differs from what you proposed. Read it again before changing it."):format(tostring(ev.path)))
+      local what = type(ev.note) == "string" and ev.note or "the user edited it"
+      table.insert(chat.notes, ("Before accepting your change to %s, the user changed it: %s. The file differs from what you proposed: read it again before changing it."):format(tostring(ev.path), what))
     else
       chat.view.lines({ ("✎ wrote %s, as you accepted it"):format(name) })
     end
