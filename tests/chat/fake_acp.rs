@@ -292,8 +292,8 @@ fn a_write_through_the_client_reads_unsaved_text_and_writes_the_users_edit() {
     rig.idle();
     let prompts: Vec<_> = rig.received().into_iter().filter(|m| m["method"] == "session/prompt").collect();
     let last = prompts.last().unwrap().to_string();
-    assert!(last.contains("the user edited it") && last.contains("g.txt"), "{last}");
-    assert!(!prompts[0].to_string().contains("the user edited it"));
+    assert!(last.contains("hunk 1 of 1 (your lines 2-3) was edited by the user") && last.contains("g.txt"), "{last}");
+    assert!(!prompts[0].to_string().contains("Note from the editor"));
 }
 
 #[test]
