@@ -276,7 +276,11 @@ local function hunk(opts)
     return vim.notify("pi-ide.nvim: :PiIde hunk accept, or :PiIde hunk reject", vim.log.levels.ERROR)
   end
   local r = M.current()
-  if not r then
+  -- The :PiIde changes view takes a file's hunk back to its checkpoint (features/checkpoints).
+  local changes = require("pi-ide.features.checkpoints.hunks")
+  if not r and changes.here() then
+    return changes.decide(action)
+  elseif not r then
     return vim.notify(("pi-ide.nvim: not in a review (open reviews: %d)"):format(#M.list()), vim.log.levels.WARN)
   end
   require("pi-ide.features.review.hunk_keys").decide(r, action, M)
