@@ -8,7 +8,8 @@
 --
 -- Beside it: show.lua (building the panes in turns of the loop), load.lua (bytes in and out),
 -- intent.lua (what a write of the proposal means), ui.lua (windows and buffers), winbar.lua,
--- reload.lua (buffers follow the agent's write), hunks.lua and hunk_keys.lua (deciding a hunk).
+-- reload.lua (buffers follow the agent's write), hunks.lua and hunk_keys.lua (deciding a hunk),
+-- stale.lua (a file that changed on disk meanwhile).
 local log = require("pi-ide.core.log")
 local ui = require("pi-ide.features.review.ui")
 local winbar = require("pi-ide.features.review.winbar")
@@ -111,9 +112,13 @@ function M.accept(r)
     )
     return
   end
-  vim.bo[r.ui.right_buf].modified = false
   -- Every hunk rejected: the proposal is the file again, nothing of it is accepted.
-  decide(r, not require("pi-ide.features.review.hunks").all_rejected(r), text)
+  local accepted = not require("pi-ide.features.review.hunks").all_rejected(r)
+  if accepted and require("pi-ide.features.review.stale").refuses(r) then
+    return refresh_winbars()
+  end
+  vim.bo[r.ui.right_buf].modified = false
+  decide(r, accepted, text)
 end
 
 function M.reject(r)
@@ -162,6 +167,7 @@ function M.open(ev)
   }
   views[r.req] = r
   table.insert(order, r.req)
+  require("pi-ide.features.review.stale").note(r)
   require("pi-ide.features.review.show").when_ready(r, M)
 end
 

@@ -82,6 +82,9 @@ local function right_bar(r, i, n)
     table.insert(parts, ("read-only: %s writes its own proposal"):format(r.writer or "the agent"))
     read_only_at = #parts
   end
+  if r.disk_changed then
+    table.insert(parts, "⚠ changed on disk since: :q rejects")
+  end
   if r.user_edits then
     table.insert(parts, "⚠ your buffer has unsaved edits (kept; this diff is against the disk)")
   end

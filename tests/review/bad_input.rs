@@ -1,0 +1,88 @@
+//! Deciding hunks on bad input: line breaks and final newlines kept byte-exact through a partial
+//! acceptance, a file that changed on disk while its review was open, hunks that overlap the
+//! user's unsaved edits of the file.
+
+use crate::harness::*;
+
+fn answer(p: &mut Peer, id: &str) -> Vec<String> {
+    let r = p.wait_response(&json!(id)).unwrap();
+    assert!(r.get("error").is_none(), "an error answer lets the agent write unreviewed: {r}");
+    texts(&r)
+}
+
+fn winbar(nvim: &Nvim) -> String {
+    nvim.lua("return vim.wo.winbar").as_str().unwrap().to_string()
+}
+
+fn hunks_counted(nvim: &Nvim) {
+    nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
+}
+
+/// `file` on disk, `proposal` for it, the hunk on line 4 rejected, `:w`: the answer's text.
+fn middle_rejected(file: &str, proposal: &str) -> String {
+    let nvim = Nvim::start();
+    let path = file_with(&nvim, "m.txt", file);
+    let mut p = nvim.peer();
+    open_review(&nvim, &mut p, "m", &path, proposal, "pi-edit:m", 1);
+    hunks_counted(&nvim);
+    type_keys(&nvim, "4G:PiIde hunk reject<CR>");
+    assert!(winbar(&nvim).contains("2 of 3 hunks kept"), "{}", winbar(&nvim));
+    type_keys(&nvim, ":w<CR>");
+    let texts = answer(&mut p, "m");
+    assert_eq!(texts[0], "FILE_SAVED");
+    texts[1].clone()
+}
+
+#[test]
+fn a_crlf_file_with_the_middle_of_three_hunks_rejected_stays_crlf_byte_for_byte() {
+    let saved = middle_rejected("a\r\nb\r\nc\r\nd\r\ne\r\nf\r\ng\r\n", "A\r\nb\r\nc\r\nD\r\ne\r\nf\r\nG\r\n");
+    assert_eq!(saved, "A\r\nb\r\nc\r\nd\r\ne\r\nf\r\nG\r\n");
+}
+
+#[test]
+fn a_file_without_a_final_newline_partially_accepted_still_has_none() {
+    let saved = middle_rejected("a\nb\nc\nd\ne\nf\ng", "A\nb\nc\nD\ne\nf\nG");
+    assert_eq!(saved, "A\nb\nc\nd\ne\nf\nG");
+}
+
+/// A review of `FILE` with three hunks, the middle one rejected.
+fn one_rejected(nvim: &Nvim, p: &mut Peer, name: &str) -> String {
+    let path = file_with(nvim, name, "a\nb\nc\nd\ne\nf\ng\n");
+    open_review(nvim, p, name, &path, "A\nb\nc\nD\ne\nf\nG\n", name, 1);
+    hunks_counted(nvim);
+    type_keys(nvim, "4G:PiIde hunk reject<CR>");
+    path
+}
+
+#[test]
+fn a_file_changed_on_disk_meanwhile_is_said_at_the_next_decision_and_its_accept_is_refused() {
+    let nvim = Nvim::start();
+    nvim.record_notify();
+    let mut p = nvim.peer();
+    let path = one_rejected(&nvim, &mut p, "d.txt");
+    // Another program writes the file: line 4 is no longer "d".
+    std::fs::write(&path, "a\nb\nc\nX\ne\nf\ng\n").unwrap();
+    type_keys(&nvim, "G:PiIde hunk reject<CR>");
+    nvim.wait_t("has_note", json!(["d.txt changed on disk since this review opened"]), PATIENCE);
+    assert!(winbar(&nvim).contains("⚠ changed on disk since"), "{}", winbar(&nvim));
+    // :w is refused: no answer, the review stays open; :q rejects it.
+    type_keys(&nvim, ":w<CR>");
+    assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(1));
+    assert_eq!(nvim.lua("return vim.bo.modified"), json!(true));
+    type_keys(&nvim, ":PiIde reject<CR>");
+    assert_eq!(answer(&mut p, "d.txt"), vec!["DIFF_REJECTED".to_string(), "d.txt".to_string()]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\nb\nc\nX\ne\nf\ng\n");
+}
+
+#[test]
+fn a_file_only_touched_meanwhile_is_accepted_as_decided() {
+    let nvim = Nvim::start();
+    nvim.record_notify();
+    let mut p = nvim.peer();
+    let path = one_rejected(&nvim, &mut p, "t.txt");
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    std::fs::File::options().write(true).open(&path).unwrap().set_modified(later).unwrap();
+    type_keys(&nvim, "G:PiIde hunk reject<CR>:w<CR>");
+    assert_eq!(answer(&mut p, "t.txt"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\ng\n".to_string()]);
+    assert!(!nvim.notes().iter().any(|n| n.contains("changed on disk")), "{:?}", nvim.notes());
+}
