@@ -86,3 +86,29 @@ fn a_file_only_touched_meanwhile_is_accepted_as_decided() {
     assert_eq!(answer(&mut p, "t.txt"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\ng\n".to_string()]);
     assert!(!nvim.notes().iter().any(|n| n.contains("changed on disk")), "{:?}", nvim.notes());
 }
+
+#[test]
+fn hunks_over_the_users_unsaved_edits_are_marked_and_the_edits_are_kept_after_the_accept() {
+    let nvim = Nvim::start();
+    nvim.record_notify();
+    let path = file_with(&nvim, "u.txt", "a\nb\nc\nd\ne\nf\ng\n");
+    // Unsaved edits: line 4 (where the agent changes it too) and line 6 (where it does not).
+    nvim.command(&format!("edit {path}")).unwrap();
+    nvim.lua("vim.api.nvim_buf_set_lines(0, 3, 4, false, {'mine'}) vim.api.nvim_buf_set_lines(0, 5, 6, false, {'mine too'})");
+    let mut p = nvim.peer();
+    open_review(&nvim, &mut p, "u", &path, "A\nb\nc\nD\ne\nf\nG\n", "pi-edit:u", 1);
+    hunks_counted(&nvim);
+    let marks = nvim.lua(
+        "return vim.tbl_map(function(m) return { m[2] + 1, vim.trim(m[4].virt_text[1][1]) } end, \
+         vim.api.nvim_buf_get_extmarks(0, vim.api.nvim_get_namespaces().pi_ide_hunk_overlap, 0, -1, { details = true }))",
+    );
+    assert_eq!(marks, json!([[4, "⚠ overlaps your unsaved edits"]]));
+    assert!(winbar(&nvim).contains("your buffer has unsaved edits (kept; this diff is against the disk); hunk 2 overlaps them"), "{}", winbar(&nvim));
+    // The first hunk rejected, the rest accepted; the agent then writes the file.
+    type_keys(&nvim, "gg:PiIde hunk reject<CR>:w<CR>");
+    assert_eq!(answer(&mut p, "u"), vec!["FILE_SAVED".to_string(), "a\nb\nc\nD\ne\nf\nG\n".to_string()]);
+    std::fs::write(&path, "a\nb\nc\nD\ne\nf\nG\n").unwrap();
+    nvim.wait_t("has_note", json!(["but your buffer has unsaved edits: it is left as it is"]), PATIENCE);
+    let mine = nvim.lua_with("return { vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false), vim.bo[vim.fn.bufnr(...)].modified }", vec![path.clone().into()]);
+    assert_eq!(mine, json!([["a", "b", "c", "mine", "e", "mine too", "g"], true]));
+}

@@ -53,6 +53,7 @@ function M.track(r, left, right)
     table.insert(list, h)
   end
   r.hunks = { list = list, buf = right, decided = false }
+  require("pi-ide.features.review.overlap").mark(r, left, right)
 end
 
 -- Rows [first, last) hunk `h` covers in the proposal now.

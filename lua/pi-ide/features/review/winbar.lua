@@ -86,7 +86,7 @@ local function right_bar(r, i, n)
     table.insert(parts, "⚠ changed on disk since: :q rejects")
   end
   if r.user_edits then
-    table.insert(parts, "⚠ your buffer has unsaved edits (kept; this diff is against the disk)")
+    table.insert(parts, "⚠ your buffer has unsaved edits (kept; this diff is against the disk)" .. (r.overlap_note or ""))
   end
   local hints = { ":w accept" }
   if keys.accept then
