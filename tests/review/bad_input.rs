@@ -112,3 +112,57 @@ fn hunks_over_the_users_unsaved_edits_are_marked_and_the_edits_are_kept_after_th
     let mine = nvim.lua_with("return { vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false), vim.bo[vim.fn.bufnr(...)].modified }", vec![path.clone().into()]);
     assert_eq!(mine, json!([["a", "b", "c", "mine", "e", "mine too", "g"], true]));
 }
+
+fn proposal(nvim: &Nvim) -> Value {
+    nvim.t("review.proposal_lines", json!([]))
+}
+
+#[test]
+fn a_proposal_that_only_adds_the_final_newline_has_it_as_a_hunk_on_the_last_line() {
+    let nvim = Nvim::start();
+    let path = file_with(&nvim, "n.txt", "a\nb\nc");
+    let mut p = nvim.peer();
+    open_review(&nvim, &mut p, "n", &path, "a\nb\nc\n", "pi-edit:n", 1);
+    hunks_counted(&nvim);
+    type_keys(&nvim, "G:PiIde hunk reject<CR>");
+    assert_eq!(nvim.t("review.hunk_marks", json!([])), json!([[3, "✗ rejected (the final newline)"]]));
+    assert!(winbar(&nvim).contains("0 of 1 hunk kept"), "{}", winbar(&nvim));
+    // Rejected, then accepted again: the proposal's final newline is what is saved.
+    type_keys(&nvim, ":PiIde hunk accept<CR>:w<CR>");
+    assert_eq!(answer(&mut p, "n"), vec!["FILE_SAVED".to_string(), "a\nb\nc\n".to_string()]);
+    // Rejected alone: nothing of the agent's is left, a rejection.
+    let mut q = nvim.peer();
+    open_review(&nvim, &mut q, "o", &path, "a\nb\nc\n", "pi-edit:o", 1);
+    hunks_counted(&nvim);
+    type_keys(&nvim, "G:PiIde hunk reject<CR>:w<CR>");
+    assert_eq!(answer(&mut q, "o"), vec!["DIFF_REJECTED".to_string(), "pi-edit:o".to_string()]);
+}
+
+#[test]
+fn the_final_newline_goes_with_the_hunk_that_ends_the_file_and_follows_its_undo() {
+    let nvim = Nvim::start();
+    let path = file_with(&nvim, "e.txt", "a\nb\nc");
+    let mut p = nvim.peer();
+    // Line 1 and the last line changed, a final newline added; the last hunk rejected.
+    open_review(&nvim, &mut p, "e", &path, "A\nb\nC\n", "pi-edit:e", 1);
+    hunks_counted(&nvim);
+    type_keys(&nvim, "G:PiIde hunk reject<CR>");
+    assert_eq!(proposal(&nvim), json!(["A", "b", "c"]));
+    assert_eq!(nvim.lua("return vim.bo.eol"), json!(false));
+    // u brings its line back, and the final newline with it.
+    type_keys(&nvim, "u");
+    assert_eq!(nvim.lua("return { vim.bo.eol, vim.fn.getline('$') }"), json!([true, "C"]));
+    type_keys(&nvim, ":PiIde hunk reject<CR>:w<CR>");
+    assert_eq!(answer(&mut p, "e"), vec!["FILE_SAVED".to_string(), "A\nb\nc".to_string()]);
+}
+
+#[test]
+fn a_removed_final_newline_rejected_on_its_own_keeps_the_files() {
+    let nvim = Nvim::start();
+    let path = file_with(&nvim, "r.txt", "a\r\nb\r\nc\r\n");
+    let mut p = nvim.peer();
+    open_review(&nvim, &mut p, "r", &path, "A\r\nb\r\nc", "pi-edit:r", 1);
+    hunks_counted(&nvim);
+    type_keys(&nvim, "G:PiIde hunk reject<CR>:w<CR>");
+    assert_eq!(answer(&mut p, "r"), vec!["FILE_SAVED".to_string(), "A\r\nb\r\nc\r\n".to_string()]);
+}
