@@ -12,7 +12,7 @@ local MAX_BYTES = 2 ^ 31
 
 -- The file's stat, for a cheap look: kind, size, modification time, inode.
 local function stamp(path)
-  local st = vim.uv.fs_lstat(path)
+  local st = vim.uv.fs_stat(path) -- through a link, as the core reads it
   return st and table.concat({ st.type, st.size, st.mtime.sec, st.mtime.nsec, st.ino }, ":") or "none"
 end
 
