@@ -64,8 +64,8 @@ fn a_file_changed_on_disk_meanwhile_is_said_at_the_next_decision_and_its_accept_
     std::fs::write(&path, "a\nb\nc\nX\ne\nf\ng\n").unwrap();
     type_keys(&nvim, "G:PiIde hunk reject<CR>");
     nvim.wait_t("has_note", json!(["d.txt changed on disk since this review opened"]), PATIENCE);
-    assert!(winbar(&nvim).contains("⚠ changed on disk since"), "{}", winbar(&nvim));
-    // :w is refused: no answer, the review stays open; :q rejects it.
+    assert!(winbar(&nvim).contains("⚠ changed on disk since it opened: cannot be accepted"), "{}", winbar(&nvim));
+    // :w is refused: no answer, the review stays open; :PiIde reject rejects it.
     type_keys(&nvim, ":w<CR>");
     assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(1));
     assert_eq!(nvim.lua("return vim.bo.modified"), json!(true));

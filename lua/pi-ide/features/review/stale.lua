@@ -1,10 +1,10 @@
 -- A file that changed on disk while its review was open. The review shows the text the file
 -- had, and its rejected hunks put that text back: accepting now would bring back lines the file
 -- no longer has, without the user seeing them. So an accept is refused (the review stays open;
--- :q rejects it, and the agent can ask again with the file as it is), and deciding a hunk says
--- so as soon as it is seen. Exact: the core's blob of the file as it read it (`review_stats`:
--- old_blob) against the file now; a hunk's decision only looks at the file's stat (cheap), and
--- at its blob once that changed (a touch that left the text is no change).
+-- :PiIde reject rejects it, and the agent can ask again with the file as it is), and deciding a
+-- hunk says so as soon as it is seen. Exact: the core's blob of the file as it read it
+-- (`review_stats`: old_blob) against the file now; a hunk's decision only looks at the file's
+-- stat (cheap), and at its blob once that changed (a touch that left the text is no change).
 local M = {}
 
 -- Read whole to compare: as large as any file a review can show.
@@ -48,7 +48,7 @@ function M.look(r)
 end
 
 function M.message(r)
-  return ("%s changed on disk since this review opened: accepting would put back what it no longer has; :q rejects the review (the agent can ask again)"):format(
+  return ("%s changed on disk since this review opened: accepting would put back what it no longer has; :PiIde reject (or :q!) rejects the review, and the agent can ask again"):format(
     vim.fn.fnamemodify(r.path, ":~:.")
   )
 end

@@ -83,7 +83,7 @@ local function right_bar(r, i, n)
     read_only_at = #parts
   end
   if r.disk_changed then
-    table.insert(parts, "⚠ changed on disk since: :q rejects")
+    table.insert(parts, "⚠ changed on disk since it opened: cannot be accepted")
   end
   if r.user_edits then
     table.insert(parts, "⚠ your buffer has unsaved edits (kept; this diff is against the disk)" .. (r.overlap_note or ""))
