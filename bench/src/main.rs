@@ -5,6 +5,7 @@
 mod chat_bench;
 mod checkpoint_bench;
 mod copilot_bench;
+mod hunk_bench;
 mod mcp_bench;
 mod memory_bench;
 
@@ -479,6 +480,7 @@ fn main() {
             shown / floor_a,
             shown / floor_b
         );
+        println!("{}", hunk_bench::row(&nvim, quick, shown));
         return;
     }
     if only.as_deref() == Some("roundtrip") {
@@ -552,6 +554,7 @@ fn main() {
         review(&nvim, &small_path, &small_new, if quick { 5 } else { 20 });
     let (big_shown, big_floor, big_floor_str, big_stall, big_diff_step) =
         review(&nvim, &big_path, &big_new, if quick { 1 } else { 5 });
+    let decide_row = hunk_bench::row(&nvim, quick, big_shown);
     drop(nvim);
     let nvim = Nvim::start();
     // A file of its own, long enough for the moves (it once named one of ours, which shrank).
@@ -604,6 +607,7 @@ fn main() {
     println!("| floor A: Neovim opens the file in a tab, fills a second buffer from lines prepared in advance, diffthis both | {big_floor:.0} ms | |");
     println!("| floor B: the same, filling the second buffer from the proposal string (vim.split) | {big_floor_str:.0} ms | (the issue's floor: ~220 ms) |");
     println!("| longest main-thread stall while it arrives and opens | {big_stall:.0} ms (Neovim's own diff of the two, one step in floor A too: {big_diff_step:.0} ms) | < 60 ms (pure-Lua plugins: ~400 ms) |");
+    println!("{decide_row}");
     println!("| openDiff 1 KiB: frame sent -> both panes in diff mode (median) | {small_shown:.1} ms (floor {small_floor:.1} ms, longest stall {small_stall:.1} ms) | ≤ 15 ms (pure-Lua plugins: 36–40 ms) |");
     println!("| getSuggestions answer sent -> ghost text drawn | p50 {gh_wall:.2} ms, p95 {gh_wall95:.2} ms wall; main thread (answer handled -> drawn) p50 {gh_main:.3} ms | ≤ 1 ms main-thread |");
     println!("| typing 20 characters that match the ghost text | {gh_requests} new requests; ghost text visible after {gh_visible} of 20 keystrokes | 0 requests, 20 of 20 |");

@@ -19,7 +19,7 @@ fn rig(extra: &str) -> Nvim {
     rig_with(extra, Options::default())
 }
 
-fn rig_with(extra: &str, opts: Options) -> Nvim {
+pub(super) fn rig_with(extra: &str, opts: Options) -> Nvim {
     let nvim = Nvim::start_with(Options {
         after: Some(format!(
             "require('pi-ide').setup({{ chat = {{ agents = {{ fake = {{ cmd = {{ {:?} }}, label = 'Fake' }} }} }}, {extra} }})",
@@ -42,7 +42,7 @@ fn chat_text(nvim: &Nvim) -> String {
 }
 
 /// Sends `prompt` and waits for its turn's end checkpoint (the `n`-th).
-fn turn(nvim: &Nvim, prompt: &str, n: usize) {
+pub(super) fn turn(nvim: &Nvim, prompt: &str, n: usize) {
     nvim.lua_with("require('pi-ide.features.chat.acp').get('fake'):send(...)", vec![prompt.into()]);
     nvim.wait_for(&format!("#_G.checked >= {n}"), PATIENCE);
 }

@@ -4,3 +4,4 @@
 mod harness;
 
 mod changes_and_undo;
+mod hunks;

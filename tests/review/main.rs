@@ -4,6 +4,7 @@
 #[path = "../support/harness.rs"]
 mod harness;
 
+mod bad_input;
 mod close_paths;
 mod diff;
 mod hunks;

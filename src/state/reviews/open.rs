@@ -168,7 +168,8 @@ async fn stage_on_worker(shared: &Arc<Shared>, path: &str, contents: String, wat
     }
 }
 
-/// The review waits for the user now: Lua is told, and its numbers are counted meanwhile. A
+/// The review waits for the user now: Lua is told, and its numbers are counted meanwhile (with
+/// the blob of the file as read: an accept after the file changed on disk is refused). A
 /// staging that was refused (not a file to review) or failed is rejected instead.
 async fn hand_to_lua(shared: &Arc<Shared>, (req, client): (u64, u64), review: &ReviewArgs, p: Proposal, staged: Staged) {
     let Staged { view, old, contents, refused, files } = staged;
@@ -180,6 +181,8 @@ async fn hand_to_lua(shared: &Arc<Shared>, (req, client): (u64, u64), review: &R
         return; // ended while staging (closed, superseded, its client gone): answered already
     }
     let (tab_name, path, old_path, agent_writes) = (p.tab, p.path, p.old_path, review.writes.its_proposal());
+    // The file as read (its byte order mark back on), if it was: its blob goes with the stats.
+    let read = (view.old.exists && view.old.error.is_none()).then_some(view.old.bom);
     let opened = ReviewOpened { req, client, tab_name, path, old_path, agent_writes, staged: view };
     if !shared.events.push(Event::ReviewOpened(opened)).await {
         return fail(shared, req, None).await; // stopping: the queue is closed
@@ -187,7 +190,10 @@ async fn hand_to_lua(shared: &Arc<Shared>, (req, client): (u64, u64), review: &R
     if !refused {
         let shared = shared.clone();
         tokio::task::spawn_blocking(move || {
-            let stats = super::stats::stats_for(&old, &contents);
+            let mut stats = super::stats::stats_for(&old, &contents);
+            if let Some(bom) = read {
+                stats["old_blob"] = super::stats::blob_as_read(&old, bom).into();
+            }
             shared.events.push_blocking(Event::ReviewStats { req, stats });
         });
     }

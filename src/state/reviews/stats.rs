@@ -92,6 +92,16 @@ pub fn stats(old: &[&[u8]], new: &[&[u8]]) -> Value {
     json!({ "added": added, "removed": removed, "hunks": hunks })
 }
 
+/// The git blob id of the file as it was read: `old` without its byte order mark, and whether
+/// it had one (Lua compares it with the file when the user accepts).
+pub fn blob_as_read(old: &[u8], bom: bool) -> String {
+    if bom {
+        crate::support::blob::blob_id(&[b"\xEF\xBB\xBF".as_slice(), old].concat())
+    } else {
+        crate::support::blob::blob_id(old)
+    }
+}
+
 /// The stats of a proposal against the file on disk as read (missing or unreadable: empty).
 pub fn stats_for(old: &[u8], contents: &str) -> Value {
     stats(&lines(old), &lines(contents.as_bytes()))
@@ -144,6 +154,12 @@ mod tests {
         assert_eq!(l(""), Vec::<&str>::new());
         assert_eq!(l("\n"), [""]);
         assert_eq!(l("x"), ["x"]);
+    }
+
+    #[test]
+    fn the_blob_as_read_puts_the_byte_order_mark_back() {
+        assert_eq!(blob_as_read(b"x\n", false), crate::support::blob::blob_id(b"x\n"));
+        assert_eq!(blob_as_read(b"x\n", true), crate::support::blob::blob_id(b"\xEF\xBB\xBFx\n"));
     }
 
     #[test]

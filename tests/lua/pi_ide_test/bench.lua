@@ -172,4 +172,45 @@ function M.review_floor(path, proposal)
   return out
 end
 
+--- Decides a hunk in the middle of the open review from its proposal's window, `samples` times
+--- each: `:PiIde hunk reject`, then `:PiIde hunk accept`, timed with the TextChanged it causes
+--- and the redraw. `total`: as the user has it, Neovim's own update of the diff included;
+--- `ours`: the same with diff mode off (the plugin's part); `rediff`: :diffupdate alone, what
+--- any change of the proposal costs (a typed character too). Returns { hunks, total, ours,
+--- rediff } in ms.
+function M.decide_hunk(samples)
+  local r = require("pi-ide.features.review").current()
+  local hunks = require("pi-ide.features.review.hunks")
+  vim.api.nvim_set_current_win(r.ui.right_win)
+  local h = r.hunks.list[math.floor(#r.hunks.list / 2)]
+  local out = { hunks = #r.hunks.list, total = {}, ours = {}, rediff = {} }
+  local function decide(action)
+    vim.api.nvim_win_set_cursor(0, { hunks.row_of(r, r.ui.right_buf, h) + 1, 0 })
+    vim.cmd("redraw")
+    local t0 = vim.uv.hrtime()
+    vim.cmd("PiIde hunk " .. action)
+    vim.api.nvim_exec_autocmds("TextChanged", { buffer = r.ui.right_buf })
+    vim.cmd("redraw")
+    return (vim.uv.hrtime() - t0) / 1e6
+  end
+  local function both(diff, into)
+    for _, w in ipairs({ r.ui.left_win, r.ui.right_win }) do
+      vim.wo[w].diff = diff
+    end
+    for _ = 1, samples do
+      table.insert(into, decide("reject"))
+      table.insert(into, decide("accept"))
+    end
+  end
+  both(true, out.total)
+  both(false, out.ours)
+  both(true, {})
+  for _ = 1, samples do
+    local t0 = vim.uv.hrtime()
+    vim.cmd("diffupdate")
+    table.insert(out.rediff, (vim.uv.hrtime() - t0) / 1e6)
+  end
+  return out
+end
+
 return M

@@ -1,9 +1,10 @@
 -- :PiIde changes [turn]: every file that differs from a turn's checkpoint, one quickfix entry
 -- each (which turn and agent changed it, whether a review showed it, whether you wrote it in
 -- Neovim), and each file as a two-pane view in a tab of its own: the checkpoint on the left
--- (read-only), the file itself on the right, in diff mode, so `do` takes a hunk back and :w
--- writes the file — an ordinary write of the user's.
+-- (read-only), the file itself on the right, in diff mode, so `do` or :PiIde hunk reject
+-- (hunks.lua) takes a hunk back and :w writes the file — an ordinary write of the user's.
 local checkpoints = require("pi-ide.features.checkpoints")
+local hunks = require("pi-ide.features.checkpoints.hunks")
 
 local M = {}
 
@@ -79,12 +80,23 @@ local function no_text(f, missing)
   end
 end
 
+-- A text whose every line ends in CRLF: shown as the file's buffer shows it (without the CRs),
+-- so that the two panes diff line for line and a hunk taken back gets no stray CR.
+local function crlf(bytes)
+  return bytes ~= nil and bytes:find("\r\n") ~= nil and not bytes:find("[^\r]\n") and not bytes:find("^\n")
+end
+
 local function checkpoint_buffer(turn, f, bytes, missing)
   local buf = vim.api.nvim_create_buf(false, true)
   local note = no_text(f, missing)
   local lines = vim.split(note or bytes or "", "\n", { plain = true })
   if lines[#lines] == "" and #lines > 1 then
     table.remove(lines)
+  end
+  if not note and crlf(bytes) then
+    lines = vim.tbl_map(function(l)
+      return (l:gsub("\r$", ""))
+    end, lines)
   end
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, (bytes == nil and not note) and {} or lines)
   vim.bo[buf].bufhidden, vim.bo[buf].modifiable = "wipe", false
@@ -100,7 +112,9 @@ end
 local function winbars(turn, f, shown)
   local when = os.date("%H:%M", math.floor(turn.started_ms / 1000))
   local left = (" turn %d (%s) started %s: as it was"):format(turn.n, turn.agent, when)
-  local right = shown and " now: do takes a hunk back, :w writes" or " now"
+  local reject = require("pi-ide.core.config").values.review.keys.reject_hunk
+  local label = reject and reject:gsub("<[Ll]eader>", vim.g.mapleader == " " and "<Space>" or vim.g.mapleader or "\\")
+  local right = shown and (" now: %s takes a hunk back, :w writes"):format(label and (label .. " or do") or "do") or " now"
   vim.wo[view.left].winbar = left:gsub("%%", "%%%%")
   vim.wo[view.right].winbar = right
 end
@@ -144,6 +158,12 @@ local function show(turn, f, bytes, folder, missing)
         follow(ev)
       end
     end) })
+    -- Closed: the file's buffer gets its keys back (once the tab is gone: 0.10 still has it).
+    vim.api.nvim_create_autocmd("TabClosed", { group = group, callback = vim.schedule_wrap(function()
+      if not tab_alive() then
+        hunks.detach()
+      end
+    end) })
   end
   vim.api.nvim_set_current_tabpage(view.tab)
   local opened, err = pcall(vim.api.nvim_win_call, view.right, function()
@@ -154,6 +174,7 @@ local function show(turn, f, bytes, folder, missing)
   end
   vim.api.nvim_win_set_buf(view.left, checkpoint_buffer(turn, f, bytes, missing))
   local diffed = not no_text(f, missing)
+  hunks.attach(vim.api.nvim_win_get_buf(view.left), vim.api.nvim_win_get_buf(view.right), diffed)
   winbars(turn, f, diffed)
   if diffed then
     for _, w in ipairs({ view.left, view.right }) do

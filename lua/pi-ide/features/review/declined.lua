@@ -13,7 +13,9 @@ end
 -- Where hunk `h` is, in the agent's words: its lines in the proposal, or the file's lines it
 -- removed.
 local function where(h)
-  if #h.proposal > 0 then
+  if h.eol and vim.deep_equal(h.file, h.proposal) then
+    return h.eol.proposal and "the final newline you added" or "your removal of the final newline"
+  elseif #h.proposal > 0 then
     return "your " .. lines(h.new_start + 1, #h.proposal)
   end
   return "your removal of the file's " .. lines(h.left_row + 1, h.left_count)

@@ -40,6 +40,10 @@ function M.decide(r, action, view)
   if err == "edited" then
     say("this hunk was edited by hand: it is left as you made it (undo with u, or edit it yourself)")
   end
+  local stale = require("pi-ide.features.review.stale")
+  if stale.look(r) then
+    say(stale.message(r))
+  end
   hunks.show(r)
   view.refresh()
 end

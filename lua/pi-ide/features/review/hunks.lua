@@ -4,7 +4,8 @@
 -- accepting it again the proposal's; what `:w` then sends is the buffer, as for any edit.
 -- A hunk's state is read from its lines, never stored: "kept" (the proposal's), "rejected"
 -- (the file's) or "edited" (neither: the user typed in or right beside it, which is never
--- overwritten; undo brings the state back with the lines).
+-- overwritten; undo brings the state back with the lines). A final newline the proposal adds
+-- or removes goes with the hunk that ends the file (with_final_newline).
 local load = require("pi-ide.features.review.load")
 
 local M = {}
@@ -25,6 +26,33 @@ local function place(buf, h, row, count)
     right_gravity = false,
     end_right_gravity = true,
   })
+end
+
+-- The final newline, when the proposal adds or removes it, is decided with the hunk that ends
+-- the file, or on its own on the last line when no hunk does (its lines are the same on both
+-- sides): `h.eol` = { file = bool, proposal = bool }, the proposal's 'eol' and 'fixeol'.
+local function with_final_newline(list, left, right)
+  local eol = { file = vim.bo[left].eol, proposal = vim.bo[right].eol }
+  local old_count, new_count = vim.api.nvim_buf_line_count(left), vim.api.nvim_buf_line_count(right)
+  if eol.file == eol.proposal or #load.lines(left) == 0 or #load.lines(right) == 0 then
+    return
+  end
+  local last = list[#list]
+  if last and last.left_row + last.left_count == old_count and last.new_end == new_count then
+    last.eol = eol
+    return
+  end
+  local h = {
+    file = vim.api.nvim_buf_get_lines(left, old_count - 1, old_count, false),
+    proposal = vim.api.nvim_buf_get_lines(right, new_count - 1, new_count, false),
+    left_row = old_count - 1,
+    left_count = 1,
+    new_start = new_count - 1,
+    new_end = new_count,
+    eol = eol,
+  }
+  place(right, h, new_count - 1, 1)
+  table.insert(list, h)
 end
 
 --- Follows the hunks of review `r` from the core's count of its changes (`review_stats`, on a
@@ -49,11 +77,16 @@ function M.track(r, left, right)
       left_row = old_start,
       left_count = old_len,
       new_start = new_start, -- where it was in the proposal as its agent sent it
+      new_end = new_start + new_len,
     }
     place(right, h, new_start, new_len)
     table.insert(list, h)
   end
+  if r.old.exists and not r.old_error then
+    with_final_newline(list, left, right)
+  end
   r.hunks = { list = list, buf = right, decided = false }
+  require("pi-ide.features.review.overlap").mark(r, left, right)
 end
 
 -- Rows [first, last) hunk `h` covers in the proposal now.
@@ -66,13 +99,33 @@ local function same(a, b)
   return vim.deep_equal(a, b)
 end
 
---- "kept", "rejected" or "edited": what the proposal holds where hunk `h` is.
-function M.state(hunks, h)
+-- What the proposal's lines are where hunk `h` is: "kept", "rejected" or "edited".
+local function lines_state(hunks, h)
   local first, last = span(hunks, h)
   local lines = vim.api.nvim_buf_get_lines(hunks.buf, first, last, false)
-  if same(lines, h.proposal) then
+  local kept, rejected = same(lines, h.proposal), same(lines, h.file)
+  if h.eol and (kept or rejected) then
+    return "either" -- the final newline says
+  end
+  return kept and "kept" or rejected and "rejected" or "edited"
+end
+
+local function set_eol(buf, on)
+  vim.bo[buf].eol, vim.bo[buf].fixeol = on, on
+end
+
+--- "kept", "rejected" or "edited": what the proposal holds where hunk `h` is.
+function M.state(hunks, h)
+  local now = lines_state(hunks, h)
+  if now ~= "either" then
+    return now
+  end
+  local first, last = span(hunks, h)
+  local lines = vim.api.nvim_buf_get_lines(hunks.buf, first, last, false)
+  local eol = vim.bo[hunks.buf].eol
+  if same(lines, h.proposal) and eol == h.eol.proposal then
     return "kept"
-  elseif same(lines, h.file) then
+  elseif same(lines, h.file) and eol == h.eol.file then
     return "rejected"
   end
   return "edited"
@@ -123,14 +176,31 @@ function M.set(r, h, to)
   hunks.decided = true
   if now == to then
     return nil
-  elseif now == "edited" then
+  elseif lines_state(hunks, h) == "edited" then
     return "edited"
   end
   local lines = to == "rejected" and h.file or h.proposal
   local first, last = span(hunks, h)
   vim.api.nvim_buf_set_lines(hunks.buf, first, last, false, lines)
   place(hunks.buf, h, first, #lines)
+  if h.eol then
+    set_eol(hunks.buf, h.eol[to == "rejected" and "file" or "proposal"])
+  end
   return nil
+end
+
+-- The final newline follows the lines of the hunk that ends the file (an undo brings its lines
+-- back, not the option).
+local function follow_final_newline(hunks)
+  local h = hunks.list[#hunks.list]
+  if not (h and h.eol) or same(h.proposal, h.file) then
+    return
+  end
+  local first, last = span(hunks, h)
+  local lines = vim.api.nvim_buf_get_lines(hunks.buf, first, last, false)
+  if same(lines, h.proposal) or same(lines, h.file) then
+    set_eol(hunks.buf, h.eol[same(lines, h.proposal) and "proposal" or "file"])
+  end
 end
 
 --- Counts for the winbar once a hunk was decided: kept, total; nil before.
@@ -164,10 +234,10 @@ end
 
 -- The mark a hunk not kept shows: on its first line, or for one with no lines left, above the
 -- line after it (below the last line at the end).
-local function show_mark(buf, first, last, state)
+local function show_mark(buf, first, last, state, what)
   local hl = state == "rejected" and "PiIdeHunkRejected" or "PiIdeHunkEdited"
   local sign = state == "rejected" and "✗" or "✎"
-  local text = sign .. " " .. state
+  local text = sign .. " " .. state .. (what or "")
   local count = vim.api.nvim_buf_line_count(buf)
   if first < last then
     vim.api.nvim_buf_set_extmark(buf, marks, first, 0, { virt_text = { { "  " .. text, hl } }, sign_text = sign, sign_hl_group = hl })
@@ -187,12 +257,13 @@ function M.show(r)
   if not (hunks and hunks.decided) or not vim.api.nvim_buf_is_valid(hunks.buf) then
     return
   end
+  follow_final_newline(hunks)
   vim.api.nvim_buf_clear_namespace(hunks.buf, marks, 0, -1)
   for _, h in ipairs(hunks.list) do
     local state = M.state(hunks, h)
     if state ~= "kept" then
       local first, last = span(hunks, h)
-      show_mark(hunks.buf, first, last, state)
+      show_mark(hunks.buf, first, last, state, h.eol and same(h.proposal, h.file) and " (the final newline)" or nil)
     end
   end
 end

@@ -9,7 +9,8 @@
 -- Beside it: show.lua (building the panes in turns of the loop), load.lua (bytes in and out),
 -- intent.lua (what a write of the proposal means), ui.lua (windows and buffers), winbar.lua,
 -- reload.lua (buffers follow the agent's write), hunks.lua and hunk_keys.lua (deciding a hunk),
--- declined.lua (what an agent is told of the hunks not kept).
+-- declined.lua (what an agent is told of the hunks not kept), stale.lua (a file that changed
+-- on disk meanwhile).
 local log = require("pi-ide.core.log")
 local ui = require("pi-ide.features.review.ui")
 local winbar = require("pi-ide.features.review.winbar")
@@ -113,12 +114,16 @@ function M.accept(r)
     )
     return
   end
-  vim.bo[r.ui.right_buf].modified = false
   -- Every hunk rejected: the proposal is the file again, nothing of it is accepted.
+  local accepted = not require("pi-ide.features.review.hunks").all_rejected(r)
+  if accepted and require("pi-ide.features.review.stale").refuses(r) then
+    return refresh_winbars()
+  end
+  vim.bo[r.ui.right_buf].modified = false
   -- Agents whose accepted text does not reach them in the answer (they write their own, or
   -- we write it for them) are told this.
   local note = require("pi-ide.features.review.declined").note(r)
-  decide(r, not require("pi-ide.features.review.hunks").all_rejected(r), text, note)
+  decide(r, accepted, text, note)
 end
 
 function M.reject(r)
@@ -167,6 +172,7 @@ function M.open(ev)
   }
   views[r.req] = r
   table.insert(order, r.req)
+  require("pi-ide.features.review.stale").note(r)
   require("pi-ide.features.review.show").when_ready(r, M)
 end
 
@@ -281,7 +287,11 @@ local function hunk(opts)
     return vim.notify("pi-ide.nvim: :PiIde hunk accept, or :PiIde hunk reject", vim.log.levels.ERROR)
   end
   local r = M.current()
-  if not r then
+  -- The :PiIde changes view takes a file's hunk back to its checkpoint (features/checkpoints).
+  local changes = require("pi-ide.features.checkpoints.hunks")
+  if not r and changes.here() then
+    return changes.decide(action)
+  elseif not r then
     return vim.notify(("pi-ide.nvim: not in a review (open reviews: %d)"):format(#M.list()), vim.log.levels.WARN)
   end
   require("pi-ide.features.review.hunk_keys").decide(r, action, M)

@@ -82,8 +82,11 @@ local function right_bar(r, i, n)
     table.insert(parts, ("%s writes its proposal, then your text over it"):format(r.writer or "the agent"))
     writer_at = #parts
   end
+  if r.disk_changed then
+    table.insert(parts, "⚠ changed on disk since it opened: cannot be accepted")
+  end
   if r.user_edits then
-    table.insert(parts, "⚠ your buffer has unsaved edits (kept; this diff is against the disk)")
+    table.insert(parts, "⚠ your buffer has unsaved edits (kept; this diff is against the disk)" .. (r.overlap_note or ""))
   end
   local hints = { ":w accept" }
   if keys.accept then

@@ -1,0 +1,65 @@
+-- A file that changed on disk while its review was open. The review shows the text the file
+-- had, and its rejected hunks put that text back: accepting now would bring back lines the file
+-- no longer has, without the user seeing them. So an accept is refused (the review stays open;
+-- :PiIde reject rejects it, and the agent can ask again with the file as it is), and deciding a
+-- hunk says so as soon as it is seen. Exact: the core's blob of the file as it read it
+-- (`review_stats`: old_blob) against the file now; a hunk's decision only looks at the file's
+-- stat (cheap), and at its blob once that changed (a touch that left the text is no change).
+local M = {}
+
+-- Read whole to compare: as large as any file a review can show.
+local MAX_BYTES = 2 ^ 31
+
+-- The file's stat, for a cheap look: kind, size, modification time, inode.
+local function stamp(path)
+  local st = vim.uv.fs_stat(path) -- through a link, as the core reads it
+  return st and table.concat({ st.type, st.size, st.mtime.sec, st.mtime.nsec, st.ino }, ":") or "none"
+end
+
+--- Notes the file's stat as the review opens (right after the core read it).
+function M.note(r)
+  r.disk_stamp = stamp(r.path)
+end
+
+-- The file is no longer the text the review shows (nil: cannot tell; its text was unreadable).
+local function changed(r)
+  if r.old_error then
+    return nil
+  elseif not r.old.exists then
+    return vim.uv.fs_lstat(r.path) ~= nil
+  end
+  local native = require("pi-ide.core.native").get()
+  local blob = r.stats and r.stats.old_blob
+  if not (native and blob) then
+    return stamp(r.path) ~= r.disk_stamp -- the core's count has not arrived yet
+  end
+  return native.blob_of_file(r.path, MAX_BYTES) ~= blob
+end
+
+--- Looks again, cheaply, at the file of review `r`; true once it changed on disk (said in the
+--- winbar from then on: r.disk_changed).
+function M.look(r)
+  local now = stamp(r.path)
+  if not r.disk_changed and now ~= r.disk_stamp then
+    r.disk_changed = changed(r)
+    r.disk_stamp = now
+  end
+  return r.disk_changed
+end
+
+function M.message(r)
+  return ("%s changed on disk since this review opened: accepting would put back what it no longer has; :PiIde reject (or :q!) rejects the review, and the agent can ask again"):format(
+    vim.fn.fnamemodify(r.path, ":~:.")
+  )
+end
+
+--- An accept of review `r` is refused when its file changed on disk: said, and true.
+function M.refuses(r)
+  r.disk_changed = r.disk_changed or changed(r)
+  if r.disk_changed then
+    require("pi-ide.core.log").notify(M.message(r), vim.log.levels.ERROR)
+  end
+  return r.disk_changed
+end
+
+return M
