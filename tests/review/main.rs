@@ -7,4 +7,5 @@ mod harness;
 mod close_paths;
 mod diff;
 mod hunks;
+mod inline;
 mod what_is_accepted;
