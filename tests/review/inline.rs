@@ -215,3 +215,38 @@ fn in_an_80_column_window_the_winbar_fits_and_says_where_editing_is() {
     type_keys(&nvim, ":PiIde reject<CR>");
     assert_eq!(answer(&mut p, "w")[0], "DIFF_REJECTED");
 }
+
+#[test]
+fn the_winbar_follows_the_file_and_never_comes_back_once_the_review_ended() {
+    let nvim = inline_nvim();
+    let path = edit_file(&nvim, "f.txt", &LINES);
+    let other = file_with(&nvim, "other.txt", "x\n");
+    nvim.lua("vim.wo.winbar = 'MINE'");
+    // What Neovim itself shows there, going to the other file and back, without a review.
+    let away_and_back = || {
+        nvim.lua_with("vim.cmd.edit(...)", vec![other.clone().into()]);
+        let away = winbar(&nvim);
+        type_keys(&nvim, ":b#<CR>");
+        (away, winbar(&nvim))
+    };
+    let (away, back) = away_and_back();
+    let mut p = nvim.peer();
+    open_review(&nvim, &mut p, "f", &path, PROPOSAL, "pi-edit:f", 1);
+    // A split of the file's window does not copy the review's bar.
+    type_keys(&nvim, ":split<CR>");
+    assert_eq!(winbar(&nvim), "MINE");
+    type_keys(&nvim, ":close<CR>");
+    assert!(winbar(&nvim).contains("3 hunks"), "{}", winbar(&nvim));
+    // Another file in its window: the window's own bar; the file back: the review's.
+    let (away_now, back_now) = away_and_back();
+    assert_eq!(away_now, away);
+    assert!(back_now.contains("3 hunks"), "{back_now}");
+    assert_eq!(marks(&nvim), all_kept());
+    type_keys(&nvim, ":PiIde reject<CR>");
+    assert_eq!(answer(&mut p, "f")[0], "DIFF_REJECTED");
+    no_review_left(&nvim);
+    assert_eq!(winbar(&nvim), back);
+    // Neovim remembers a window's options per buffer: the review's bar is not among them.
+    assert_eq!(away_and_back(), (away, back));
+    assert_eq!(marks(&nvim), json!([]));
+}

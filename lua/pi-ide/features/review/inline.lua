@@ -265,6 +265,7 @@ local function watch(r, v, view, moved)
     end
   end)
   on({ "BufWinEnter", "TabEnter" }, {}, function() follow(r, view) end)
+  on({ "VimResized", "WinResized" }, {}, function() M.render(r) end) -- added lines span the width
   on("WinClosed", {}, function() vim.schedule(function() follow(r, view) end) end)
   on("BufUnload", { buffer = v.buf }, function() moved("its buffer was unloaded") end)
   local function changed()

@@ -186,11 +186,12 @@ local function say_panes(r, why)
   vim.notify(msg:format(name), vim.log.levels.INFO)
 end
 
--- Review `r` goes to two panes, said why (`why`), once the user is ready.
+-- Review `r` goes to two panes, said why (`why`), once the user is ready (said then: a
+-- message given in Insert mode would be gone under "-- INSERT --").
 local function to_panes(r, built, view, why)
-  say_panes(r, why)
   local function go()
     if not r.ended then
+      say_panes(r, why)
       built.origin_win = vim.api.nvim_get_current_win()
       -- The diff is against the disk; the winbar says when the user's buffer differs now.
       local user_buf = require("pi-ide.core.buffers").find(r.path)
@@ -200,6 +201,7 @@ local function to_panes(r, built, view, why)
   end
   local typing = require("pi-ide.core.typing")
   if typing.busy_mode() then
+    typing.say_waiting("the review of " .. vim.fn.fnamemodify(r.path, ":t") .. " in two panes")
     return typing.when_normal("moving a review to two panes", go)
   end
   go()
