@@ -8,17 +8,20 @@ use std::time::Duration;
 use pi_ide_testkit::{Nvim, Peer};
 use serde_json::json;
 
-/// Frame sent -> shown (ms) for one review of `contents`, and the tabs then (1: inline, 2: two
-/// panes in a tab); then rejected, and gone.
-fn shown_once(nvim: &Nvim, p: &mut Peer, id: usize, path: &str, contents: &str) -> (f64, u64) {
-    nvim.lua("__b.opened = 0");
+/// One review of `contents`: frame sent -> shown (ms), the longest main-thread stall meanwhile
+/// (ms), and the tabs then (1: inline, 2: two panes in a tab); then rejected, and gone.
+fn shown_once(nvim: &Nvim, p: &mut Peer, id: usize, path: &str, contents: &str) -> (f64, f64, u64) {
+    nvim.lua("__b.opened = 0 __b.max = 0 __b.last = vim.uv.hrtime()");
     let frame = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": contents, "tab_name": format!("inline:{id}")}}})
     .to_string();
     let sent = crate::monotonic_ns();
     p.send_text(&frame).unwrap();
     nvim.wait_for("__b.opened > 0", Duration::from_secs(60));
-    let opened = nvim.lua("return __b.opened").as_f64().unwrap();
+    // Let the loop run a little after, so a stall right after showing is seen too.
+    std::thread::sleep(Duration::from_millis(100));
+    let v = nvim.lua("return { __b.opened, __b.max }");
+    let (opened, stall) = (v[0].as_f64().unwrap(), v[1].as_f64().unwrap() / 1e6 - 2.0);
     let tabs = nvim.lua("return #vim.api.nvim_list_tabpages()").as_u64().unwrap();
     nvim.command("PiIde reject").unwrap();
     p.wait_response(&json!(id)).unwrap();
@@ -26,22 +29,24 @@ fn shown_once(nvim: &Nvim, p: &mut Peer, id: usize, path: &str, contents: &str) 
         "#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 1",
         Duration::from_secs(10),
     );
-    ((opened - sent) / 1e6, tabs)
+    ((opened - sent) / 1e6, stall, tabs)
 }
 
-/// Medians of `runs` samples of each (ms): the inline view shown, and the two panes shown.
-pub fn inline_vs_panes(runs: usize) -> (f64, f64) {
+/// `runs` samples of each (ms): the inline view shown and the two panes shown (medians), and
+/// the longest main-thread stall of each.
+pub fn inline_vs_panes(runs: usize) -> ((f64, f64), (f64, f64)) {
     let nvim = Nvim::start();
     let (path, new) = crate::diff_files(&nvim.cwd, "inline500.rs", 5 * 1024 * 1024 / 66, 500);
     nvim.lua_with("vim.cmd.edit(...)", vec![path.clone().into()]);
     nvim.t("bench.review_timer", json!([]));
     let mut p = nvim.peer();
-    let (mut inline, mut panes) = (Vec::new(), Vec::new());
+    let (mut inline, mut panes, mut stalls) = (Vec::new(), Vec::new(), [0.0f64; 2]);
     for i in 0..runs * 2 {
         let layout = if i % 2 == 0 { "inline" } else { "tab" };
         nvim.lua_with("require('pi-ide.core.config').values.review.layout = ...", vec![layout.into()]);
-        let (ms, tabs) = shown_once(&nvim, &mut p, i, &path, &new);
+        let (ms, stall, tabs) = shown_once(&nvim, &mut p, i, &path, &new);
         assert_eq!(tabs, if layout == "inline" { 1 } else { 2 }, "{layout}: not shown as asked");
+        stalls[i % 2] = stalls[i % 2].max(stall);
         if layout == "inline" {
             inline.push(ms);
         } else {
@@ -49,5 +54,5 @@ pub fn inline_vs_panes(runs: usize) -> (f64, f64) {
         }
     }
     nvim.lua("__b.timer:stop() __b.timer:close()");
-    (crate::median(inline), crate::median(panes))
+    ((crate::median(inline), stalls[0]), (crate::median(panes), stalls[1]))
 }
