@@ -45,7 +45,7 @@ function M.decide(r, action, view)
   end
   hunks.show(r)
   if r.ui.inline then
-    require("pi-ide.features.review.inline").render(r)
+    require("pi-ide.features.review.inline").render(r, h)
   end
   view.refresh()
 end

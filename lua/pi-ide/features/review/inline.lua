@@ -135,35 +135,45 @@ end
 
 -- Draws hunk `h` (in `state`) on the file's buffer: its removed rows highlighted unless it was
 -- rejected, its proposed lines under them (above the first line for lines put before it).
+-- Returns the marks' ids.
 local function draw(buf, h, state, look)
   local first, count = h.left_row, h.left_count
+  local ids = {}
   if state ~= "rejected" then
     for row = first, first + count - 1 do
-      vim.api.nvim_buf_set_extmark(buf, ns, row, 0, { line_hl_group = "PiIdeInlineRemoved" })
+      table.insert(ids, vim.api.nvim_buf_set_extmark(buf, ns, row, 0, { line_hl_group = "PiIdeInlineRemoved" }))
     end
   end
   local lines = state == "rejected" and dropped(h, look) or added(h, look)
   if #lines == 0 then
-    return
+    return ids
   end
   local row = count > 0 and first + count - 1 or first - 1
-  vim.api.nvim_buf_set_extmark(buf, ns, math.max(row, 0), 0, {
+  table.insert(ids, vim.api.nvim_buf_set_extmark(buf, ns, math.max(row, 0), 0, {
     virt_lines = lines,
     virt_lines_above = row < 0,
     virt_lines_leftcol = true,
-  })
+  }))
+  return ids
 end
 
---- Draws review `r` on its file's buffer again, as its proposal holds it now.
-function M.render(r)
+--- Draws review `r` on its file's buffer again, as its proposal holds it now: every hunk, or
+--- only hunk `only` (one decided: a large review is not drawn whole for it).
+function M.render(r, only)
   local v = r.ui and r.ui.inline
   if not (v and vim.api.nvim_buf_is_valid(v.buf) and vim.api.nvim_buf_is_valid(r.hunks.buf)) then
     return
   end
-  vim.api.nvim_buf_clear_namespace(v.buf, ns, 0, -1)
+  if not (only and v.drawn) then
+    vim.api.nvim_buf_clear_namespace(v.buf, ns, 0, -1)
+    v.drawn = {}
+  end
   local look = look_of(v)
-  for _, h in ipairs(r.hunks.list) do
-    draw(v.buf, h, hunks.state(r.hunks, h), look)
+  for _, h in ipairs(only and { only } or r.hunks.list) do
+    for _, id in ipairs(v.drawn[h] or {}) do
+      vim.api.nvim_buf_del_extmark(v.buf, ns, id)
+    end
+    v.drawn[h] = draw(v.buf, h, hunks.state(r.hunks, h), look)
   end
 end
 
