@@ -250,3 +250,17 @@ fn the_winbar_follows_the_file_and_never_comes_back_once_the_review_ended() {
     assert_eq!(away_and_back(), (away, back));
     assert_eq!(marks(&nvim), json!([]));
 }
+
+#[test]
+fn lines_put_before_the_first_are_drawn_above_it_and_scrolled_into_view() {
+    let nvim = inline_nvim();
+    let path = edit_file(&nvim, "t.txt", &LINES);
+    let mut p = nvim.peer();
+    open_review(&nvim, &mut p, "t", &path, "top\na\nb\nc\nd\ne\nf\ng\n", "pi-edit:t", 1);
+    assert_eq!(marks(&nvim), json!([[1, "^top"]]));
+    assert_eq!(nvim.lua("return vim.fn.winsaveview().topfill"), json!(1));
+    type_keys(&nvim, " hr");
+    assert_eq!(marks(&nvim), json!([[1, "^top  ✗ rejected"]]));
+    type_keys(&nvim, ":PiIde accept<CR>");
+    assert_eq!(answer(&mut p, "t"), vec!["DIFF_REJECTED".to_string(), "pi-edit:t".to_string()]);
+}

@@ -157,6 +157,20 @@ local function draw(buf, h, state, look)
   return ids
 end
 
+-- Lines drawn above the first line show only when the window is scrolled to them (Neovim's
+-- "topfill"): when the window is at the top, it is scrolled so.
+local function reveal_top(v, h)
+  local win = v.win
+  if h.left_row > 0 or h.left_count > 0 or not (win and vim.api.nvim_win_is_valid(win)) then
+    return
+  end
+  vim.api.nvim_win_call(win, function()
+    if vim.fn.line("w0") == 1 then
+      vim.fn.winrestview({ topfill = #h.proposal })
+    end
+  end)
+end
+
 --- Draws review `r` on its file's buffer again, as its proposal holds it now: every hunk, or
 --- only hunk `only` (one decided: a large review is not drawn whole for it).
 function M.render(r, only)
@@ -174,6 +188,7 @@ function M.render(r, only)
       vim.api.nvim_buf_del_extmark(v.buf, ns, id)
     end
     v.drawn[h] = draw(v.buf, h, hunks.state(r.hunks, h), look)
+    reveal_top(v, h)
   end
 end
 
