@@ -249,6 +249,7 @@ fn the_winbar_follows_the_file_and_never_comes_back_once_the_review_ended() {
     // Neovim remembers a window's options per buffer: the review's bar is not among them.
     assert_eq!(away_and_back(), (away, back));
     assert_eq!(marks(&nvim), json!([]));
+    assert_eq!(nvim.t("has_note", json!(["internal error"])), json!(false), "{:?}", nvim.notes());
 }
 
 #[test]

@@ -290,7 +290,12 @@ local function watch(r, v, view, moved)
     end
   end)
   on({ "BufWinEnter", "TabEnter" }, {}, function() follow(r, view) end)
-  on({ "VimResized", "WinResized" }, {}, function() M.render(r) end) -- added lines span the width
+  -- Added lines span the window's width: drawn again when it changes.
+  on({ "VimResized", "WinResized" }, {}, function()
+    if vim.tbl_contains(vim.v.event.windows or { v.win }, v.win) then
+      M.render(r)
+    end
+  end)
   on("WinClosed", {}, function() vim.schedule(function() follow(r, view) end) end)
   on("BufUnload", { buffer = v.buf }, function() moved("its buffer was unloaded") end)
   local function changed()
