@@ -4,6 +4,7 @@
 
 mod chat_bench;
 mod checkpoint_bench;
+mod inline_bench;
 mod copilot_bench;
 mod hunk_bench;
 mod mcp_bench;
@@ -459,6 +460,13 @@ fn chat_numbers(quick: bool) -> Vec<String> {
     rows
 }
 
+/// The inline view against the two panes on the same file (inline_bench.rs), as a table row.
+fn inline_row(quick: bool) {
+    let ((inline, stall), (panes, panes_stall), decide) = inline_bench::inline_vs_panes(if quick { 3 } else { 7 });
+    println!("| openDiff 5 MiB / 500 hunks, the file open: frame sent -> inline view shown (median) | {inline:.0} ms = {:.2}x the two-pane review of the same file ({panes:.0} ms, alternating); longest stall {stall:.0} ms (two panes: {panes_stall:.0} ms) | ≤ 1.3x the two-pane time |", inline / panes);
+    println!("| same file, inline: decide a hunk (:PiIde hunk reject / accept, the view drawn again), main thread (median) | {decide:.1} ms | ≤ 20 ms |");
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("--serve-floor") {
@@ -481,6 +489,7 @@ fn main() {
             shown / floor_b
         );
         println!("{}", hunk_bench::row(&nvim, quick, shown));
+        inline_row(quick);
         return;
     }
     if only.as_deref() == Some("roundtrip") {
@@ -608,6 +617,7 @@ fn main() {
     println!("| floor B: the same, filling the second buffer from the proposal string (vim.split) | {big_floor_str:.0} ms | (the issue's floor: ~220 ms) |");
     println!("| longest main-thread stall while it arrives and opens | {big_stall:.0} ms (Neovim's own diff of the two, one step in floor A too: {big_diff_step:.0} ms) | < 60 ms (pure-Lua plugins: ~400 ms) |");
     println!("{decide_row}");
+    inline_row(quick);
     println!("| openDiff 1 KiB: frame sent -> both panes in diff mode (median) | {small_shown:.1} ms (floor {small_floor:.1} ms, longest stall {small_stall:.1} ms) | ≤ 15 ms (pure-Lua plugins: 36–40 ms) |");
     println!("| getSuggestions answer sent -> ghost text drawn | p50 {gh_wall:.2} ms, p95 {gh_wall95:.2} ms wall; main thread (answer handled -> drawn) p50 {gh_main:.3} ms | ≤ 1 ms main-thread |");
     println!("| typing 20 characters that match the ghost text | {gh_requests} new requests; ghost text visible after {gh_visible} of 20 keystrokes | 0 requests, 20 of 20 |");

@@ -24,6 +24,7 @@ require("pi-ide.core.parts").declare({
     accept = "pi-ide.features.review",
     reject = "pi-ide.features.review",
     hunk = "pi-ide.features.review",
+    panes = "pi-ide.features.review",
     suggest = "pi-ide.features.suggest",
     toggle = "pi-ide.features.suggest",
     stats = "pi-ide.features.suggest",

@@ -8,4 +8,5 @@ mod bad_input;
 mod close_paths;
 mod diff;
 mod hunks;
+mod inline;
 mod what_is_accepted;

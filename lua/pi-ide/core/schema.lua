@@ -108,9 +108,13 @@ local spec = {
     -- false: accept every proposal at once, without showing it (the agent writes unreviewed).
     -- Takes effect at once when setup() is called again while the server runs.
     enabled = opt(true, { "boolean" }),
-    -- "tab": a new tab page; "vsplit": two new windows in the current tab.
-    layout = opt("tab", { "string" }, one_of("tab", "vsplit")),
-    -- Buffer-local Normal-mode keys in both panes of a review; false turns one off.
+    -- "tab": a new tab page; "vsplit": two new windows in the current tab; "inline": inside the
+    -- file's own window (removed lines highlighted, added ones as virtual lines under them; not
+    -- editable there). A file not open in this tab, a new file, a buffer with unsaved edits, an
+    -- agent that writes the file itself or a change of more than 3,000 lines goes to a tab.
+    layout = opt("tab", { "string" }, one_of("tab", "vsplit", "inline")),
+    -- Buffer-local Normal-mode keys in both panes of a review; false turns one off. Inline: in
+    -- the file's buffer while its review is up, except a key you mapped in that buffer yourself.
     keys = {
       -- Accept the review, as :w in its proposal does.
       accept = key("<leader>pa"),

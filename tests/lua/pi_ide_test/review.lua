@@ -37,4 +37,34 @@ function M.proposal_lines()
   return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
 end
 
+--- What the inline review draws on the current buffer (tests/review/inline.rs), first line
+--- first: { line (1-based), what }: "removed", or a virtual line's text (without its gutter and
+--- padding; "^" before it when it is drawn above the line).
+function M.inline_marks()
+  local ns = vim.api.nvim_get_namespaces().pi_ide_inline
+  local out = {}
+  for _, m in ipairs(ns and vim.api.nvim_buf_get_extmarks(0, ns, 0, -1, { details = true }) or {}) do
+    local d = m[4]
+    if d.line_hl_group then
+      table.insert(out, { m[2] + 1, "removed" })
+    end
+    for _, chunks in ipairs(d.virt_lines or {}) do
+      local text = table.concat(vim.tbl_map(function(c)
+        return c[1]
+      end, chunks))
+      table.insert(out, { m[2] + 1, (d.virt_lines_above and "^" or "") .. vim.trim(text) })
+    end
+  end
+  return out
+end
+
+--- What the inline review must never change in the current buffer, and that no window is in
+--- diff mode: { changedtick, modified, last undo step, windows in diff mode }.
+function M.inline_untouched()
+  local diffs = vim.tbl_filter(function(w)
+    return vim.wo[w].diff
+  end, vim.api.nvim_list_wins())
+  return { vim.b.changedtick, vim.bo.modified, vim.fn.undotree().seq_last, #diffs }
+end
+
 return M

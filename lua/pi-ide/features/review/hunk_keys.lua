@@ -1,6 +1,7 @@
 -- Deciding a review's hunks from its panes: `:PiIde hunk accept|reject` and its keys act on
 -- the hunk under the cursor; `]h`/`[h` move between hunks. The keys are the review buffers'
--- own (gitsigns' `]h`/`[h` stay in the user's files). hunks.lua holds what a hunk is.
+-- own (gitsigns' `]h`/`[h` stay in the user's files; inline.lua takes them in the file's buffer
+-- only where the user has no map of their own). hunks.lua holds what a hunk is.
 local config = require("pi-ide.core.config")
 local hunks = require("pi-ide.features.review.hunks")
 local log = require("pi-ide.core.log")
@@ -18,7 +19,7 @@ local function cannot(r)
     return "the review's hunks are still being counted"
   elseif r.hunks.unavailable then
     return "the proposal was edited before its hunks were counted: decide by editing it"
-  elseif buf ~= r.ui.left_buf and buf ~= r.ui.right_buf then
+  elseif buf ~= r.ui.left_buf and buf ~= r.ui.right_buf and buf ~= (r.ui.inline or {}).buf then
     return "put the cursor in a pane of the review to decide a hunk"
   end
 end
@@ -45,6 +46,9 @@ function M.decide(r, action, view)
     say(stale.message(r))
   end
   hunks.show(r)
+  if r.ui.inline then
+    require("pi-ide.features.review.inline").render(r, h)
+  end
   view.refresh()
 end
 
@@ -77,15 +81,20 @@ function M.move(r, dir, count)
   vim.api.nvim_win_set_cursor(0, { row + 1, 0 })
 end
 
---- The hunk keys in both panes of review `r`, and its marks kept up with the user's edits.
-function M.attach(r, group, view)
+--- The hunk keys of review `r`: { lhs (nil when turned off), function, what it does }.
+function M.actions(r, view)
   local keys = config.values.review.keys
-  local actions = {
+  return {
     { keys.next_hunk, function() M.move(r, 1, vim.v.count1) end, "next hunk" },
     { keys.prev_hunk, function() M.move(r, -1, vim.v.count1) end, "previous hunk" },
     { keys.accept_hunk, function() M.decide(r, "accept", view) end, "accept the hunk under the cursor" },
     { keys.reject_hunk, function() M.decide(r, "reject", view) end, "reject the hunk under the cursor" },
   }
+end
+
+--- The hunk keys in both panes of review `r`, and its marks kept up with the user's edits.
+function M.attach(r, group, view)
+  local actions = M.actions(r, view)
   for _, buf in ipairs({ r.ui.left_buf, r.ui.right_buf }) do
     for _, a in ipairs(actions) do
       if a[1] then

@@ -10,7 +10,8 @@
 -- intent.lua (what a write of the proposal means), ui.lua (windows and buffers), winbar.lua,
 -- reload.lua (buffers follow the agent's write), hunks.lua and hunk_keys.lua (deciding a hunk),
 -- declined.lua (what an agent is told of the hunks not kept), stale.lua (a file that changed
--- on disk meanwhile).
+-- on disk meanwhile), inline.lua (review.layout = "inline": the review drawn in the file's own
+-- window).
 local log = require("pi-ide.core.log")
 local ui = require("pi-ide.features.review.ui")
 local winbar = require("pi-ide.features.review.winbar")
@@ -66,6 +67,8 @@ local function ended(r, result, blob)
   end
   r.ended = true
   forget(r)
+  -- The inline view goes at once (Neovim may be quitting: the user's winbar must be back).
+  require("pi-ide.features.review.inline").close(r)
   log.info("review %s of %s: %s", r.tab_name, r.path, result)
   review_event("Closed", { tab_name = r.tab_name, path = r.path, result = result, blob = blob })
   vim.schedule(function()
@@ -184,6 +187,12 @@ function M.set_stats(req, stats)
     if r.proposal_bufs then
       require("pi-ide.features.review.hunks").track(r, unpack(r.proposal_bufs))
     end
+    -- The inline view waits for the hunks (show.lua).
+    local when_counted = r.when_counted
+    r.when_counted = nil
+    if when_counted then
+      when_counted()
+    end
     refresh_winbars()
   end
 end
@@ -227,12 +236,14 @@ function M.reject_of_client(client)
   end
 end
 
---- The review the user is in (a pane of it is current, or its tab is), if any.
+--- The review the user is in (a pane of it is current, or its tab is, or the file it is shown
+--- inline in), if any.
 function M.current()
   local buf = vim.api.nvim_get_current_buf()
   local tab = vim.api.nvim_get_current_tabpage()
   for _, r in ipairs(in_order()) do
-    if r.ui and (r.ui.left_buf == buf or r.ui.right_buf == buf or r.ui.tab == tab) then
+    local inline_buf = r.ui and r.ui.inline and r.ui.inline.buf
+    if r.ui and (r.ui.left_buf == buf or r.ui.right_buf == buf or r.ui.tab == tab or inline_buf == buf) then
       return r
     end
   end
@@ -297,10 +308,20 @@ local function hunk(opts)
   require("pi-ide.features.review.hunk_keys").decide(r, action, M)
 end
 
+-- :PiIde panes: the inline review the user is in goes to two panes (to edit the proposal).
+local function panes()
+  local r = M.current()
+  if not (r and r.ui and r.ui.inline) then
+    return vim.notify("pi-ide.nvim: not in an inline review", vim.log.levels.WARN)
+  end
+  r.ui.inline.moved("you asked for them")
+end
+
 --- Its :PiIde subcommands (core/commands.lua).
 M.commands = {
   accept = { run = function() in_review("accept") end },
   reject = { run = function() in_review("reject") end },
+  panes = { run = panes },
   hunk = { run = hunk, complete = require("pi-ide.core.commands").first_of({ "accept", "reject" }) },
 }
 

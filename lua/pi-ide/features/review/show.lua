@@ -1,6 +1,8 @@
 -- Showing a review: when the user is ready for it (not while they type), and in turns of the
 -- main loop (the file on disk, the proposal, windows and diff, then highlighting), so that even
--- a 5 MiB file never blocks typing or redraws for long in one go.
+-- a 5 MiB file never blocks typing or redraws for long in one go. The inline layout
+-- (inline.lua) builds the same two buffers, hidden, and draws on the file's own once the
+-- review's hunks are counted; what it cannot show goes to two panes, said why.
 local config = require("pi-ide.core.config")
 local log = require("pi-ide.core.log")
 local ui = require("pi-ide.features.review.ui")
@@ -100,11 +102,15 @@ end
 local LARGE = 256 * 1024
 
 local function right_diff(r, view)
-  if r.shown then
+  if r.ui.right_diffed then
     return
   end
+  r.ui.right_diffed = true
   diff_on(r, r.ui.right_win)
   pcall(ui.to_first_hunk, r.ui.right_win)
+  if r.shown then
+    return view.refresh() -- moved from the inline view: shown already
+  end
   view.shown(r)
 end
 
@@ -113,7 +119,7 @@ local function open_windows(r, built, view)
   if vim.api.nvim_win_is_valid(built.origin_win) then
     vim.api.nvim_set_current_win(built.origin_win)
   end
-  if config.values.review.layout == "tab" then
+  if config.values.review.layout ~= "vsplit" then -- "inline" goes to a tab when it cannot
     ui.open_window(r, "tab sbuffer", built.left_buf)
     built.tab = vim.api.nvim_get_current_tabpage()
   else
@@ -130,21 +136,11 @@ local function open_windows(r, built, view)
   end
 end
 
--- The steps after the left pane, one per turn of the loop. Highlighting is a nicety: a filetype
--- plugin that fails never ends the review.
-local function steps(r, built, view)
+-- The steps that show the two panes, one per turn of the loop. Highlighting is a nicety: a
+-- filetype plugin that fails never ends the review.
+local function pane_steps(r, built, view)
   local ft = vim.filetype.match({ filename = r.path }) or ""
   return {
-    function()
-      built.right_buf = ui.without_autocmds(function()
-        return make_right(r, built)
-      end)
-      -- The proposal as its agent sent it: its hunks are placed on it (now, or when the
-      -- core's count arrives, if the user has not edited it by then).
-      r.proposal_tick = vim.api.nvim_buf_get_changedtick(built.right_buf)
-      r.proposal_bufs = { built.left_buf, built.right_buf }
-      require("pi-ide.features.review.hunks").track(r, built.left_buf, built.right_buf)
-    end,
     function()
       open_windows(r, built, view)
     end,
@@ -160,9 +156,103 @@ local function steps(r, built, view)
   }
 end
 
+-- The proposal's buffer: built, and its hunks placed on it (now, or when the core's count
+-- arrives, if the user has not edited it by then).
+local function proposal_step(r, built)
+  return function()
+    built.right_buf = ui.without_autocmds(function()
+      return make_right(r, built)
+    end)
+    -- The proposal as its agent sent it.
+    r.proposal_tick = vim.api.nvim_buf_get_changedtick(built.right_buf)
+    r.proposal_bufs = { built.left_buf, built.right_buf }
+    require("pi-ide.features.review.hunks").track(r, built.left_buf, built.right_buf)
+  end
+end
+
+local run
+
+-- Why review `r` is not shown inline, on one line (a longer one would stop the user at "Press
+-- ENTER" and eat their next key): the file's name alone when its path is too long.
+local function say_panes(r, why)
+  local msg = "pi-ide.nvim: review of %s in two panes: " .. why
+  local name = require("pi-ide.features.review.winbar").display_name(r.path)
+  if vim.fn.strdisplaywidth(msg:format(name)) >= vim.v.echospace then
+    name = vim.fn.fnamemodify(r.path, ":t")
+  end
+  log.info(msg, name)
+  vim.notify(msg:format(name), vim.log.levels.INFO)
+end
+
+-- Review `r` goes to two panes, said why (`why`), once the user is ready (said then: a
+-- message given in Insert mode would be gone under "-- INSERT --").
+local function to_panes(r, built, view, why)
+  local function go()
+    if not r.ended then
+      say_panes(r, why)
+      built.origin_win = vim.api.nvim_get_current_win()
+      -- The diff is against the disk; the winbar says when the user's buffer differs now.
+      local user_buf = require("pi-ide.core.buffers").find(r.path)
+      r.user_edits = user_buf ~= nil and vim.api.nvim_buf_is_loaded(user_buf) and vim.bo[user_buf].modified
+      run(r, built, pane_steps(r, built, view), 1, view)
+    end
+  end
+  local typing = require("pi-ide.core.typing")
+  if typing.busy_mode() then
+    typing.say_waiting("the review of " .. vim.fn.fnamemodify(r.path, ":t") .. " in two panes")
+    return typing.when_normal("moving a review to two panes", go)
+  end
+  go()
+end
+
+-- Inline, once the hunks are counted (else when they are: init.lua calls `r.when_counted`)
+-- and the user is not typing; to two panes when it cannot be.
+local function inline_step(r, built, view)
+  local inline = require("pi-ide.features.review.inline")
+  local function step()
+    if r.ended then
+      return
+    end
+    if not r.hunks then
+      r.when_counted = function()
+        run(r, built, { step }, 1, view)
+      end
+      return
+    end
+    local typing = require("pi-ide.core.typing")
+    if typing.busy_mode() then
+      return typing.when_normal("showing a review inline", function()
+        run(r, built, { step }, 1, view)
+      end)
+    end
+    local why, file = inline.cannot_now(r)
+    if why then
+      return to_panes(r, built, view, why)
+    end
+    r.ui = built
+    attach(r, view)
+    inline.show(r, file, view, function(moved_why)
+      to_panes(r, built, view, moved_why)
+    end)
+    view.shown(r)
+  end
+  return step
+end
+
+-- The steps after the left pane.
+local function steps(r, built, view)
+  local list = { proposal_step(r, built) }
+  if built.wants_inline then
+    table.insert(list, inline_step(r, built, view))
+  else
+    vim.list_extend(list, pane_steps(r, built, view))
+  end
+  return list
+end
+
 -- Runs step `i` and the rest, each on a turn of its own. A review that ended meanwhile (its
 -- agent closed it, its client left) drops what was built; a step that fails rejects it.
-local function run(r, built, list, i, view)
+function run(r, built, list, i, view)
   if not list[i] then
     return
   end
@@ -192,6 +282,13 @@ local function show(r, view)
   built.left_buf = ui.without_autocmds(function()
     return make_left(r)
   end)
+  if config.values.review.layout == "inline" then
+    local why = require("pi-ide.features.review.inline").cannot(r)
+    built.wants_inline = not why
+    if why then
+      say_panes(r, why)
+    end
+  end
   run(r, built, steps(r, built, view), 1, view)
 end
 

@@ -213,6 +213,7 @@ function M.close(r)
   if not ui then
     return
   end
+  require("pi-ide.features.review.inline").close(r)
   r.ui = nil
   local cur = vim.api.nvim_get_current_win()
   local inside = cur == ui.left_win or cur == ui.right_win

@@ -48,22 +48,23 @@ local function keep_name(win, bar, text, name)
   return at and (bar:sub(1, at + #escaped - 1) .. "%<" .. bar:sub(at + #escaped)) or bar
 end
 
-local function right_bar(r, i, n)
-  local keys = config.values.review.keys
-  local parts = { M.display_name(r.path) }
-  local counts = {}
+-- What changed: "2 of 3 hunks kept" once a hunk was decided, else "+3 −1", "3 hunks".
+local function counts_of(r)
   local kept, total = require("pi-ide.features.review.hunks").counts(r)
   if kept then
-    counts = { ("%d of %d hunk%s kept"):format(kept, total, total == 1 and "" or "s") }
+    return { ("%d of %d hunk%s kept"):format(kept, total, total == 1 and "" or "s") }
   elseif r.stats then
-    counts = {
+    return {
       ("+%d −%d"):format(r.stats.added, r.stats.removed),
       ("%d hunk%s"):format(#r.stats.hunks, #r.stats.hunks == 1 and "" or "s"),
     }
-  else
-    counts = { "…" } -- the core is still counting
   end
-  vim.list_extend(parts, counts)
+  return { "…" } -- the core is still counting
+end
+
+-- The warnings of review `r` (the text's form, a file outside the workspace, the file changed
+-- on disk since), and where it stands among the open ones: appended to `parts`.
+local function add_warnings(parts, r, i, n)
   for _, change in ipairs(r.format_changes or {}) do
     table.insert(parts, "⚠ " .. change)
   end
@@ -76,14 +77,22 @@ local function right_bar(r, i, n)
   if n > 1 then
     table.insert(parts, ("%d of %d"):format(i, n))
   end
+  if r.disk_changed then
+    table.insert(parts, "⚠ changed on disk since it opened: cannot be accepted")
+  end
+end
+
+local function right_bar(r, i, n)
+  local keys = config.values.review.keys
+  local parts = { M.display_name(r.path) }
+  local counts = counts_of(r)
+  vim.list_extend(parts, counts)
+  add_warnings(parts, r, i, n)
   local writer_at
   if r.agent_writes then
     -- Its agent writes its own proposal after an accept; the text accepted is set over it.
     table.insert(parts, ("%s writes its proposal, then your text over it"):format(r.writer or "the agent"))
     writer_at = #parts
-  end
-  if r.disk_changed then
-    table.insert(parts, "⚠ changed on disk since it opened: cannot be accepted")
   end
   if r.user_edits then
     table.insert(parts, "⚠ your buffer has unsaved edits (kept; this diff is against the disk)" .. (r.overlap_note or ""))
@@ -126,10 +135,48 @@ local function left_bar(r)
   return keep_name(win, " " .. escape(text), " " .. text, name)
 end
 
+-- The inline view's bar, on the file's window: the same counts and warnings, then the keys that
+-- work in the file (a key the user mapped there stays theirs) and where editing is. When room
+-- is short, the hunk keys go first, then "+3 −1", then the editing hint.
+local function inline_bar(r, i, n)
+  local keys = config.values.review.keys
+  local inline = require("pi-ide.features.review.inline")
+  local counts = counts_of(r)
+  local function hint(lhs, what)
+    return inline.has_key(r, lhs) and (key_label(lhs) .. " " .. what) or nil
+  end
+  local hints = { hint(keys.accept, "accept") or ":PiIde accept", hint(keys.reject, "reject") or ":PiIde reject" }
+  local extra = { "edit: :PiIde panes", hint(keys.next_hunk, "next hunk"), hint(keys.reject_hunk, "reject hunk") }
+  vim.list_extend(hints, extra, 1, 3)
+  local win = r.ui.inline.win
+  local room = vim.api.nvim_win_get_width(win)
+  local function text()
+    local parts = { M.display_name(r.path) }
+    vim.list_extend(parts, counts)
+    add_warnings(parts, r, i, n)
+    return " " .. table.concat(parts, "  ·  ") .. "  ·  " .. table.concat(hints, "  ")
+  end
+  while vim.fn.strdisplaywidth(text()) > room and (#hints > 3 or #counts > 1) do
+    if #hints > 3 then
+      table.remove(hints)
+    else
+      table.remove(counts, 1)
+    end
+  end
+  if vim.fn.strdisplaywidth(text()) > room then
+    table.remove(hints)
+  end
+  return keep_name(win, escape(text()), text(), M.display_name(r.path))
+end
+
 --- Sets the winbars of every review on screen; `reviews` in their order.
 function M.refresh(reviews)
   for i, r in ipairs(reviews) do
-    if r.ui then
+    if r.ui and r.ui.inline then
+      if r.ui.inline.win and vim.api.nvim_win_is_valid(r.ui.inline.win) then
+        require("pi-ide.features.review.inline").set_bar(r, inline_bar(r, i, #reviews))
+      end
+    elseif r.ui and r.ui.right_win then
       if vim.api.nvim_win_is_valid(r.ui.right_win) then
         vim.wo[r.ui.right_win].winbar = right_bar(r, i, #reviews)
       end
