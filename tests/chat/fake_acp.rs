@@ -559,31 +559,39 @@ fn an_agent_that_writes_other_text_than_accepted_is_caught_when_its_call_ends_or
 }
 
 #[test]
-fn an_accepted_write_refuses_a_link_or_a_pipe_swapped_in_since_the_review() {
+fn an_accept_is_refused_when_a_link_or_a_pipe_was_swapped_in_since_the_review() {
+    // The review notices the file changed on disk and refuses the accept; the write itself
+    // refuses them too, should one come between (support/reviewed_write.rs's unit tests).
     let rig = rig(&[]);
+    rig.nvim.record_notify();
     let outside = pi_ide_testkit::nvim::temp_dir("acp-victim").join("victim.txt");
     std::fs::write(&outside, "precious\n").unwrap();
     let path = file(&rig, "w.txt", "old\n");
     rig.open();
     rig.send(&format!("write {path} hi"));
     rig.review_on_screen();
+    rig.nvim.wait_for("(require('pi-ide.features.review').current() or {}).stats ~= nil", PATIENCE);
     std::fs::remove_file(&path).unwrap();
     std::os::unix::fs::symlink(&outside, &path).unwrap();
     type_keys(&rig.nvim, ":w<CR>");
-    rig.wait_text("✗ w.txt was not written: it was replaced by a link since the review");
+    rig.nvim.wait_t("has_note", json!(["w.txt changed on disk since this review opened"]), PATIENCE);
+    type_keys(&rig.nvim, ":PiIde reject<CR>");
     rig.wait_text("write: {\"error\"");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious\n");
     rig.idle();
-    // A named pipe: refused, never opened (a write into it would block until someone reads).
+    // A named pipe: refused, never opened (a read or a write would block until someone is at
+    // the other end).
     let fifo = file(&rig, "p.txt", "old\n");
     rig.send(&format!("write {fifo} hi"));
     rig.review_on_screen();
+    rig.nvim.wait_for("(require('pi-ide.features.review').current() or {}).stats ~= nil", PATIENCE);
     std::fs::remove_file(&fifo).unwrap();
     let c = std::ffi::CString::new(fifo.clone()).unwrap();
     // SAFETY: a valid C string.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     type_keys(&rig.nvim, ":w<CR>");
-    rig.wait_text("✗ p.txt was not written: it is no longer a regular file");
+    rig.nvim.wait_t("has_note", json!(["p.txt changed on disk since this review opened"]), PATIENCE);
+    type_keys(&rig.nvim, ":PiIde reject<CR>");
     rig.idle();
     rig.send("stream 3");
     rig.wait_text("c3 ");

@@ -193,6 +193,7 @@ async fn hand_to_lua(shared: &Arc<Shared>, (req, client): (u64, u64), review: &R
             let mut stats = super::stats::stats_for(&old, &contents);
             if let Some(bom) = read {
                 stats["old_blob"] = super::stats::blob_as_read(&old, bom).into();
+                stats["old_size"] = (old.len() + if bom { 3 } else { 0 }).into();
             }
             shared.events.push_blocking(Event::ReviewStats { req, stats });
         });

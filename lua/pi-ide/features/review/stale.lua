@@ -7,9 +7,6 @@
 -- stat (cheap), and at its blob once that changed (a touch that left the text is no change).
 local M = {}
 
--- Read whole to compare: as large as any file a review can show.
-local MAX_BYTES = 2 ^ 31
-
 -- The file's stat, for a cheap look: kind, size, modification time, inode.
 local function stamp(path)
   local st = vim.uv.fs_stat(path) -- through a link, as the core reads it
@@ -29,11 +26,17 @@ local function changed(r)
     return vim.uv.fs_lstat(r.path) ~= nil
   end
   local native = require("pi-ide.core.native").get()
-  local blob = r.stats and r.stats.old_blob
-  if not (native and blob) then
+  local blob, size = r.stats and r.stats.old_blob, r.stats and r.stats.old_size
+  if not (native and blob and size) then
     return stamp(r.path) ~= r.disk_stamp -- the core's count has not arrived yet
   end
-  return native.blob_of_file(r.path, MAX_BYTES) ~= blob
+  -- Another size is another text: only a file of the same size is read (at most that size,
+  -- on the main thread: it is the size of the file the review shows).
+  local st = vim.uv.fs_stat(r.path)
+  if not (st and st.type == "file" and st.size == size) then
+    return true
+  end
+  return native.blob_of_file(r.path, size) ~= blob
 end
 
 --- Looks again, cheaply, at the file of review `r`; true once it changed on disk (said in the
