@@ -240,7 +240,8 @@ local function show_mark(buf, first, last, state, what)
   local text = sign .. " " .. state .. (what or "")
   local count = vim.api.nvim_buf_line_count(buf)
   if first < last then
-    vim.api.nvim_buf_set_extmark(buf, marks, first, 0, { virt_text = { { "  " .. text, hl } }, sign_text = sign, sign_hl_group = hl })
+    -- At the line's end, no sign: a sign column appearing would shift the pane's text.
+    vim.api.nvim_buf_set_extmark(buf, marks, first, 0, { virt_text = { { "  " .. text, hl } } })
   else
     local above = first < count
     vim.api.nvim_buf_set_extmark(buf, marks, above and first or count - 1, 0, {
