@@ -559,10 +559,7 @@ fn real_claude_code_writes_only_the_hunks_accepted_in_neovim() {
         nvim.t("reviews_shown", json!([])) == json!(1)
     });
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
-    nvim.wait_for(
-        "(require('pi-ide.features.review').current() or {}).hunks ~= nil",
-        PATIENCE,
-    );
+    hunks_counted(&nvim);
     type_keys(nvim, "gg]h:PiIde hunk reject<CR>");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), H_BEFORE, "written before :w");
     type_keys(nvim, ":w<CR>");

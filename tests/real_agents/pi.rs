@@ -397,10 +397,7 @@ fn part_of_pis_edit_accepted_hunk_by_hunk_is_what_pi_writes() {
     rig.pi().send_line("please-change-three lines of h.txt");
     rig.wait_reviews(1);
     rig.nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
-    rig.nvim.wait_for(
-        "(require('pi-ide.features.review').current() or {}).hunks ~= nil",
-        PATIENCE,
-    );
+    hunks_counted(&rig.nvim);
     type_keys(&rig.nvim, "gg]h:PiIde hunk reject<CR>");
     assert_eq!(
         rig.nvim

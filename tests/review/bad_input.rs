@@ -4,20 +4,6 @@
 
 use crate::harness::*;
 
-fn answer(p: &mut Peer, id: &str) -> Vec<String> {
-    let r = p.wait_response(&json!(id)).unwrap();
-    assert!(r.get("error").is_none(), "an error answer lets the agent write unreviewed: {r}");
-    texts(&r)
-}
-
-fn winbar(nvim: &Nvim) -> String {
-    nvim.lua("return vim.wo.winbar").as_str().unwrap().to_string()
-}
-
-fn hunks_counted(nvim: &Nvim) {
-    nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
-}
-
 /// `file` on disk, `proposal` for it, the hunk on line 4 rejected, `:w`: the answer's text.
 fn middle_rejected(file: &str, proposal: &str) -> String {
     let nvim = Nvim::start();
@@ -28,7 +14,7 @@ fn middle_rejected(file: &str, proposal: &str) -> String {
     type_keys(&nvim, "4G:PiIde hunk reject<CR>");
     assert!(winbar(&nvim).contains("2 of 3 hunks kept"), "{}", winbar(&nvim));
     type_keys(&nvim, ":w<CR>");
-    let texts = answer(&mut p, "m");
+    let texts = review_answer(&mut p, "m");
     assert_eq!(texts[0], "FILE_SAVED");
     texts[1].clone()
 }
@@ -70,7 +56,7 @@ fn a_file_changed_on_disk_meanwhile_is_said_at_the_next_decision_and_its_accept_
     assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(1));
     assert_eq!(nvim.lua("return vim.bo.modified"), json!(true));
     type_keys(&nvim, ":PiIde reject<CR>");
-    assert_eq!(answer(&mut p, "d.txt"), vec!["DIFF_REJECTED".to_string(), "d.txt".to_string()]);
+    assert_eq!(review_answer(&mut p, "d.txt"), vec!["DIFF_REJECTED".to_string(), "d.txt".to_string()]);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\nb\nc\nX\ne\nf\ng\n");
 }
 
@@ -83,7 +69,7 @@ fn a_file_only_touched_meanwhile_is_accepted_as_decided() {
     let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
     std::fs::File::options().write(true).open(&path).unwrap().set_modified(later).unwrap();
     type_keys(&nvim, "G:PiIde hunk reject<CR>:w<CR>");
-    assert_eq!(answer(&mut p, "t.txt"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\ng\n".to_string()]);
+    assert_eq!(review_answer(&mut p, "t.txt"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\ng\n".to_string()]);
     assert!(!nvim.notes().iter().any(|n| n.contains("changed on disk")), "{:?}", nvim.notes());
 }
 
@@ -106,7 +92,7 @@ fn hunks_over_the_users_unsaved_edits_are_marked_and_the_edits_are_kept_after_th
     assert!(winbar(&nvim).contains("your buffer has unsaved edits (kept; this diff is against the disk); hunk 2 overlaps them"), "{}", winbar(&nvim));
     // The first hunk rejected, the rest accepted; the agent then writes the file.
     type_keys(&nvim, "gg:PiIde hunk reject<CR>:w<CR>");
-    assert_eq!(answer(&mut p, "u"), vec!["FILE_SAVED".to_string(), "a\nb\nc\nD\ne\nf\nG\n".to_string()]);
+    assert_eq!(review_answer(&mut p, "u"), vec!["FILE_SAVED".to_string(), "a\nb\nc\nD\ne\nf\nG\n".to_string()]);
     std::fs::write(&path, "a\nb\nc\nD\ne\nf\nG\n").unwrap();
     nvim.wait_t("has_note", json!(["but your buffer has unsaved edits: it is left as it is"]), PATIENCE);
     let mine = nvim.lua_with("return { vim.api.nvim_buf_get_lines(vim.fn.bufnr(...), 0, -1, false), vim.bo[vim.fn.bufnr(...)].modified }", vec![path.clone().into()]);
@@ -129,13 +115,13 @@ fn a_proposal_that_only_adds_the_final_newline_has_it_as_a_hunk_on_the_last_line
     assert!(winbar(&nvim).contains("0 of 1 hunk kept"), "{}", winbar(&nvim));
     // Rejected, then accepted again: the proposal's final newline is what is saved.
     type_keys(&nvim, ":PiIde hunk accept<CR>:w<CR>");
-    assert_eq!(answer(&mut p, "n"), vec!["FILE_SAVED".to_string(), "a\nb\nc\n".to_string()]);
+    assert_eq!(review_answer(&mut p, "n"), vec!["FILE_SAVED".to_string(), "a\nb\nc\n".to_string()]);
     // Rejected alone: nothing of the agent's is left, a rejection.
     let mut q = nvim.peer();
     open_review(&nvim, &mut q, "o", &path, "a\nb\nc\n", "pi-edit:o", 1);
     hunks_counted(&nvim);
     type_keys(&nvim, "G:PiIde hunk reject<CR>:w<CR>");
-    assert_eq!(answer(&mut q, "o"), vec!["DIFF_REJECTED".to_string(), "pi-edit:o".to_string()]);
+    assert_eq!(review_answer(&mut q, "o"), vec!["DIFF_REJECTED".to_string(), "pi-edit:o".to_string()]);
 }
 
 #[test]
@@ -153,7 +139,7 @@ fn the_final_newline_goes_with_the_hunk_that_ends_the_file_and_follows_its_undo(
     type_keys(&nvim, "u");
     assert_eq!(nvim.lua("return { vim.bo.eol, vim.fn.getline('$') }"), json!([true, "C"]));
     type_keys(&nvim, ":PiIde hunk reject<CR>:w<CR>");
-    assert_eq!(answer(&mut p, "e"), vec!["FILE_SAVED".to_string(), "A\nb\nc".to_string()]);
+    assert_eq!(review_answer(&mut p, "e"), vec!["FILE_SAVED".to_string(), "A\nb\nc".to_string()]);
 }
 
 #[test]
@@ -164,5 +150,5 @@ fn a_removed_final_newline_rejected_on_its_own_keeps_the_files() {
     open_review(&nvim, &mut p, "r", &path, "A\r\nb\r\nc", "pi-edit:r", 1);
     hunks_counted(&nvim);
     type_keys(&nvim, "G:PiIde hunk reject<CR>:w<CR>");
-    assert_eq!(answer(&mut p, "r"), vec!["FILE_SAVED".to_string(), "A\r\nb\r\nc\r\n".to_string()]);
+    assert_eq!(review_answer(&mut p, "r"), vec!["FILE_SAVED".to_string(), "A\r\nb\r\nc\r\n".to_string()]);
 }

@@ -22,15 +22,6 @@ fn open_diff(nvim: &Nvim, p: &mut Peer, id: &str, path: &str, contents: &str, ta
     wait_until("the review on screen", PATIENCE, || opened(nvim) > before);
 }
 
-fn answer(p: &mut Peer, id: &str) -> Vec<String> {
-    let r = p.wait_response(&json!(id)).unwrap();
-    assert!(
-        r.get("error").is_none(),
-        "an error answer lets the agent write unreviewed: {r}"
-    );
-    texts(&r)
-}
-
 fn setup(nvim: &Nvim, name: &str, text: &str) -> String {
     let path = nvim.cwd.join(name);
     std::fs::write(&path, text).unwrap();
@@ -56,7 +47,7 @@ fn accept_with_w_sends_the_users_edits_and_never_writes_the_file() {
     nvim.lua("vim.api.nvim_buf_set_lines(0, 1, 2, false, {'fn b() { 2 }'})");
     type_keys(&nvim, ":w<CR>");
     assert_eq!(
-        answer(&mut p, "d1"),
+        review_answer(&mut p, "d1"),
         vec![
             "FILE_SAVED".to_string(),
             "fn a() { 1 }\nfn b() { 2 }\n".to_string()
@@ -83,7 +74,7 @@ fn the_old_event_names_fire_too_until_the_next_release() {
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "o1", &path, "b\n", "pi-edit:o");
     type_keys(&nvim, ":w<CR>");
-    assert_eq!(answer(&mut p, "o1"), vec!["FILE_SAVED".to_string(), "b\n".to_string()]);
+    assert_eq!(review_answer(&mut p, "o1"), vec!["FILE_SAVED".to_string(), "b\n".to_string()]);
     wait_until("the old name of the close", PATIENCE, || {
         nvim.t("count_events", json!(["PiIdeDiffClosed", "result", "accepted"])) == json!(1)
     });
@@ -102,13 +93,13 @@ fn accept_by_key_and_by_command() {
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "k", &path, "two\n", "pi-write:k");
     type_keys(&nvim, " pa");
-    assert_eq!(answer(&mut p, "k")[0], "FILE_SAVED");
+    assert_eq!(review_answer(&mut p, "k")[0], "FILE_SAVED");
     open_diff(&nvim, &mut p, "c", &path, "three\n", "pi-write:c");
     // From the left pane too.
     nvim.command("wincmd h").unwrap();
     nvim.command("PiIde accept").unwrap();
     assert_eq!(
-        answer(&mut p, "c"),
+        review_answer(&mut p, "c"),
         vec!["FILE_SAVED".to_string(), "three\n".to_string()]
     );
 }
@@ -158,7 +149,7 @@ fn reject_by_q_key_command_tabclose_and_wipe() {
         open_diff(&nvim, &mut p, &id, &path, "y\n", &tab);
         end(&nvim);
         assert_eq!(
-            answer(&mut p, &id),
+            review_answer(&mut p, &id),
             vec!["DIFF_REJECTED".to_string(), tab.clone()],
             "{what}"
         );
@@ -243,14 +234,14 @@ fn the_same_tab_name_twice_rejects_the_first() {
     open_diff(&nvim, &mut p, "first", &path, "y\n", "pi-write:same");
     open_diff(&nvim, &mut p, "second", &path, "z\n", "pi-write:same");
     assert_eq!(
-        answer(&mut p, "first"),
+        review_answer(&mut p, "first"),
         vec!["DIFF_REJECTED".to_string(), "pi-write:same".to_string()]
     );
     nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
     type_keys(&nvim, ":w<CR>");
     assert_eq!(
-        answer(&mut p, "second"),
+        review_answer(&mut p, "second"),
         vec!["FILE_SAVED".to_string(), "z\n".to_string()]
     );
 }
@@ -267,7 +258,7 @@ fn an_id_that_waits_already_is_refused_at_once_and_each_review_keeps_its_own_fil
     p.send_json(&json!({"jsonrpc": "2.0", "id": "d1", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": b, "new_file_path": b, "new_file_contents": "B\n", "tab_name": "pi-edit:b"}}}))
         .unwrap();
-    assert_eq!(answer(&mut p, "d1"), vec!["DIFF_REJECTED".to_string(), "pi-edit:b".to_string()]);
+    assert_eq!(review_answer(&mut p, "d1"), vec!["DIFF_REJECTED".to_string(), "pi-edit:b".to_string()]);
     assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(1));
     assert!(nvim.lua("return require('pi-ide.features.review').list()[1].path").as_str().unwrap().ends_with("a.txt"));
     // A call of another tool with that id is refused too, with an error.
@@ -276,7 +267,7 @@ fn an_id_that_waits_already_is_refused_at_once_and_each_review_keeps_its_own_fil
     let r = p.wait_response(&json!("d1")).unwrap();
     assert_eq!(r["error"]["code"], -32600, "{r}");
     type_keys(&nvim, ":w<CR>");
-    assert_eq!(answer(&mut p, "d1"), vec!["FILE_SAVED".to_string(), "A\n".to_string()]);
+    assert_eq!(review_answer(&mut p, "d1"), vec!["FILE_SAVED".to_string(), "A\n".to_string()]);
 }
 
 #[test]
@@ -298,7 +289,7 @@ fn close_tab_closes_an_open_review_and_is_a_no_op_otherwise() {
         .unwrap();
     assert_eq!(texts(&r), vec!["TAB_CLOSED".to_string()]);
     assert_eq!(
-        answer(&mut p, "o"),
+        review_answer(&mut p, "o"),
         vec!["DIFF_REJECTED".to_string(), "pi-write:ct".to_string()]
     );
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
@@ -326,9 +317,9 @@ fn close_all_diff_tabs_leaves_the_users_own_diff_alone() {
     assert_eq!(texts(&r), vec!["CLOSED_0_DIFF_TABS".to_string()]);
     p.send_json(&json!({"jsonrpc": "2.0", "id": "all", "method": "tools/call", "params": {"name": "closeAllDiffTabs", "arguments": {}}}))
         .unwrap();
-    assert_eq!(answer(&mut p, "1")[0], "DIFF_REJECTED");
-    assert_eq!(answer(&mut p, "2")[0], "DIFF_REJECTED");
-    assert_eq!(answer(&mut p, "all"), vec!["CLOSED_2_DIFF_TABS".to_string()]);
+    assert_eq!(review_answer(&mut p, "1")[0], "DIFF_REJECTED");
+    assert_eq!(review_answer(&mut p, "2")[0], "DIFF_REJECTED");
+    assert_eq!(review_answer(&mut p, "all"), vec!["CLOSED_2_DIFF_TABS".to_string()]);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
     let user_diff = nvim.t("diff_windows", json!([]));
     assert_eq!(user_diff, json!(2), "the user's diff windows were touched");
@@ -362,7 +353,7 @@ fn a_new_file_is_reviewed_against_nothing() {
     );
     type_keys(&nvim, ":w<CR>");
     assert_eq!(
-        answer(&mut p, "n"),
+        review_answer(&mut p, "n"),
         vec!["FILE_SAVED".to_string(), "print(1)\n".to_string()]
     );
     assert!(
@@ -392,7 +383,7 @@ fn the_users_unsaved_edits_are_kept_and_warned_about() {
         .unwrap()
         .contains("unsaved edits"));
     type_keys(&nvim, ":w<CR>");
-    assert_eq!(answer(&mut p, "e")[0], "FILE_SAVED");
+    assert_eq!(review_answer(&mut p, "e")[0], "FILE_SAVED");
     // The agent writes the file; the user's modified buffer is left alone, with a warning.
     nvim.record_notify();
     std::fs::write(&path, "agent\n").unwrap();
@@ -419,7 +410,7 @@ fn an_unmodified_buffer_reloads_when_the_agent_writes() {
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "w", &path, "new\n", "pi-edit:w");
     type_keys(&nvim, ":w<CR>");
-    answer(&mut p, "w");
+    review_answer(&mut p, "w");
     std::fs::write(&path, "new\n").unwrap();
     nvim.wait_for(
         &format!("vim.api.nvim_buf_get_lines(vim.fn.bufnr('{path}'), 0, -1, false)[1] == 'new'"),
@@ -444,7 +435,7 @@ fn the_layout_comes_back_and_splitright_does_not_flip_the_panes() {
     let panes = nvim.lua("local l = vim.fn.win_getid(vim.fn.winnr('h')) return {vim.bo[vim.api.nvim_win_get_buf(l)].buftype, vim.bo.buftype, vim.api.nvim_win_get_cursor(0)[1], vim.wo.diff}");
     assert_eq!(panes, json!(["nofile", "acwrite", 4, true]));
     type_keys(&nvim, ":w<CR>");
-    answer(&mut p, "l");
+    review_answer(&mut p, "l");
     nvim.wait_for(
         "#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 2",
         PATIENCE,
@@ -472,7 +463,7 @@ fn vsplit_layout_opens_in_the_current_tab() {
         json!(3)
     );
     nvim.command("PiIde reject").unwrap();
-    answer(&mut p, "v");
+    review_answer(&mut p, "v");
     nvim.wait_for("#vim.api.nvim_tabpage_list_wins(0) == 1", PATIENCE);
     assert_eq!(nvim.lua("return vim.api.nvim_get_current_win()"), origin);
 }
@@ -500,7 +491,7 @@ fn two_reviews_at_once_each_answered_once() {
         .is_some());
     type_keys(&nvim, ":w<CR>"); // B, the current one
     assert_eq!(
-        answer(&mut p, "B"),
+        review_answer(&mut p, "B"),
         vec!["FILE_SAVED".to_string(), "B\n".to_string()]
     );
     nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
@@ -512,7 +503,7 @@ fn two_reviews_at_once_each_answered_once() {
         .contains("of 2"));
     nvim.command("PiIde reject").unwrap();
     assert_eq!(
-        answer(&mut p, "A"),
+        review_answer(&mut p, "A"),
         vec!["DIFF_REJECTED".to_string(), "pi-edit:A".to_string()]
     );
     p.set_timeout(std::time::Duration::from_millis(300));
@@ -540,7 +531,7 @@ fn crlf_and_missing_final_newline_round_trip_byte_exact() {
         open_diff(&nvim, &mut p, &id, &path, text, &format!("pi-write:{i}"));
         type_keys(&nvim, ":w<CR>");
         assert_eq!(
-            answer(&mut p, &id),
+            review_answer(&mut p, &id),
             vec!["FILE_SAVED".to_string(), text.to_string()],
             "{text:?}"
         );
@@ -566,7 +557,7 @@ fn a_large_file_is_reviewed_and_accepted_whole() {
     );
     nvim.wait_for("vim.wo.winbar:find('+2 −2 ', 1, true) ~= nil and vim.wo.winbar:find('2 hunks', 1, true) ~= nil", PATIENCE);
     type_keys(&nvim, ":w<CR>");
-    let t = answer(&mut p, "big");
+    let t = review_answer(&mut p, "big");
     assert_eq!(t[1].len(), new.len());
     assert!(t[1] == new);
 }
@@ -589,7 +580,7 @@ fn review_false_accepts_at_once_without_showing_anything() {
     nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     type_keys(&nvim, ":w<CR>");
-    assert_eq!(answer(&mut p, "on"), vec!["FILE_SAVED".to_string(), "z\n".to_string()]);
+    assert_eq!(review_answer(&mut p, "on"), vec!["FILE_SAVED".to_string(), "z\n".to_string()]);
     // ...and off again.
     nvim.lua("require('pi-ide').setup({review = {enabled = false}})");
     let r = p.call_tool("openDiff", json!({"old_file_path": path, "new_file_path": path, "new_file_contents": "w\n", "tab_name": "off"})).unwrap();
@@ -613,7 +604,7 @@ fn a_review_waits_while_the_user_types_in_insert_mode() {
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     type_keys(&nvim, ":w<CR>");
-    assert_eq!(answer(&mut p, "i")[0], "FILE_SAVED");
+    assert_eq!(review_answer(&mut p, "i")[0], "FILE_SAVED");
 }
 
 #[test]
@@ -644,7 +635,7 @@ fn the_winbar_shows_only_whole_key_hints_and_follows_the_width() {
     nvim.command("vertical resize 150").unwrap();
     nvim.wait_for("vim.wo.winbar:find('pa accept', 1, true) ~= nil", PATIENCE);
     nvim.command("PiIde reject").unwrap();
-    assert_eq!(answer(&mut p, "w")[0], "DIFF_REJECTED");
+    assert_eq!(review_answer(&mut p, "w")[0], "DIFF_REJECTED");
 }
 
 #[test]
@@ -675,7 +666,7 @@ fn a_waiting_review_opens_once_when_the_user_leaves_two_modes_in_one_burst() {
         "the review was closed before the user decided"
     );
     type_keys(&nvim, ":w<CR>");
-    assert_eq!(answer(&mut p, "b"), vec!["FILE_SAVED".to_string(), "y\n".to_string()]);
+    assert_eq!(review_answer(&mut p, "b"), vec!["FILE_SAVED".to_string(), "y\n".to_string()]);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
     // Nothing of the review is left behind.
     assert_eq!(
@@ -753,7 +744,7 @@ fn review_panes_have_names_people_read_that_are_never_files() {
     // :w there still accepts: the agent gets the proposal, and no file is written anywhere.
     type_keys(&nvim, ":w<CR>");
     assert_eq!(
-        answer(&mut p, "h"),
+        review_answer(&mut p, "h"),
         vec!["FILE_SAVED".to_string(), "hello, world\nand more\n".to_string()]
     );
     nvim.wait_for("#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
@@ -771,7 +762,7 @@ fn review_panes_have_names_people_read_that_are_never_files() {
         assert_eq!(pane_name(&nvim, "pi-edit:h2", "proposal")[0], "hello.txt (proposal)");
     }
     nvim.command("PiIde reject").unwrap();
-    assert_eq!(answer(&mut p, "h2")[0], "DIFF_REJECTED");
+    assert_eq!(review_answer(&mut p, "h2")[0], "DIFF_REJECTED");
 }
 
 #[test]
@@ -824,7 +815,7 @@ fn reviews_of_files_with_the_same_name_are_told_apart() {
             PATIENCE,
         );
         type_keys(&nvim, ":w<CR>");
-        assert_eq!(answer(&mut p, id), vec!["FILE_SAVED".to_string(), text.to_string()]);
+        assert_eq!(review_answer(&mut p, id), vec!["FILE_SAVED".to_string(), text.to_string()]);
     }
     nvim.wait_for("#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
     assert_eq!(files_in(&nvim.cwd), vec!["lib", "src"]);
@@ -842,7 +833,7 @@ fn a_new_files_left_pane_is_named_for_it() {
     assert_eq!(pane_name(&nvim, "pi-write:new", "disk")[0], "new.py (new file)");
     assert_eq!(pane_name(&nvim, "pi-write:new", "proposal")[0], "new.py (proposal)");
     nvim.command("PiIde reject").unwrap();
-    assert_eq!(answer(&mut p, "n")[0], "DIFF_REJECTED");
+    assert_eq!(review_answer(&mut p, "n")[0], "DIFF_REJECTED");
     assert!(files_in(&nvim.cwd).is_empty());
 }
 
@@ -860,7 +851,7 @@ fn a_session_brings_a_review_back_as_empty_windows_never_as_files() {
     assert!(text.contains("enew"), "{text}");
     assert!(!text.contains("kept.txt\\ ("), "{text}");
     nvim.command("PiIde reject").unwrap();
-    assert_eq!(answer(&mut p, "k")[0], "DIFF_REJECTED");
+    assert_eq!(review_answer(&mut p, "k")[0], "DIFF_REJECTED");
     nvim.wait_for("#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);
     // Sourced, the session has the review's tab back, with empty, unnamed windows.
     nvim.command(&format!("source {}", session.display())).unwrap();

@@ -8,27 +8,12 @@ use pi_ide_testkit::nvim::Options;
 const FILE: &str = "a\nb\nc\nd\ne\nf\ng\n";
 const PROPOSAL: &str = "A\nb\nc\nD\ne\nf\nG\n";
 
-fn answer(p: &mut Peer, id: &str) -> Vec<String> {
-    let r = p.wait_response(&json!(id)).unwrap();
-    assert!(r.get("error").is_none(), "an error answer lets the agent write unreviewed: {r}");
-    texts(&r)
-}
-
-fn winbar(nvim: &Nvim) -> String {
-    nvim.lua("return vim.wo.winbar").as_str().unwrap().to_string()
-}
-
 fn marks(nvim: &Nvim) -> Value {
     nvim.t("review.hunk_marks", json!([]))
 }
 
 fn proposal_lines(nvim: &Nvim) -> Value {
     nvim.t("review.proposal_lines", json!([]))
-}
-
-/// The core counts a review's hunks on a worker; they are placed once it has.
-fn hunks_counted(nvim: &Nvim) {
-    nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
 }
 
 fn with_leader(after: Option<&str>) -> Nvim {
@@ -50,7 +35,7 @@ fn reject_the_middle_one(nvim: &Nvim) {
     assert_eq!(marks(nvim), json!([[4, "✗ rejected"]]));
     assert!(winbar(nvim).contains("  ·  2 of 3 hunks kept"), "{}", winbar(nvim));
     type_keys(nvim, ":w<CR>");
-    assert_eq!(answer(&mut p, "h"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\nG\n".to_string()]);
+    assert_eq!(review_answer(&mut p, "h"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\nG\n".to_string()]);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), FILE, "the plugin wrote the file");
 }
 
@@ -92,7 +77,7 @@ fn rejected_then_accepted_again_from_the_left_pane_the_proposal_is_back() {
     type_keys(&nvim, "G[h");
     assert_eq!(nvim.lua("return vim.fn.line('.')"), json!(4));
     type_keys(&nvim, ":w<CR>");
-    assert_eq!(answer(&mut p, "r"), vec!["FILE_SAVED".to_string(), PROPOSAL.to_string()]);
+    assert_eq!(review_answer(&mut p, "r"), vec!["FILE_SAVED".to_string(), PROPOSAL.to_string()]);
 }
 
 #[test]
@@ -113,7 +98,7 @@ fn edits_elsewhere_do_not_move_a_decision_and_an_edited_hunk_is_left_as_typed() 
     assert_eq!(marks(&nvim), json!([[6, "✗ rejected"], [9, "✎ edited"]]));
     type_keys(&nvim, ":w<CR>");
     assert_eq!(
-        answer(&mut p, "e"),
+        review_answer(&mut p, "e"),
         vec!["FILE_SAVED".to_string(), "A\nb\nnew\nlines\nc\nd\ne\nf\nmine\n".to_string()]
     );
 }
@@ -128,7 +113,7 @@ fn every_hunk_rejected_answers_as_a_rejection() {
     type_keys(&nvim, "gg hr]h hr]h hr");
     assert!(winbar(&nvim).contains("0 of 3 hunks kept"), "{}", winbar(&nvim));
     type_keys(&nvim, ":w<CR>");
-    assert_eq!(answer(&mut p, "all"), vec!["DIFF_REJECTED".to_string(), "pi-edit:all".to_string()]);
+    assert_eq!(review_answer(&mut p, "all"), vec!["DIFF_REJECTED".to_string(), "pi-edit:all".to_string()]);
 }
 
 #[test]
@@ -157,5 +142,5 @@ fn crlf_without_a_final_newline_partially_accepted_stays_byte_exact() {
     // The middle and the last hunk (the line without a newline) rejected, the first kept.
     type_keys(&nvim, "3G:PiIde hunk reject<CR>5G:PiIde hunk reject<CR>");
     type_keys(&nvim, ":w<CR>");
-    assert_eq!(answer(&mut p, "c"), vec!["FILE_SAVED".to_string(), "A\r\nb\r\nc\r\nd\r\ne".to_string()]);
+    assert_eq!(review_answer(&mut p, "c"), vec!["FILE_SAVED".to_string(), "A\r\nb\r\nc\r\nd\r\ne".to_string()]);
 }

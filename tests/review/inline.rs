@@ -19,16 +19,6 @@ fn inline_nvim() -> Nvim {
     nvim
 }
 
-fn answer(p: &mut Peer, id: &str) -> Vec<String> {
-    let r = p.wait_response(&json!(id)).unwrap();
-    assert!(r.get("error").is_none(), "an error answer lets the agent write unreviewed: {r}");
-    texts(&r)
-}
-
-fn winbar(nvim: &Nvim) -> String {
-    nvim.lua("return vim.wo.winbar").as_str().unwrap().to_string()
-}
-
 fn marks(nvim: &Nvim) -> Value {
     nvim.t("review.inline_marks", json!([]))
 }
@@ -76,7 +66,7 @@ fn the_middle_hunk_rejected_inline_accept_sends_hunks_1_and_3() {
     type_keys(&nvim, ":PiIde hunk reject<CR>");
     assert_eq!(untouched(&nvim), before, "the file's buffer is never modified");
     nvim.request("nvim_input", vec![":PiIde accept<CR>".into()]).unwrap();
-    assert_eq!(answer(&mut p, "h"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\nG\n".to_string()]);
+    assert_eq!(review_answer(&mut p, "h"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\nG\n".to_string()]);
     no_review_left(&nvim);
     assert_eq!(marks(&nvim), json!([]));
     assert_eq!(winbar(&nvim), "MINE", "the user's winbar is back");
@@ -96,7 +86,7 @@ fn reject_answers_a_rejection_and_a_users_own_key_stays_theirs() {
     assert_eq!(nvim.lua("return vim.fn.line('.')"), json!(1));
     assert!(!winbar(&nvim).contains("next hunk"), "{}", winbar(&nvim));
     type_keys(&nvim, ":PiIde reject<CR>");
-    assert_eq!(answer(&mut p, "k"), vec!["DIFF_REJECTED".to_string(), "pi-edit:k".to_string()]);
+    assert_eq!(review_answer(&mut p, "k"), vec!["DIFF_REJECTED".to_string(), "pi-edit:k".to_string()]);
     no_review_left(&nvim);
     assert_eq!(local_map(&nvim, "]h"), json!("<Cmd>let g:mine = 1<CR>"));
     assert_eq!(marks(&nvim), json!([]));
@@ -108,7 +98,7 @@ fn goes_to_two_panes(nvim: &Nvim, p: &mut Peer, id: &str, path: &str, contents: 
     nvim.wait_t("has_note", json!([format!("in two panes: {why}")]), PATIENCE);
     assert_eq!(nvim.lua("return vim.wo.diff and #vim.api.nvim_list_tabpages()"), json!(2));
     type_keys(nvim, ":PiIde reject<CR>");
-    assert_eq!(answer(p, id)[0], "DIFF_REJECTED");
+    assert_eq!(review_answer(p, id)[0], "DIFF_REJECTED");
     no_review_left(nvim);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
 }
@@ -147,7 +137,7 @@ fn the_file_edited_meanwhile_moves_the_review_to_two_panes_with_its_decisions() 
     assert!(winbar(&nvim).contains("2 of 3 hunks kept"), "{}", winbar(&nvim));
     assert!(winbar(&nvim).contains("unsaved edits"), "{}", winbar(&nvim));
     type_keys(&nvim, ":w<CR>");
-    assert_eq!(answer(&mut p, "m"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\nG\n".to_string()]);
+    assert_eq!(review_answer(&mut p, "m"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\nG\n".to_string()]);
     no_review_left(&nvim);
     assert_eq!(nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, 1, false)[1]"), json!("xa"), "the edit is kept");
 }
@@ -162,7 +152,7 @@ fn piide_panes_moves_it_to_two_panes_on_request() {
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2 and vim.wo.diff", PATIENCE);
     assert_eq!(nvim.lua("return vim.b.pi_ide_review.pane"), json!("proposal"));
     type_keys(&nvim, "Gcwmine<Esc>:w<CR>");
-    assert_eq!(answer(&mut p, "p"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nD\ne\nf\nmine\n".to_string()]);
+    assert_eq!(review_answer(&mut p, "p"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nD\ne\nf\nmine\n".to_string()]);
 }
 
 #[test]
@@ -189,7 +179,7 @@ fn the_agent_closing_it_disconnecting_or_a_stop_leaves_nothing_behind() {
     let mut s = nvim.peer();
     open_review(&nvim, &mut s, "s", &path, PROPOSAL, "pi-edit:s", 1);
     nvim.command("PiIde stop").unwrap();
-    assert_eq!(answer(&mut s, "s")[0], "DIFF_REJECTED");
+    assert_eq!(review_answer(&mut s, "s")[0], "DIFF_REJECTED");
     clean();
 }
 
@@ -209,7 +199,7 @@ fn in_an_80_column_window_the_winbar_fits_and_says_where_editing_is() {
     assert_eq!(nvim.lua(fits), json!(true), "{}", winbar(&nvim));
     assert!(winbar(&nvim).contains("2 of 3 hunks kept"), "{}", winbar(&nvim));
     type_keys(&nvim, ":PiIde reject<CR>");
-    assert_eq!(answer(&mut p, "w")[0], "DIFF_REJECTED");
+    assert_eq!(review_answer(&mut p, "w")[0], "DIFF_REJECTED");
 }
 
 #[test]
@@ -239,7 +229,7 @@ fn the_winbar_follows_the_file_and_never_comes_back_once_the_review_ended() {
     assert!(back_now.contains("3 hunks"), "{back_now}");
     assert_eq!(marks(&nvim), all_kept());
     type_keys(&nvim, ":PiIde reject<CR>");
-    assert_eq!(answer(&mut p, "f")[0], "DIFF_REJECTED");
+    assert_eq!(review_answer(&mut p, "f")[0], "DIFF_REJECTED");
     no_review_left(&nvim);
     assert_eq!(winbar(&nvim), back);
     // Neovim remembers a window's options per buffer: the review's bar is not among them.
@@ -259,5 +249,5 @@ fn lines_put_before_the_first_are_drawn_above_it_and_scrolled_into_view() {
     type_keys(&nvim, " hr");
     assert_eq!(marks(&nvim), json!([[1, "^top  ✗ rejected"]]));
     type_keys(&nvim, ":PiIde accept<CR>");
-    assert_eq!(answer(&mut p, "t"), vec!["DIFF_REJECTED".to_string(), "pi-edit:t".to_string()]);
+    assert_eq!(review_answer(&mut p, "t"), vec!["DIFF_REJECTED".to_string(), "pi-edit:t".to_string()]);
 }

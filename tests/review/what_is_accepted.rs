@@ -15,23 +15,16 @@ fn review(nvim: &Nvim, p: &mut Peer, n: u32, path: &str, contents: &str) -> Stri
     id
 }
 
-/// The answer to `id`: it must be an answer, never an error.
-fn answer(p: &mut Peer, id: &str) -> Vec<String> {
-    let r = p.wait_response(&json!(id)).unwrap();
-    assert!(r.get("error").is_none(), "{r}");
-    texts(&r)
-}
-
 /// Rejects the review the user is in, and says what the agent was answered: DIFF_REJECTED
 /// proves that nothing before it accepted.
 fn reject_and_answer(nvim: &Nvim, p: &mut Peer, id: &str) -> String {
     nvim.command("PiIde reject").unwrap();
-    answer(p, id)[0].clone()
+    review_answer(p, id)[0].clone()
 }
 
 fn accepted_bytes(nvim: &Nvim, p: &mut Peer, id: &str, keys: &str) -> Vec<u8> {
     type_keys(nvim, keys);
-    let a = answer(p, id);
+    let a = review_answer(p, id);
     assert_eq!(a[0], "FILE_SAVED", "{keys}");
     nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     a[1].as_bytes().to_vec()

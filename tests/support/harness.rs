@@ -63,6 +63,25 @@ pub fn open_review(nvim: &Nvim, p: &mut Peer, id: &str, path: &str, contents: &s
     });
 }
 
+/// The texts of the answer to review `id` (FILE_SAVED and the text, or DIFF_REJECTED); never
+/// an error, which would let the agent write unreviewed.
+pub fn review_answer(p: &mut Peer, id: &str) -> Vec<String> {
+    let r = p.wait_response(&json!(id)).unwrap();
+    assert!(r.get("error").is_none(), "an error answer lets the agent write unreviewed: {r}");
+    texts(&r)
+}
+
+/// The core counts a review's hunks on a worker: waits until they are placed in the review the
+/// user is in.
+pub fn hunks_counted(nvim: &Nvim) {
+    nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
+}
+
+/// The current window's winbar.
+pub fn winbar(nvim: &Nvim) -> String {
+    nvim.lua("return vim.wo.winbar").as_str().unwrap().to_string()
+}
+
 /// A file in Neovim's folder with these contents; returns its absolute path.
 pub fn file_with(nvim: &Nvim, name: &str, text: &str) -> String {
     let path = nvim.cwd.join(name);

@@ -92,26 +92,12 @@ end
 -- Moves the cursor `count` hunks forward (`dir` 1) or back (-1); stays put past the last one.
 local function move(dir, count)
   local hunks = shown.diffed and list() or {}
-  local buf, row = vim.api.nvim_get_current_buf(), vim.fn.line(".")
+  local buf = vim.api.nvim_get_current_buf()
   -- A hunk's first line; for one with no lines, the line before it.
-  local rows = vim.tbl_map(function(h)
+  local lines = vim.tbl_map(function(h)
     return math.max(1, (span(h, buf)))
   end, hunks)
-  for _ = 1, count do
-    local target
-    for i = dir > 0 and 1 or #rows, dir > 0 and #rows or 1, dir do
-      if (dir > 0 and rows[i] > row) or (dir < 0 and rows[i] < row) then
-        target = rows[i]
-        break
-      end
-    end
-    if not target then
-      break
-    end
-    row = target
-  end
-  vim.cmd("normal! m'")
-  vim.api.nvim_win_set_cursor(0, { row, 0 })
+  require("pi-ide.features.review.hunk_keys").go(lines, dir, count)
 end
 
 local function actions()

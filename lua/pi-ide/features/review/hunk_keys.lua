@@ -52,33 +52,40 @@ function M.decide(r, action, view)
   view.refresh()
 end
 
---- Moves the cursor `count` hunks forward (`dir` 1) or back (-1) in the pane showing the
---- current buffer; stays put past the last one, as ]c does.
-function M.move(r, dir, count)
-  if not (r.hunks and r.ui) then
-    return
-  end
-  local buf = vim.api.nvim_get_current_buf()
-  local rows = {}
-  for _, h in ipairs(r.hunks.list) do
-    table.insert(rows, hunks.row_of(r, buf, h))
-  end
-  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+--- Moves the cursor `count` hunks forward (`dir` 1) or back (-1) among `lines` (each hunk's
+--- first line, in order); stays put past the last one, as ]c does. The changes view's hunks
+--- move so too (features/checkpoints/hunks.lua).
+function M.go(lines, dir, count)
+  local line = vim.fn.line(".")
   for _ = 1, count do
     local target
-    for i = dir > 0 and 1 or #rows, dir > 0 and #rows or 1, dir do
-      if (dir > 0 and rows[i] > row) or (dir < 0 and rows[i] < row) then
-        target = rows[i]
+    for i = dir > 0 and 1 or #lines, dir > 0 and #lines or 1, dir do
+      if (dir > 0 and lines[i] > line) or (dir < 0 and lines[i] < line) then
+        target = lines[i]
         break
       end
     end
     if not target then
       break
     end
-    row = target
+    line = target
   end
   vim.cmd("normal! m'")
-  vim.api.nvim_win_set_cursor(0, { row + 1, 0 })
+  vim.api.nvim_win_set_cursor(0, { line, 0 })
+end
+
+--- Moves the cursor `count` hunks of review `r` forward (`dir` 1) or back (-1) in the pane
+--- showing the current buffer.
+function M.move(r, dir, count)
+  if not (r.hunks and r.ui) then
+    return
+  end
+  local buf = vim.api.nvim_get_current_buf()
+  local lines = {}
+  for _, h in ipairs(r.hunks.list) do
+    table.insert(lines, hunks.row_of(r, buf, h) + 1)
+  end
+  M.go(lines, dir, count)
 end
 
 --- The hunk keys of review `r`: { lhs (nil when turned off), function, what it does }.
