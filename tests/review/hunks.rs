@@ -144,3 +144,16 @@ fn crlf_without_a_final_newline_partially_accepted_stays_byte_exact() {
     type_keys(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "c"), vec!["FILE_SAVED".to_string(), "A\r\nb\r\nc\r\nd\r\ne".to_string()]);
 }
+
+/// `:colorscheme` starts with `:hi clear`: the review's groups, default links, come back from it
+/// (a plain link would not, and the marks would lose their colours).
+#[test]
+fn the_review_highlights_survive_a_change_of_colorscheme() {
+    let nvim = Nvim::start();
+    nvim.lua("require('pi-ide.features.review.hunks') require('pi-ide.features.review.inline')");
+    nvim.command("colorscheme blue").unwrap();
+    let link = |name: &str| nvim.lua(&format!("return vim.api.nvim_get_hl(0, {{ name = '{name}' }}).link"));
+    assert_eq!(link("PiIdeHunkRejected"), json!("DiagnosticWarn"));
+    assert_eq!(link("PiIdeInlineRemoved"), json!("DiffDelete"));
+    assert_eq!(link("PiIdeInlineAdded"), json!("DiffAdd"));
+}
