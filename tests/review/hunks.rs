@@ -128,7 +128,7 @@ fn outside_a_review_the_command_says_so_and_changes_nothing() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\n");
     assert_eq!(
         nvim.lua("return vim.fn.getcompletion('PiIde hunk ', 'cmdline')"),
-        json!(["accept", "reject"])
+        json!(["accept", "reject", "next", "prev"])
     );
 }
 

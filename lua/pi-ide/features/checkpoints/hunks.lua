@@ -89,8 +89,8 @@ function M.decide(action)
   take_back(h)
 end
 
--- Moves the cursor `count` hunks forward (`dir` 1) or back (-1); stays put past the last one.
-local function move(dir, count)
+--- Moves the cursor `count` hunks forward (`dir` 1) or back (-1); stays put past the last one.
+function M.move(dir, count)
   local hunks = shown.diffed and list() or {}
   local buf = vim.api.nvim_get_current_buf()
   -- A hunk's first line; for one with no lines, the line before it.
@@ -103,8 +103,8 @@ end
 local function actions()
   local keys = config.values.review.keys
   return {
-    { keys.next_hunk, function() move(1, vim.v.count1) end, "next hunk" },
-    { keys.prev_hunk, function() move(-1, vim.v.count1) end, "previous hunk" },
+    { keys.next_hunk, function() M.move(1, vim.v.count1) end, "next hunk" },
+    { keys.prev_hunk, function() M.move(-1, vim.v.count1) end, "previous hunk" },
     { keys.accept_hunk, function() M.decide("accept") end, "nothing to accept: the file holds the change" },
     { keys.reject_hunk, function() M.decide("reject") end, "take the hunk under the cursor back to the checkpoint's" },
   }

@@ -292,20 +292,30 @@ local function in_review(action)
 end
 
 -- :PiIde hunk accept|reject: the hunk under the cursor of the review the user is in.
+-- :PiIde hunk next|prev: the keys' moves, for a user whose keys are taken (gitsigns' ]h in
+-- the file of an inline review) or who maps their own.
+local STEP = { next = 1, prev = -1 }
+
 local function hunk(opts)
   local action = opts.fargs[2]
-  if action ~= "accept" and action ~= "reject" then
-    return vim.notify("pi-ide.nvim: :PiIde hunk accept, or :PiIde hunk reject", vim.log.levels.ERROR)
+  if action ~= "accept" and action ~= "reject" and not STEP[action] then
+    return vim.notify("pi-ide.nvim: :PiIde hunk accept|reject|next|prev", vim.log.levels.ERROR)
   end
   local r = M.current()
   -- The :PiIde changes view takes a file's hunk back to its checkpoint (features/checkpoints).
   local changes = require("pi-ide.features.checkpoints.hunks")
-  if not r and changes.here() then
+  if not r and changes.here() and STEP[action] then
+    return changes.move(STEP[action], 1)
+  elseif not r and changes.here() then
     return changes.decide(action)
   elseif not r then
     return vim.notify(("pi-ide.nvim: not in a review (open reviews: %d)"):format(#M.list()), vim.log.levels.WARN)
   end
-  require("pi-ide.features.review.hunk_keys").decide(r, action, M)
+  local keys = require("pi-ide.features.review.hunk_keys")
+  if STEP[action] then
+    return keys.move(r, STEP[action], 1)
+  end
+  keys.decide(r, action, M)
 end
 
 -- :PiIde panes: the inline review the user is in goes to two panes (to edit the proposal).
@@ -322,7 +332,7 @@ M.commands = {
   accept = { run = function() in_review("accept") end },
   reject = { run = function() in_review("reject") end },
   panes = { run = panes },
-  hunk = { run = hunk, complete = require("pi-ide.core.commands").first_of({ "accept", "reject" }) },
+  hunk = { run = hunk, complete = require("pi-ide.core.commands").first_of({ "accept", "reject", "next", "prev" }) },
 }
 
 return M

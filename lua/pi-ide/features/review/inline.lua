@@ -190,8 +190,9 @@ function M.render(r, only)
   end
 end
 
--- The keys the review takes in the file's buffer: the hunk keys, accept and reject. A key the
--- user mapped in that buffer stays theirs (said in the log).
+-- The keys the review takes in the file's buffer while it is up: the hunk keys, accept and
+-- reject, over a map of the user's in that buffer (gitsigns' ]h: the hunks on screen are the
+-- review's), which is kept aside and given back after, as the changes view does.
 local function take_keys(r, v, view)
   local keys = config.values.review.keys
   local actions = require("pi-ide.features.review.hunk_keys").actions(r, view)
@@ -200,20 +201,24 @@ local function take_keys(r, v, view)
   local theirs = {}
   vim.api.nvim_buf_call(v.buf, function()
     for _, a in ipairs(actions) do
-      if a[1] and vim.fn.maparg(a[1], "n", false, true).buffer == 1 then
+      local had = a[1] and vim.fn.maparg(a[1], "n", false, true)
+      if had and had.buffer == 1 then
+        v.saved[a[1]] = had
         table.insert(theirs, a[1])
-      elseif a[1] then
+      end
+      if a[1] then
         vim.keymap.set("n", a[1], a[2], { buffer = v.buf, nowait = a[4], desc = "pi-ide: " .. a[3] })
         v.keys[a[1]] = true
       end
     end
   end)
   if #theirs > 0 then
-    log.info("inline review of %s: %s left to your own map in that buffer", r.path, table.concat(theirs, ", "))
+    log.info("inline review of %s: %s of that buffer kept aside until it ends", r.path, table.concat(theirs, ", "))
   end
 end
 
--- Takes back the keys the review set (a key someone mapped over ours meanwhile stays theirs).
+-- Takes back the keys the review set and gives back the user's (a key someone mapped over ours
+-- meanwhile stays theirs).
 local function give_back_keys(v)
   if not vim.api.nvim_buf_is_loaded(v.buf) then
     return
@@ -223,6 +228,9 @@ local function give_back_keys(v)
       local m = vim.fn.maparg(lhs, "n", false, true)
       if m.buffer == 1 and (m.desc or ""):find("^pi%-ide: ") then
         pcall(vim.keymap.del, "n", lhs, { buffer = v.buf })
+        if v.saved[lhs] then
+          vim.fn.mapset("n", false, v.saved[lhs])
+        end
       end
     end
   end)
@@ -314,7 +322,7 @@ end
 --- view (init.lua); `moved(why)`: called once the view has ended while the review goes on
 --- (the file was edited, or the user asked for two panes).
 function M.show(r, file, view, moved)
-  local v = { buf = file.buf, win = file.win, keys = {} }
+  local v = { buf = file.buf, win = file.win, keys = {}, saved = {} }
   v.saved_bar = vim.api.nvim_get_option_value("winbar", { scope = "local", win = v.win })
   v.group = vim.api.nvim_create_augroup("PiIdeInline_" .. r.req, { clear = true })
   r.ui.inline = v
