@@ -1,7 +1,10 @@
 //! The tools an MCP client's model sees, one entry each, described for a model that knows
 //! nothing of Neovim. Each shares its Lua handler and hook with the pi-ide tool of the same
 //! name (protocol/tools/pi_ide.rs). No tool runs Lua, Ex commands or a shell; saving and taking
-//! back a review are off unless the user turns them on (`opt_in`). bridge/tools.json is this
+//! back a review are off unless the user turns them on (`opt_in`). Every tool but saveDocument
+//! is read-only (`readOnlyHint`): it changes nothing on disk. openDiff too: the review never
+//! writes the file, the client does after FILE_SAVED, under its own approval and sandbox.
+//! bridge/tools.json is this
 //! list as `tools/list` answers it by default (the bridge answers it when it cannot reach a
 //! Neovim); a test keeps the two the same.
 
@@ -16,6 +19,7 @@ Tool {
     params: &[crate::protocol::tools::pi_ide::DIAGNOSTICS_URI],
     fallback: Some(crate::protocol::tools::pi_ide::DIAGNOSTICS_FALLBACK),
     hook: Hook::Snapshot,
+    read_only: true,
     ..PLAIN
 },
 Tool {
@@ -23,12 +27,14 @@ Tool {
     description: "What the user is looking at in their editor right now: the file, and the selected text \
                   or the cursor position, as {success, text, filePath, fileUrl, selection}. Lines are \
                   zero-based. Use it when the user says \"this\", \"here\" or \"the selection\".",
+    read_only: true,
     ..PLAIN
 },
 Tool {
     name: "getLatestSelection",
     description: "The last selection the user made in a file of their editor, even if the cursor has \
                   moved to another window since: {success, text, filePath, fileUrl, selection}.",
+    read_only: true,
     ..PLAIN
 },
 Tool {
@@ -36,12 +42,14 @@ Tool {
     description: "The files the user has open in their editor: {tabs: [{uri, isActive, isDirty, label, \
                   languageId, fileName, lineCount}]}. isActive: the one they are in; isDirty: it has \
                   unsaved changes.",
+    read_only: true,
     ..PLAIN
 },
 Tool {
     name: "getWorkspaceFolders",
     description: "The project folders open in the user's editor: {success, folders: [{name, uri, path}], \
                   rootPath}.",
+    read_only: true,
     ..PLAIN
 },
 Tool {
@@ -49,6 +57,7 @@ Tool {
     description: "Whether a file has unsaved changes in the user's editor (then what is on disk is not \
                   what they see): {success, filePath, isDirty, isUntitled}.",
     params: &[Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." }],
+    read_only: true,
     ..PLAIN
 },
 Tool {
@@ -62,6 +71,7 @@ Tool {
         Param { name: "startText", ty: Ty::String, required: false, description: "Select from the first occurrence of this text." },
         Param { name: "endText", ty: Ty::String, required: false, description: "...to the end of the next occurrence of this text." },
     ],
+    read_only: true,
     ..PLAIN
 },
 Tool {
@@ -78,6 +88,7 @@ Tool {
     ],
     shape: Shape::Texts,
     hook: Hook::Review(&OPEN_DIFF),
+    read_only: true,
     ..PLAIN
 },
 Tool {
@@ -97,6 +108,7 @@ Tool {
     hook: Hook::CloseReview { tab: "tab_name" },
     reshape: Some(crate::protocol::tools::pi_ide::tab_closed),
     opt_in: true,
+    read_only: true,
     ..PLAIN
 },
 ];

@@ -180,6 +180,9 @@ pub struct Tool {
     pub reshape: Option<fn(Value, Option<&str>) -> Value>,
     /// Listed and callable only when the user turned it on (the session says which).
     pub opt_in: bool,
+    /// Listed with `readOnlyHint: true`: the tool itself changes nothing on disk (a client
+    /// that never asks, such as `codex exec`, calls only those).
+    pub read_only: bool,
 }
 
 /// What a tool is unless its entry says otherwise: no parameters, answered as JSON text, an
@@ -195,6 +198,7 @@ pub(crate) const PLAIN: Tool = Tool {
     adapt: None,
     reshape: None,
     opt_in: false,
+    read_only: false,
 };
 
 /// The path of a `file://` URI (percent-decoded), or the argument itself when it is a path.
@@ -239,7 +243,11 @@ impl Tool {
     }
 
     pub fn describe(&self) -> Value {
-        json!({"name": self.name, "description": self.description, "inputSchema": self.input_schema()})
+        let mut out = json!({"name": self.name, "description": self.description, "inputSchema": self.input_schema()});
+        if self.read_only {
+            out["annotations"] = json!({"readOnlyHint": true});
+        }
+        out
     }
 
     /// Checks `arguments` against the schema. Unknown members are allowed (clients add their own);
