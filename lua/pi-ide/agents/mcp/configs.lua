@@ -31,10 +31,13 @@ end
 function M.for_program(program)
   local server = { command = program, args = {} }
   return {
+    -- Codex starts the program with a short environment: env_vars passes on what says which
+    -- Neovim (the one whose terminal runs it) and where the records are.
     { name = "codex", where = "~/.codex/config.toml (reviews outlast its 60 s default)", text = table.concat({
       "[mcp_servers.nvim]",
       ("command = %s"):format(json(program)),
       "tool_timeout_sec = 3600",
+      'env_vars = ["NVIM", "PI_IDE_NVIM", "XDG_RUNTIME_DIR"]',
     }, "\n") },
     { name = "gemini", where = "~/.gemini/settings.json", text = json({ mcpServers = { nvim = server } }) },
     { name = "opencode", where = "opencode.json", text = json({ mcp = { nvim = { type = "local", command = { program } } } }) },

@@ -70,7 +70,8 @@ local function watch_exit(agent, provider, handle)
 end
 
 local function launch(agent, args)
-  local cmd, agent_env = agents.command(agent, args)
+  local own = agents.get(agent).launch_args
+  local cmd, agent_env = agents.command(agent, vim.list_extend(own and own() or {}, args or {}))
   local missing = agents.missing(agent, cmd)
   if missing then
     return log.notify(missing, vim.log.levels.ERROR)

@@ -23,6 +23,7 @@ local EDITS_WITHOUT_ASKING = {
   acceptEdits = true,
   dontAsk = true,
   yolo = true,
+  ["full-access"] = true,
   autoEdit = true,
   ["auto-edit"] = true,
   ["auto_edit"] = true,
@@ -76,10 +77,12 @@ function Chat:set_state(state)
   end
 end
 
--- This Neovim's tools as an MCP server: pi-ide-mcp, told which Neovim to reach.
+-- This Neovim's tools as an MCP server: pi-ide-mcp, told which Neovim to reach, and where its
+-- record is (an agent may start MCP servers with a short environment, without this variable).
 local function tools_server()
   local program = require("pi-ide.agents.mcp").program()
-  return program and { name = "nvim", command = program, args = { "--nvim", tostring(vim.fn.getpid()) }, env = {} } or nil
+  local env = vim.env.XDG_RUNTIME_DIR and { { name = "XDG_RUNTIME_DIR", value = vim.env.XDG_RUNTIME_DIR } } or {}
+  return program and { name = "nvim", command = program, args = { "--nvim", tostring(vim.fn.getpid()) }, env = env } or nil
 end
 
 -- This Neovim's tools for session/new, where the agent takes a stdio server there.
@@ -119,7 +122,7 @@ function Chat:ensure()
     cmd = command_of(spec),
     cwd = cwd,
     -- $NVIM: what the agent runs (pi-ide-mcp) finds this Neovim by it.
-    env = vim.tbl_extend("force", { NVIM = vim.v.servername }, spec.env),
+    env = vim.tbl_extend("force", { NVIM = vim.v.servername }, type(spec.env) == "function" and spec.env() or spec.env),
     tool_lines = cfg().tool_lines,
     acp = { tag = "chat:" .. self.name, label = spec.label .. " (chat)" },
     on_op = function(op)
