@@ -5,6 +5,8 @@
 mod harness;
 #[path = "../support/anthropic_mock.rs"]
 mod anthropic_mock;
+#[path = "../support/codex_cli.rs"]
+mod codex_cli;
 #[path = "../support/copilot_cli.rs"]
 mod copilot_cli;
 #[path = "../support/gemini_mock.rs"]
@@ -15,11 +17,15 @@ mod http_body;
 mod openai_mock;
 #[path = "../support/pi_cli.rs"]
 mod pi_cli;
+#[path = "../support/responses_mock.rs"]
+mod responses_mock;
 #[path = "../support/terminal.rs"]
 mod terminal;
 
 mod claude;
 mod claude_acp;
+mod codex_acp;
+mod codex_exec;
 mod copilot;
 mod copilot_acp;
 mod gemini_acp;

@@ -1,0 +1,220 @@
+//! The real codex-acp (Zed's ACP adapter for Codex) in the chat (:PiIde chat codex), offline:
+//! the Responses mock plays the model. Neovim starts it by its default command from PATH, as a
+//! user's does; the folder is trusted in Codex, so codex-acp starts in `auto` (edits without
+//! asking) and the chat must put it back in read-only. It writes files itself after a
+//! permission that carries the whole file; what the user accepted is set over its write.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::codex_cli::{agents_path, codex_env, codex_home, CODEX_PATIENCE};
+use crate::harness::*;
+use crate::responses_mock::{Reply, ResponsesMock, Turn};
+use pi_ide_testkit::nvim::{temp_dir, Options};
+use serde_json::json;
+
+struct Rig {
+    nvim: Nvim,
+    model: ResponsesMock,
+    dir: PathBuf,
+}
+
+fn rig() -> Rig {
+    let model = ResponsesMock::start();
+    let scratch = temp_dir("codex-acp");
+    let dir = scratch.join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    let trusted = format!("[projects.{:?}]\ntrust_level = \"trusted\"\n", dir.display().to_string());
+    codex_home(&scratch.join("codex-home"), &model.base_url(), &trusted);
+    // Neovim's own environment, as a user's shell gives it: codex-acp and codex on PATH.
+    let mut env: Vec<(String, String)> = codex_env(&scratch.join("home"), &scratch.join("codex-home"))
+        .into_iter()
+        .filter(|(k, _)| k != "HOME")
+        .collect();
+    for (k, v) in env.iter_mut() {
+        if k == "PATH" {
+            *v = format!("{}:{v}", agents_path());
+        }
+    }
+    let nvim = Nvim::start_with(Options { cwd: Some(dir.clone()), env, after: Some("require('pi-ide').setup({})".into()), ..Default::default() });
+    nvim.command("set columns=200").unwrap();
+    nvim.record_notify();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    Rig { nvim, model, dir }
+}
+
+const CHAT: &str = "require('pi-ide.features.chat.acp').get('codex')";
+
+impl Rig {
+    fn open(&self) {
+        self.nvim.command("PiIde chat codex").unwrap();
+        self.nvim.command("stopinsert").unwrap();
+        wait_until("codex-acp's session in read-only", CODEX_PATIENCE, || {
+            self.nvim.lua(&format!("return {CHAT}.info.mode")) == json!("read-only")
+        });
+    }
+
+    fn send(&self, text: &str) {
+        self.nvim.lua_with(&format!("{CHAT}:send(...)"), vec![text.into()]);
+    }
+
+    fn text(&self) -> String {
+        let v = self.nvim.lua("return require('pi-ide.features.chat.view').of('codex').text()");
+        v.as_str().unwrap_or_default().to_owned()
+    }
+
+    fn wait_text(&self, part: &str) {
+        let deadline = std::time::Instant::now() + CODEX_PATIENCE;
+        while !self.text().contains(part) {
+            assert!(std::time::Instant::now() < deadline, "no {part:?} in the chat:\n{}\nmodel turns: {:?}", self.text(), self.model.turns_report());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn review_on_screen(&self) {
+        wait_until("the review on screen", CODEX_PATIENCE, || {
+            self.nvim.lua("return #require('pi-ide.features.review').list() == 1 and vim.b.pi_ide_review ~= nil") == true
+        });
+    }
+
+    fn idle(&self) {
+        wait_until("the turn's end", CODEX_PATIENCE, || self.nvim.lua(&format!("return {CHAT}.state == 'idle'")) == true);
+    }
+
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// The model patches `path` (apply_patch), after "please-edit".
+    fn model_patches(&self, patch: String) {
+        self.model.on_user("please-edit", Reply::patch(&patch));
+        self.model.after_output("", Reply::text("The edit is done."));
+        self.send("please-edit the file");
+        self.review_on_screen();
+    }
+
+    /// The process group the chat's agent runs in (its pid).
+    fn group(&self) -> i32 {
+        let pid = self.nvim.lua(&format!("return require('pi-ide.core.native').get().chat_pid({CHAT}.proc.id)"));
+        pid.as_i64().expect("the chat's pid") as i32
+    }
+}
+
+fn read(path: &PathBuf) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+/// Live processes in group `pgid`, or started for this Neovim's tools (`--nvim <pid>`).
+fn left_running(pgid: i32, nvim_pid: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let Some((_, rest)) = stat.rsplit_once(") ") else { continue };
+        let fields: Vec<&str> = rest.split(' ').collect();
+        let cmdline = String::from_utf8_lossy(&std::fs::read(entry.path().join("cmdline")).unwrap_or_default()).replace('\0', " ");
+        let ours = fields.get(2) == Some(&pgid.to_string().as_str()) || cmdline.contains(&format!("--nvim {nvim_pid} "));
+        if ours && fields[0] != "Z" {
+            out.push(cmdline);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_prompt_streams_in_read_only_mode_even_in_a_trusted_folder() {
+    let rig = rig();
+    rig.model.on_user("hello", Reply::text("Hello from the mock model"));
+    rig.open();
+    rig.send("hello there");
+    rig.wait_text("Hello from the mock model");
+    rig.idle();
+}
+
+#[test]
+fn its_shell_commands_run_in_its_read_only_sandbox() {
+    // No bwrap on this machine's PATH: the chat gives codex-acp the one the Codex CLI bundles.
+    let rig = rig();
+    let cmd = json!({"cmd": "echo sandboxed-ok"}).to_string();
+    rig.model.on_user("run", Reply::Item(json!({"type": "function_call", "name": "exec_command", "arguments": cmd})));
+    rig.open();
+    rig.send("run it");
+    let got = rig.model.wait_turn("the command's output", CODEX_PATIENCE, |t| matches!(t, Turn::Output(_)));
+    assert!(got.contains("sandboxed-ok") && !got.contains("bubblewrap"), "{got}");
+}
+
+#[test]
+fn an_edit_is_reviewed_whole_and_the_users_text_lands_after_w() {
+    let rig = rig();
+    let path = rig.file("a.txt", "one\ntwo\nthree\n");
+    rig.open();
+    rig.model_patches(format!("*** Begin Patch\n*** Update File: {}\n@@\n one\n-two\n+TWO\n three\n*** End Patch", path.display()));
+    let pane = rig.nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '|')");
+    assert_eq!(pane, json!("one|TWO|three"), "the whole file as it will be");
+    assert_eq!(read(&path), "one\ntwo\nthree\n", "nothing written before the :w");
+    // The user changes the proposal, then accepts it.
+    type_keys(&rig.nvim, "Gccthree!<Esc>:w<CR>");
+    wait_until("the user's text on disk", CODEX_PATIENCE, || read(&path) == "one\nTWO\nthree!\n");
+    rig.wait_text("The edit is done.");
+    rig.idle();
+    assert_eq!(read(&path), "one\nTWO\nthree!\n");
+}
+
+#[test]
+fn q_rejects_the_edit_and_leaves_the_file() {
+    let rig = rig();
+    let path = rig.file("a.txt", "one\ntwo\n");
+    rig.open();
+    rig.model_patches(format!("*** Begin Patch\n*** Update File: {}\n@@\n one\n-two\n+TWO\n*** End Patch", path.display()));
+    type_keys(&rig.nvim, ":q<CR>");
+    rig.idle();
+    assert_eq!(read(&path), "one\ntwo\n");
+    assert!(!rig.text().contains("The edit is done."), "a reject ends the turn:\n{}", rig.text());
+}
+
+#[test]
+fn a_new_file_is_reviewed_and_created_after_w() {
+    let rig = rig();
+    let path = rig.dir.join("new.txt");
+    rig.open();
+    rig.model_patches(format!("*** Begin Patch\n*** Add File: {}\n+hello\n*** End Patch", path.display()));
+    assert!(!path.exists(), "nothing written before the :w");
+    type_keys(&rig.nvim, ":w<CR>");
+    wait_until("the new file", CODEX_PATIENCE, || read(&path) == "hello\n");
+    rig.wait_text("The edit is done.");
+}
+
+#[test]
+fn codex_reaches_this_neovims_tools_with_its_short_environment() {
+    let rig = rig();
+    let path = rig.file("d.txt", "x\n");
+    rig.nvim.command(&format!("edit {}", path.display())).unwrap();
+    rig.nvim.lua("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, { { lnum = 0, col = 0, message = 'only-in-this-neovim' } })");
+    rig.model.on_user("check", Reply::mcp("nvim", "getDiagnostics", json!({})));
+    rig.model.after_output("", Reply::text("Checked."));
+    rig.open();
+    rig.send("check the diagnostics");
+    let got = rig.model.wait_turn("getDiagnostics' output", CODEX_PATIENCE, |t| matches!(t, Turn::Output(_)));
+    assert!(got.contains("only-in-this-neovim"), "{got}");
+    rig.wait_text("Checked.");
+}
+
+#[test]
+fn abort_with_a_review_open_then_quit_leaves_the_file_and_nothing_running() {
+    let mut rig = rig();
+    let path = rig.file("a.txt", "one\ntwo\n");
+    rig.open();
+    rig.model_patches(format!("*** Begin Patch\n*** Update File: {}\n@@\n one\n-two\n+TWO\n*** End Patch", path.display()));
+    let (group, nvim_pid) = (rig.group(), rig.nvim.pid());
+    assert!(!left_running(group, nvim_pid).is_empty(), "the agent runs in its group");
+    rig.nvim.command("PiIde abort").unwrap();
+    wait_until("the review gone", CODEX_PATIENCE, || rig.nvim.lua("return #require('pi-ide.features.review').list() == 0") == true);
+    rig.idle();
+    assert_eq!(read(&path), "one\ntwo\n");
+    // codex-acp ignores EOF on stdin, and its npm launcher leaves the native binary when killed.
+    assert!(rig.nvim.quit(CODEX_PATIENCE), "Neovim quits");
+    wait_until("nothing of codex-acp left", CODEX_PATIENCE, || left_running(group, nvim_pid).is_empty());
+    assert_eq!(read(&path), "one\ntwo\n", "a late allow never lands");
+}
