@@ -483,3 +483,24 @@ fn every_provider_starts_every_agent_with_no_environment_of_the_users() {
         }
     }
 }
+
+#[test]
+fn codex_is_given_this_neovims_tools_on_its_command_line() {
+    let r = rig();
+    let script = fake_agent(&r.dir);
+    let out = r.dir.join("codex.out");
+    r.nvim.lua(&format!(
+        "require('pi-ide').setup({{ terminal = {{ provider = 'split', agents = {{ codex = {{ cmd = {{ {:?}, {:?} }} }} }} }} }})",
+        script.display().to_string(),
+        out.display().to_string()
+    ));
+    r.nvim.command("PiIde open codex --search").unwrap();
+    let args = &r.report("codex")["args"];
+    let program = r.nvim.lua("return require('pi-ide.agents.mcp').program()");
+    let pid = r.nvim.pid();
+    let want = format!(
+        "-c mcp_servers.nvim.command=\"{}\" -c mcp_servers.nvim.args=[\"--nvim\",\"{pid}\"] -c mcp_servers.nvim.tool_timeout_sec=3600 -c mcp_servers.nvim.env_vars=[\"XDG_RUNTIME_DIR\"] --search",
+        program.as_str().unwrap()
+    );
+    assert_eq!(args, &want, "the server named by pid, then the user's arguments");
+}
