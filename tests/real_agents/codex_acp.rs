@@ -19,14 +19,20 @@ struct Rig {
     dir: PathBuf,
 }
 
+/// The folder trusted in Codex: codex-acp starts in `auto`.
 fn rig() -> Rig {
+    rig_with("")
+}
+
+/// With `top` first in Codex's config.toml.
+fn rig_with(top: &str) -> Rig {
     let model = ResponsesMock::start();
     let scratch = temp_dir("codex-acp");
     let dir = scratch.join("work");
     std::fs::create_dir_all(&dir).unwrap();
     let dir = dir.canonicalize().unwrap();
     let trusted = format!("[projects.{:?}]\ntrust_level = \"trusted\"\n", dir.display().to_string());
-    codex_home(&scratch.join("codex-home"), &model.base_url(), &trusted);
+    codex_home(&scratch.join("codex-home"), &model.base_url(), top, &trusted);
     // Neovim's own environment, as a user's shell gives it: codex-acp and codex on PATH.
     let mut env: Vec<(String, String)> = codex_env(&scratch.join("home"), &scratch.join("codex-home"))
         .into_iter()
@@ -163,6 +169,18 @@ fn an_edit_is_reviewed_whole_and_the_users_text_lands_after_w() {
 }
 
 #[test]
+fn full_access_in_codexs_config_is_put_back_in_read_only_and_edits_are_reviewed() {
+    let rig = rig_with("sandbox_mode = \"danger-full-access\"\napproval_policy = \"never\"");
+    let path = rig.file("a.txt", "one\n");
+    rig.open();
+    rig.model_patches(format!("*** Begin Patch\n*** Update File: {}\n@@\n-one\n+ONE\n*** End Patch", path.display()));
+    assert_eq!(read(&path), "one\n", "nothing written before the :w");
+    type_keys(&rig.nvim, ":w<CR>");
+    wait_until("the accepted text", CODEX_PATIENCE, || read(&path) == "ONE\n");
+    rig.wait_text("The edit is done.");
+}
+
+#[test]
 fn q_rejects_the_edit_and_leaves_the_file() {
     let rig = rig();
     let path = rig.file("a.txt", "one\ntwo\n");
@@ -172,6 +190,11 @@ fn q_rejects_the_edit_and_leaves_the_file() {
     rig.idle();
     assert_eq!(read(&path), "one\ntwo\n");
     assert!(!rig.text().contains("The edit is done."), "a reject ends the turn:\n{}", rig.text());
+    // :PiIde chat stop ends codex-acp, though it ignores EOF on its stdin.
+    let (group, nvim_pid) = (rig.group(), rig.nvim.pid());
+    assert!(!left_running(group, nvim_pid).is_empty(), "the agent runs in its group");
+    rig.nvim.command("PiIde chat stop").unwrap();
+    wait_until("nothing of codex-acp left", CODEX_PATIENCE, || left_running(group, nvim_pid).is_empty());
 }
 
 #[test]

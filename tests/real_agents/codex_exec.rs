@@ -50,7 +50,7 @@ impl Rig {
         let entry = entry.as_str().unwrap().to_owned();
         assert!(entry.starts_with("[mcp_servers.nvim]"), "the codex entry comes first: {entry}");
         let home = self.scratch.join("home");
-        codex_home(&self.scratch.join("codex-home"), &self.model.base_url(), &entry);
+        codex_home(&self.scratch.join("codex-home"), &self.model.base_url(), "", &entry);
         std::fs::create_dir_all(&home).unwrap();
         let mut cmd = Command::new(agent_program("codex"));
         cmd.args(["exec", "--skip-git-repo-check", prompt])

@@ -27,14 +27,15 @@ const CATALOG: &str = r#"{"models": [{"slug": "mock-model", "display_name": "Moc
  "experimental_supported_tools": [], "base_instructions": "You are a coding agent.",
  "supports_reasoning_summaries": false, "supports_parallel_tool_calls": true}]}"#;
 
-/// Makes `codex_home` (config.toml and the catalog) for the mock at `model_url`, with `extra`
-/// (e.g. an `[mcp_servers.nvim]` entry) at the end.
-pub fn codex_home(codex_home: &Path, model_url: &str, extra: &str) {
+/// Makes `codex_home` (config.toml and the catalog) for the mock at `model_url`, with `top`
+/// (settings such as `sandbox_mode = ...`) first and `extra` (tables, e.g. an
+/// `[mcp_servers.nvim]` entry) at the end.
+pub fn codex_home(codex_home: &Path, model_url: &str, top: &str, extra: &str) {
     std::fs::create_dir_all(codex_home).unwrap();
     let catalog = codex_home.join("model-catalog.json");
     std::fs::write(&catalog, CATALOG).unwrap();
     let config = format!(
-        "model = \"mock-model\"\nmodel_provider = \"mock\"\nmodel_catalog_json = {catalog:?}\n\
+        "{top}\nmodel = \"mock-model\"\nmodel_provider = \"mock\"\nmodel_catalog_json = {catalog:?}\n\
          check_for_update_on_startup = false\n\n[analytics]\nenabled = false\n\n\
          [model_providers.mock]\nname = \"mock\"\nbase_url = {model_url:?}\nwire_api = \"responses\"\n\
          request_max_retries = 0\nstream_max_retries = 0\n\n{extra}\n"
