@@ -29,8 +29,13 @@ fn rig() -> Rig {
 }
 
 impl Rig {
-    /// A Neovim in a folder of its own (`name`), with a diagnostic only it has.
+    /// A Neovim in folder `name`, with a diagnostic only it has.
     fn nvim(&self, name: &str) -> (Nvim, PathBuf) {
+        self.nvim_tagged(name, name)
+    }
+
+    /// A Neovim in folder `name`, with the diagnostic `only-in-<tag>`.
+    fn nvim_tagged(&self, name: &str, tag: &str) -> (Nvim, PathBuf) {
         let dir = self.scratch.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let env = vec![("XDG_RUNTIME_DIR".to_owned(), self.runtime.display().to_string())];
@@ -39,13 +44,18 @@ impl Rig {
         let file = dir.join("d.txt");
         std::fs::write(&file, "x\n").unwrap();
         nvim.command(&format!("edit {}", file.display())).unwrap();
-        nvim.lua(&format!("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, {{ {{ lnum = 0, col = 0, message = 'only-in-{name}' }} }})"));
+        nvim.lua(&format!("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, {{ {{ lnum = 0, col = 0, message = 'only-in-{tag}' }} }})"));
         (nvim, dir)
     }
 
     /// `codex exec <prompt>` in `cwd`, its config the entry `nvim` prints, in a process group
     /// of its own; its environment is a shell's beside that Neovim (the same XDG_RUNTIME_DIR).
     fn exec(&self, nvim: &Nvim, cwd: &Path, prompt: &str) -> Child {
+        self.exec_in_terminal_of(None, nvim, cwd, prompt)
+    }
+
+    /// The same, run in the terminal of Neovim `term` ($NVIM is its address) when given.
+    fn exec_in_terminal_of(&self, term: Option<&Nvim>, nvim: &Nvim, cwd: &Path, prompt: &str) -> Child {
         let entry = nvim.lua("return require('pi-ide.agents.mcp.configs').for_program(require('pi-ide.agents.mcp').program())[1].text");
         let entry = entry.as_str().unwrap().to_owned();
         assert!(entry.starts_with("[mcp_servers.nvim]"), "the codex entry comes first: {entry}");
@@ -59,6 +69,7 @@ impl Rig {
             .env("XDG_RUNTIME_DIR", &self.runtime)
             .env_remove("NVIM")
             .env_remove("PI_IDE_NVIM")
+            .envs(term.map(|t| ("NVIM", t.lua("return vim.v.servername").as_str().unwrap().to_owned())))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -89,6 +100,19 @@ fn codex_exec_gets_the_diagnostics_of_the_neovim_whose_folder_it_runs_in() {
     assert!(got.contains("only-in-beta"), "beta's diagnostics, not refused:\n{got}\n{said}");
     assert!(!got.contains("only-in-alpha") && !got.contains("requires approval"), "{got}");
     assert!(said.contains("Checked."), "{said}");
+}
+
+#[test]
+fn in_a_neovims_terminal_codex_exec_gets_that_neovims_diagnostics() {
+    let rig = rig();
+    let (a, a_dir) = rig.nvim_tagged("alpha", "first");
+    // A second Neovim in the same folder, focused last: without $NVIM it would be picked.
+    let (_b, _) = rig.nvim_tagged("alpha", "second");
+    rig.model.on_user("check", Reply::mcp("nvim", "getDiagnostics", json!({})));
+    let codex = rig.exec_in_terminal_of(Some(&a), &a, &a_dir, "check the diagnostics");
+    let got = rig.model.wait_turn("getDiagnostics' output", CODEX_PATIENCE, |t| matches!(t, Turn::Output(_)));
+    finish(codex);
+    assert!(got.contains("only-in-first") && !got.contains("only-in-second"), "{got}");
 }
 
 #[test]
