@@ -26,6 +26,7 @@ mod claude;
 mod claude_acp;
 mod codex_acp;
 mod codex_exec;
+mod codex_tui;
 mod copilot;
 mod copilot_acp;
 mod gemini_acp;

@@ -1,0 +1,52 @@
+//! The real Codex TUI started by `:PiIde open codex` in Neovim's terminal, offline: with no
+//! entry of ours in its config, it gets this Neovim's tools from its command line, and what the
+//! user types in it reaches the mock model, which calls one of them.
+
+use crate::codex_cli::{agents_path, codex_env, codex_home, CODEX_PATIENCE};
+use crate::harness::*;
+use crate::responses_mock::{Reply, ResponsesMock, Turn};
+use pi_ide_testkit::nvim::{temp_dir, Options};
+use serde_json::json;
+
+#[test]
+fn piide_open_codex_runs_codex_with_this_neovims_tools() {
+    let model = ResponsesMock::start();
+    let scratch = temp_dir("codex-tui");
+    let dir = scratch.join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    // Trusted, so that it asks nothing before the prompt.
+    let trusted = format!("[projects.{:?}]\ntrust_level = \"trusted\"\n", dir.display().to_string());
+    codex_home(&scratch.join("codex-home"), &model.base_url(), "", &trusted);
+    let mut env: Vec<(String, String)> = codex_env(&scratch.join("home"), &scratch.join("codex-home"))
+        .into_iter()
+        .filter(|(k, _)| k != "HOME")
+        .collect();
+    for (k, v) in env.iter_mut() {
+        if k == "PATH" {
+            *v = format!("{}:{v}", agents_path());
+        }
+    }
+    let nvim = Nvim::start_with(Options { cwd: Some(dir.clone()), env, after: Some("require('pi-ide').setup({})".into()), ..Default::default() });
+    nvim.command("set columns=160 lines=50").unwrap();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    let file = dir.join("d.txt");
+    std::fs::write(&file, "x\n").unwrap();
+    nvim.command(&format!("edit {}", file.display())).unwrap();
+    nvim.lua("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, { { lnum = 0, col = 0, message = 'only-in-this-neovim' } })");
+    model.on_user("check", Reply::mcp("nvim", "getDiagnostics", json!({})));
+    nvim.command("PiIde open codex").unwrap();
+    let screen = || {
+        let lines = nvim.lua("local b = require('pi-ide.features.terminal').buffer('codex') return b and table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), '\\n') or ''");
+        lines.as_str().unwrap_or_default().to_owned()
+    };
+    wait_until("Codex's prompt", CODEX_PATIENCE, || screen().contains("Mock model"));
+    let job = nvim.lua("return vim.b[require('pi-ide.features.terminal').buffer('codex')].terminal_job_id");
+    let job = job.as_i64().unwrap();
+    nvim.lua(&format!("vim.api.nvim_chan_send({job}, 'check the diagnostics')"));
+    wait_until("the prompt typed", CODEX_PATIENCE, || screen().contains("check the diagnostics"));
+    nvim.lua(&format!("vim.api.nvim_chan_send({job}, '\\r')"));
+    let got = model.wait_turn("getDiagnostics' output", CODEX_PATIENCE, |t| matches!(t, Turn::Output(_)));
+    assert!(got.contains("only-in-this-neovim"), "{got}\n{}", screen());
+    nvim.command("PiIde close codex").unwrap();
+}
