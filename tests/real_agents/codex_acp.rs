@@ -241,3 +241,15 @@ fn abort_with_a_review_open_then_quit_leaves_the_file_and_nothing_running() {
     wait_until("nothing of codex-acp left", CODEX_PATIENCE, || left_running(group, nvim_pid).is_empty());
     assert_eq!(read(&path), "one\ntwo\n", "a late allow never lands");
 }
+
+#[test]
+fn neovim_killed_leaves_nothing_of_codex_acp_running() {
+    let rig = rig();
+    rig.open();
+    let (group, nvim_pid) = (rig.group(), rig.nvim.pid());
+    let running = left_running(group, nvim_pid);
+    assert!(!running.is_empty() && !running.iter().any(|c| c.starts_with("node ")), "the native program, no npm launcher: {running:?}");
+    // SAFETY: a plain kill(2) of the Neovim this test started.
+    unsafe { libc::kill(nvim_pid as i32, libc::SIGKILL) };
+    wait_until("nothing of codex-acp left", CODEX_PATIENCE, || left_running(group, nvim_pid).is_empty());
+}

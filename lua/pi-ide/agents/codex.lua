@@ -3,10 +3,11 @@
 --   given on the command line of :PiIde open codex. Codex starts MCP servers with a short
 --   environment; the entry passes on the variables that say which Neovim (env_vars). Every tool
 --   is annotated, so `codex exec` (approval "never") may call those that write nothing.
--- * the chat (:PiIde chat codex): Zed's codex-acp. It writes files itself after a permission that
---   carries the whole file; the core then sets the file to the text the user accepted. It starts
---   read-only (asks before every edit) but in auto in a folder trusted in Codex: the chat puts it
---   back in read-only. Its shell commands need bubblewrap (`bwrap`) on PATH in read-only mode.
+-- * the chat (:PiIde chat codex): Zed's codex-acp, its native program (not its npm launcher). It
+--   writes files itself after a permission that carries the whole file; the core then sets the
+--   file to the text the user accepted. It starts read-only (asks before every edit) but in auto
+--   in a folder trusted in Codex: the chat puts it back in read-only. Its shell commands need
+--   bubblewrap (`bwrap`) on PATH in read-only mode.
 local M = {
   name = "codex",
   label = "Codex",
@@ -56,11 +57,33 @@ local function acp_env()
   return {}
 end
 
+-- The npm launcher of codex-acp (node) runs the native program as its child and, killed (Neovim
+-- gone by SIGKILL: only its child gets the parent-death signal), leaves it running, and that
+-- ignores EOF on stdin: the chat runs the native program itself, which then ends with Neovim.
+local NATIVE_ACP = "codex-acp-*/bin/codex-acp"
+
+--- The native codex-acp beside the npm launcher `program` names; nil when it is not that.
+function M.native_acp(program)
+  local launcher = vim.fn.exepath(program)
+  local real = launcher ~= "" and vim.uv.fs_realpath(launcher) or nil
+  if not (real and real:match("/codex%-acp/bin/codex%-acp%.js$")) then
+    return nil
+  end
+  local package = vim.fs.dirname(vim.fs.dirname(real)) -- .../@zed-industries/codex-acp
+  for _, folder in ipairs({ vim.fs.joinpath(package, "node_modules", "@zed-industries"), vim.fs.dirname(package) }) do
+    local hit = vim.fn.glob(vim.fs.joinpath(folder, NATIVE_ACP), true, true)[1]
+    if hit and vim.fn.executable(hit) == 1 then
+      return hit
+    end
+  end
+end
+
 M.acp = {
   cmd = { "codex-acp" },
   install = "npm i -g @zed-industries/codex-acp",
   mcp = "stdio",
   env = acp_env,
+  native = M.native_acp,
 }
 
 --- :PiIde open codex: this Neovim's tools for that run (config overrides on its command line),

@@ -21,7 +21,7 @@
 ---@field health_title? string Its section of :checkhealth pi-ide.
 ---@field health? fun(info: table) That section's checks (vim.health).
 ---@field chat? table How the chat window runs it over Pi's RPC (for the one agent it hosts so).
----@field acp? { cmd: string[], install?: string, env?: fun(): table<string, string>, mcp: "stdio"|false|fun(server: table): string[] } How :PiIde chat {name} runs it over ACP (features/chat/acp/): its command, what installs that (default `install`), what its environment adds, and how it takes this Neovim's tools: a stdio MCP server in session/new, none, or the arguments that give it one ({ name, command, args }).
+---@field acp? { cmd: string[], install?: string, env?: fun(): table<string, string>, native?: fun(program: string): string?, mcp: "stdio"|false|fun(server: table): string[] } How :PiIde chat {name} runs it over ACP (features/chat/acp/): its command, what installs that (default `install`), what its environment adds, the program to run when cmd names a launcher, and how it takes this Neovim's tools: a stdio MCP server in session/new, none, or the arguments that give it one ({ name, command, args }).
 ---@field commands? table<string, table> :PiIde subcommands of its own, as core/commands.lua's entries ({ run, complete }).
 --
 ---@class PiIde.Launch

@@ -94,6 +94,7 @@ end
 -- The agent's command line: its own, plus what gives it this Neovim's tools where that is how.
 local function command_of(spec)
   local cmd = vim.deepcopy(spec.cmd)
+  cmd[1] = spec.native and spec.native(cmd[1]) or cmd[1]
   local server = type(spec.mcp) == "function" and tools_server()
   if server then
     vim.list_extend(cmd, spec.mcp(server))
