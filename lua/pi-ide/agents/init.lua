@@ -15,12 +15,13 @@
 ---@field options? table<string, table> Top-level options of its own (core/options.lua's words).
 ---@field serve? fun(values: table): table? The core's options to serve it from the start, or nil.
 ---@field connect? fun(launch: PiIde.Launch): table<string, string>?, string? The environment that connects a launch to this Neovim, or nil and why.
+---@field served_as? string The agent the core serves it as, when it speaks another's wire (default: its name).
 ---@field after_restart? string What to tell when the server restarted while a launch of it runs.
 ---@field status_line? fun(st: table): string Its line in :PiIde status.
 ---@field health_title? string Its section of :checkhealth pi-ide.
 ---@field health? fun(info: table) That section's checks (vim.health).
 ---@field chat? table How the chat window runs it over Pi's RPC (for the one agent it hosts so).
----@field acp? { cmd: string[], install?: string, mcp: "stdio"|false|fun(server: table): string[] } How :PiIde chat {name} runs it over ACP (features/chat/acp/): its command, what installs that (default `install`), and how it takes this Neovim's tools: a stdio MCP server in session/new, none, or the arguments that give it one ({ name, command, args }).
+---@field acp? { cmd: string[], env?: table<string, string>, install?: string, mcp: "stdio"|false|fun(server: table): string[] } How :PiIde chat {name} runs it over ACP (features/chat/acp/): its command, the environment it needs (the user's adds to it), what installs that (default `install`), and how it takes this Neovim's tools: a stdio MCP server in session/new, none, or the arguments that give it one ({ name, command, args }).
 ---@field commands? table<string, table> :PiIde subcommands of its own, as core/commands.lua's entries ({ run, complete }).
 --
 ---@class PiIde.Launch
@@ -30,7 +31,7 @@
 local M = {}
 
 --- Every agent, in the order they are listed to the user.
-M.names = { "pi", "claude", "copilot", "gemini", "mcp" }
+M.names = { "pi", "claude", "copilot", "gemini", "opencode", "mcp" }
 
 --- The module of agent `name`; nil when there is none.
 ---@return PiIde.Agent?

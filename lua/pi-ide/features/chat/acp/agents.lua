@@ -1,5 +1,5 @@
 -- The ACP agents :PiIde chat knows, and how each runs: cmd (the program and its arguments), env
--- (added to Neovim's), label (the header's and the reviews' name), install (what the user runs
+-- (added to Neovim's; the user's adds to the agent's own), label (the header's and the reviews' name), install (what the user runs
 -- when it is missing), mcp ("stdio": this Neovim's tools go in session/new through pi-ide-mcp;
 -- a function: the arguments that give them on its command line; false: none). The agents' modules give the defaults;
 -- `chat.agents` adds agents and changes these, field by field.
@@ -10,7 +10,8 @@ local function known()
   local out = {}
   for _, a in ipairs(require("pi-ide.agents").all()) do
     if a.acp then
-      out[a.name] = { label = a.short, cmd = vim.deepcopy(a.acp.cmd), install = a.acp.install or a.install, mcp = a.acp.mcp }
+      local env = vim.deepcopy(a.acp.env or {})
+      out[a.name] = { label = a.short, cmd = vim.deepcopy(a.acp.cmd), env = env, install = a.acp.install or a.install, mcp = a.acp.mcp }
     end
   end
   return out
@@ -24,6 +25,8 @@ function M.get(name)
     return nil
   end
   local spec = vim.tbl_extend("force", { env = {}, mcp = "stdio" }, base or {}, user or {})
+  -- The user's env adds to the agent's own (which may be what makes it ask), key by key.
+  spec.env = vim.tbl_extend("force", (base or {}).env or {}, (user or {}).env or {})
   spec.name = name
   spec.label = spec.label or name
   spec.install = spec.install or ("see chat.agents." .. name .. ".cmd")
