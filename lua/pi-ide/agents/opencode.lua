@@ -8,8 +8,12 @@
 -- once and sets the text the user accepted over its own write (src/chat/acp/).
 --
 -- Its TUI reads Claude Code's lockfiles in ~/.claude/ide (never $CLAUDE_CONFIG_DIR) and sends
--- Claude Code's header: a launch from Neovim gets our lockfile there and our port, and then
--- shows this Neovim's selection. It has no diff tools: its edits in a terminal are not reviewed.
+-- Claude Code's header with the lockfile's token: a launch from Neovim gets our lockfile there,
+-- touched so that this Neovim is the newest of those serving the folder (it takes the one whose
+-- workspace folder is nearest its cwd, then the newest). Never CLAUDE_CODE_SSE_PORT or
+-- OPENCODE_EDITOR_SSE_PORT: given a port it connects without the token, and is refused. It
+-- then shows this Neovim's selection. It has no diff tools: its edits in a terminal are not
+-- reviewed.
 local M = {
   name = "opencode",
   label = "opencode",
@@ -37,8 +41,9 @@ function M.connect(launch)
   if not side then
     return nil, err
   end
-  local port = tostring(require("pi-ide.core.server").status().port)
-  return { CLAUDE_CODE_SSE_PORT = port, OPENCODE_EDITOR_SSE_PORT = port }
+  local now = os.time()
+  vim.uv.fs_utime(side.lockfile, now, now)
+  return {}
 end
 
 return M
