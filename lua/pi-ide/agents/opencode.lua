@@ -12,8 +12,9 @@
 -- touched so that this Neovim is the newest of those serving the folder (it takes the one whose
 -- workspace folder is nearest its cwd, then the newest). Never CLAUDE_CODE_SSE_PORT or
 -- OPENCODE_EDITOR_SSE_PORT: given a port it connects without the token, and is refused. It
--- then shows this Neovim's selection. It has no diff tools: its edits in a terminal are not
--- reviewed.
+-- then shows this Neovim's selection. After a restart of our server it reads the lockfiles
+-- again as it reconnects: nothing to tell. It has no diff tools: its edits in a terminal are
+-- not reviewed.
 local M = {
   name = "opencode",
   label = "opencode",
@@ -22,7 +23,6 @@ local M = {
   cmd = { "opencode" },
   -- The core serves it as Claude Code (:checkhealth tells its client by name).
   served_as = "claude",
-  after_restart = "the server restarted on another port: opencode started before cannot find it; restart it (:PiIde open opencode after exiting it)",
   acp = {
     cmd = { "opencode", "acp" },
     env = { OPENCODE_PERMISSION = vim.json.encode({ edit = "ask", bash = "ask" }) },
