@@ -147,6 +147,50 @@ local function check_suggestions()
   end
 end
 
+-- Whether `agent` is served now (its side in the core: its option on, or a launch of it) and
+-- connected. An agent served as another (`served_as`) is told apart by its client's name.
+local function served_text(agent, info)
+  local core = agent.served_as or agent.name
+  for _, c in ipairs(info.clients or {}) do
+    if c.agent == core and (core == agent.name or (c.name or ""):lower():find(agent.name, 1, true)) then
+      return ("served, connected (client #%d %s)"):format(c.id, c.name or "")
+    end
+  end
+  local side = (info.served or {})[core]
+  return side and ("served (%s), not connected"):format(side.lockfile or side.socket or "") or "not served"
+end
+
+-- Each agent's programs found on PATH (its terminal's and its chat's), and whether it is served.
+local function check_agents_on_path(info)
+  local agents = require("pi-ide.agents")
+  local chat = require("pi-ide.features.chat.acp.agents")
+  local found = 0
+  local function say(program, what)
+    local path = program and vim.fn.exepath(program) or ""
+    if path ~= "" then
+      h.ok(("%s (%s): %s"):format(program, what, path))
+      found = found + 1
+    end
+  end
+  for _, a in ipairs(agents.all()) do
+    if a.cmd then
+      say(agents.command(a.name, {})[1], (":PiIde open %s; %s"):format(a.name, served_text(a, info)))
+    end
+    local spec = a.acp and chat.get(a.name)
+    if spec and spec.cmd[1] ~= (a.cmd and agents.command(a.name, {})[1]) then
+      say(spec.cmd[1], ":PiIde chat " .. a.name)
+    end
+  end
+  for _, name in ipairs(chat.names()) do
+    if not agents.get(name) then
+      say(chat.get(name).cmd[1], ":PiIde chat " .. name)
+    end
+  end
+  if found == 0 then
+    h.info("no agent's program found on PATH")
+  end
+end
+
 -- :PiIde open: which agents can be started, and where it would run them.
 local function check_terminal()
   local cfg = require("pi-ide.core.config").values.terminal
@@ -248,6 +292,8 @@ function M.check()
       agent.health(info)
     end
   end
+  h.start("agents found on PATH")
+  check_agents_on_path(info)
   h.start("agents launched from Neovim")
   check_terminal()
   h.start("checkpoints (:PiIde changes, :PiIde undo)")

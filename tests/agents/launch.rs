@@ -438,7 +438,7 @@ fn pi_sees_only_this_neovims_lockfile_even_after_a_crash_left_one() {
 /// as a new user has them (only the program is named).
 fn setup_without_env(dir: &Path, provider: &str) -> String {
     let script = fake_agent(dir);
-    let agents: Vec<String> = ["pi", "claude", "copilot"]
+    let agents: Vec<String> = ["pi", "claude", "copilot", "opencode"]
         .iter()
         .map(|name| {
             let out = dir.join(format!("{name}.out"));
@@ -465,7 +465,7 @@ fn every_provider_starts_every_agent_with_no_environment_of_the_users() {
         let nvim = Nvim::start_with(Options { before, after: Some(setup_without_env(&dir, provider)), ..Default::default() });
         nvim.record_notify();
         let r = Rig { nvim, dir };
-        for agent in ["pi", "claude", "copilot"] {
+        for agent in ["pi", "claude", "copilot", "opencode"] {
             r.nvim.command(&format!("PiIde open {agent}")).unwrap();
             let got = r.report(agent);
             assert_eq!(got["cwd"], r.nvim.cwd.display().to_string(), "{provider} {agent}");
@@ -503,4 +503,53 @@ fn codex_is_given_this_neovims_tools_on_its_command_line() {
         program.as_str().unwrap()
     );
     assert_eq!(args, &want, "the server named by pid, then the user's arguments");
+}
+
+/// opencode's TUI finds this Neovim through our lockfile in ~/.claude/ide alone (never
+/// $CLAUDE_CONFIG_DIR): given a port it would dial without the lockfile's token.
+#[test]
+fn piide_open_opencode_serves_it_in_claude_codes_home_folder_and_gives_it_no_port() {
+    let dir = temp_dir("agents-opencode");
+    let config = dir.join("claude-config");
+    let env = vec![("CLAUDE_CONFIG_DIR".to_owned(), config.display().to_string())];
+    let nvim = Nvim::start_with(Options { after: Some(setup_without_env(&dir, "split")), env, ..Default::default() });
+    nvim.record_notify();
+    let r = Rig { nvim, dir };
+    r.nvim.command("PiIde open opencode").unwrap();
+    let got = r.report("opencode");
+    assert_eq!(got["CLAUDE_CODE_SSE_PORT"], "", "{got:?}");
+    let home = r.nvim.lua("return vim.env.HOME").as_str().unwrap().to_owned();
+    let there = lock::read_all(&Path::new(&home).join(".claude/ide"));
+    assert_eq!(there.len(), 1, "{there:?}");
+    assert_eq!(there[0].raw["authToken"], r.nvim.lockfile().raw["authToken"]);
+    assert!(lock::read_all(&config.join("ide")).is_empty(), "not in $CLAUDE_CONFIG_DIR");
+}
+
+/// :checkhealth lists each agent's program found on PATH (the terminal's and the chat's), and
+/// whether it is served; one not on PATH is not listed.
+#[test]
+fn checkhealth_lists_the_agents_found_on_path_and_whether_each_is_served() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = temp_dir("agents-path");
+    for name in ["claude", "claude-agent-acp", "opencode"] {
+        std::fs::write(bin.join(name), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let nvim = Nvim::start_with(Options {
+        after: Some("require('pi-ide').setup({ claude_code = true })".into()),
+        env: vec![("PATH".to_owned(), path)],
+        ..Default::default()
+    });
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    let text = harness::health(&nvim);
+    let lockfile = nvim.lua("return require('pi-ide').info().served.claude.lockfile").as_str().unwrap().to_owned();
+    for want in [
+        format!("claude (:PiIde open claude; served ({lockfile}), not connected): {}", bin.join("claude").display()),
+        format!("claude-agent-acp (:PiIde chat claude): {}", bin.join("claude-agent-acp").display()),
+        format!("opencode (:PiIde open opencode; served ({lockfile}), not connected): {}", bin.join("opencode").display()),
+    ] {
+        assert!(text.contains(&want), "missing {want:?} in:\n{text}");
+    }
+    assert!(!text.contains("copilot (:PiIde open copilot"), "not on PATH: {text}");
 }

@@ -625,3 +625,57 @@ fn a_prompt_sent_from_insert_mode_leaves_it_so_the_review_shows_and_a_waiting_re
     type_keys(&rig.nvim, "<Esc>");
     rig.review_on_screen();
 }
+
+/// An agent that writes its own change after an allow and mirrors it as fs/write_text_file
+/// (opencode's way): the mirror is answered at once with no second review, and the hunks the
+/// user kept are what stays, set over the agent's own write.
+#[test]
+fn the_mirror_of_an_allowed_change_is_answered_at_once_and_the_accepted_text_stays() {
+    let rig = rig(&[]);
+    let path = file(&rig, "m.txt", "a\nb\nc\nd\ne\nf\ng\n");
+    rig.open();
+    rig.send(&format!("mirror {path} A|b|c|d|e|f|G|"));
+    rig.review_on_screen();
+    rig.nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
+    type_keys(&rig.nvim, "7G:PiIde hunk reject<CR>:w<CR>");
+    rig.wait_text("allowed, mirror: null");
+    rig.wait_text("your accepted text was written over it");
+    rig.idle();
+    wait_until("the accepted text over the agent's own write", PATIENCE, || {
+        std::fs::read_to_string(&path).unwrap() == "A\nb\nc\nd\ne\nf\ng\n"
+    });
+    rig.no_review();
+    let t = rig.text();
+    assert_eq!(t.matches("⚖ review").count(), 1, "one review, none for the mirror: {t}");
+}
+
+/// An abort answers the waiting permission `cancelled` before it sends session/cancel (an
+/// agent may apply an allow that comes after its cancel), and nothing is written after it.
+#[test]
+fn abort_answers_every_question_before_session_cancel_and_nothing_lands_after() {
+    let rig = rig(&[]);
+    let path = file(&rig, "n.txt", "one\n");
+    rig.open();
+    rig.send(&format!("mirror {path} ONE|"));
+    rig.review_on_screen();
+    rig.nvim.command("PiIde abort").unwrap();
+    rig.no_review();
+    rig.wait_text("⏹ aborted");
+    rig.idle();
+    let received = rig.received();
+    let answered = received.iter().position(|m| m["id"] == 1 && m.get("result").is_some()).expect("the permission answered");
+    let cancel = received.iter().position(|m| m["method"] == "session/cancel").expect("session/cancel sent");
+    assert!(answered < cancel, "the answer first: {received:?}");
+    assert_eq!(received[answered]["result"]["outcome"]["outcome"], "cancelled");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\n");
+}
+
+#[test]
+fn a_null_in_a_tools_arguments_is_shown_as_null() {
+    let rig = rig(&[]);
+    rig.open();
+    rig.send("nulls");
+    rig.idle();
+    let t = rig.text();
+    assert!(t.contains(r#""move_path":null"#), "{t}");
+}

@@ -31,6 +31,8 @@ mod copilot;
 mod copilot_acp;
 mod gemini_acp;
 mod mcporter;
+mod opencode;
+mod opencode_acp;
 mod pi;
 mod pi_chat;
 mod pi_checkpoints;

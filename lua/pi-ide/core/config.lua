@@ -63,7 +63,7 @@ local M = {}
 ---@field trigger? string|boolean Ask for a suggestion now. (default "<M-\\>")
 
 ---@class PiIde.TerminalConfig
----@field agent? "pi"|"claude"|"copilot"|"codex" The agent :PiIde open starts when given none. (default "pi")
+---@field agent? "pi"|"claude"|"copilot"|"codex"|"opencode" The agent :PiIde open starts when given none. (default "pi")
 ---@field provider? "auto"|"split"|"float"|"snacks"|"external" Where it runs. "split": a :terminal in a vertical split; "float"; "snacks": snacks.nvim's terminal; "external": a command of yours (external); "auto": snacks when installed, else split. (default "auto")
 ---@field side? "left"|"right" The split's side. (default "right")
 ---@field width? number The split's width: a fraction of the columns below 1, else columns; never under 40 columns (or half the screen). (default 0.4)

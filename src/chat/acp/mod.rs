@@ -136,6 +136,10 @@ struct State {
     shown: HashMap<String, Shown>,
     /// Changes allowed that the agent writes itself, to read back.
     landing: Landing,
+    /// The proposal of each such change, by path: an agent that also mirrors its own write as
+    /// `fs/write_text_file` gets its answer at once for exactly that text (the landing sets the
+    /// user's text over its write), never a second review; other text is refused.
+    mirrors: HashMap<String, String>,
     /// The whole text we last gave the agent of each file it read (a buffer's unsaved text, or
     /// the disk's): a change whose "before" is that text is the whole file.
     served: HashMap<String, String>,
@@ -165,7 +169,10 @@ impl Acp {
             (None, Some(method)) => Some(Op::Event { kind: Some(method), event: params }),
             (Some(id), None) => {
                 if msg.get("result").and_then(|r| r.get("stopReason")).is_some() {
-                    let expected = self.state.lock().landing.turn_ended();
+                    let mut state = self.state.lock();
+                    state.mirrors.clear(); // a mirror comes within its turn
+                    let expected = state.landing.turn_ended();
+                    drop(state);
                     self.check_landed(expected);
                 }
                 Some(response(id, msg))
@@ -249,6 +256,10 @@ impl Acp {
             self.write_accepted(id, path, a.text, a.seen, edited);
             return None;
         }
+        let mirror = self.state.lock().mirrors.remove(&path);
+        if let Some(proposal) = mirror {
+            return self.mirrored(&id, &path, &proposal, &content);
+        }
         let seen = match Seen::look(Path::new(&path)) {
             Ok(seen) => seen,
             Err(why) => {
@@ -259,6 +270,21 @@ impl Acp {
         let asked = Asked::Write { id, path: path.clone(), proposed: content.clone(), seen };
         self.state.lock().asked.insert(key.clone(), asked);
         self.propose(key, &Change::Whole { path, text: content }, None)
+    }
+
+    /// The agent's `fs/write_text_file` of a change it was allowed to write itself: the very
+    /// proposal is answered at once and written by no one here (the agent writes it, and the
+    /// landing sets what the user accepted over it: no race of two writers); other text is
+    /// refused and said.
+    fn mirrored(&self, id: &Value, path: &str, proposal: &str, content: &str) -> Option<Op> {
+        if content == proposal {
+            self.reply(id, Ok(Value::Null));
+            return None;
+        }
+        let why = "the agent's write is not the change the user allowed";
+        crate::warn!("acp: {path}: {why}");
+        self.reply(id, Err((REFUSED, format!("{path} was not written: {why}"))));
+        Some(refused(path, why, None))
     }
 
     /// Writes what the user accepted onto the file the review showed, on a thread of its own
@@ -359,9 +385,12 @@ impl Acp {
                     // The agent writes its proposal: what lands is read back, and set to the
                     // user's text when that differs.
                     (Some(path), Some(shown), Some(seen)) => {
+                        let mirror = (path.clone(), shown.proposal.clone());
                         let own = (shown.proposal != text).then(|| OwnWrite { seen, proposal: shown.proposal, accepted: text.clone() });
                         let expected = landed::Expected::new(&call, &path, &text, shown.before).with_own(own, note);
-                        self.state.lock().landing.expect(expected);
+                        let mut state = self.state.lock();
+                        state.landing.expect(expected);
+                        remember_mirror(&mut state.mirrors, mirror);
                     }
                     _ => {}
                 }
@@ -430,6 +459,7 @@ impl Acp {
             let mut state = self.state.lock();
             state.accepted.clear();
             state.shown.clear();
+            state.mirrors.clear();
         }
         self.reviewer.end();
         asked.len()
@@ -575,6 +605,15 @@ fn remember_read(served: &mut HashMap<String, String>, params: &Value, result: O
     }
 }
 
+/// The proposal of an allowed change the agent writes itself, for its mirror; few are kept
+/// (an agent that never mirrors leaves them: old ones go first).
+fn remember_mirror(mirrors: &mut HashMap<String, String>, (path, proposal): (String, String)) {
+    if mirrors.len() >= 64 {
+        mirrors.clear();
+    }
+    mirrors.insert(path, proposal);
+}
+
 /// We wrote `path` as the user accepted it; `edited`: not as the agent proposed it.
 fn written(path: &str, edited: &Option<String>) -> Op {
     let note = edited.as_deref().filter(|n| !n.is_empty());
@@ -699,6 +738,45 @@ mod tests {
         assert_eq!(answers.iter().find(|a| a["id"] == 2).unwrap()["result"]["outcome"]["optionId"], "y");
         assert!(answers.iter().find(|a| a["id"] == 3).unwrap().get("error").is_some(), "{answers:?}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\n", "neither the stale acceptance nor the new text");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Accepts every review as proposed.
+    struct AcceptAll;
+    impl Reviewer for AcceptAll {
+        fn review(&self, proposal: Proposal, done: Done) {
+            done(Verdict::Accepted(proposal.contents, None));
+        }
+        fn end(&self) {}
+        fn close(&self, _: &str) {}
+    }
+
+    #[test]
+    fn the_mirror_of_a_change_the_agent_writes_itself_is_answered_at_once_and_other_text_refused() {
+        let dir = crate::scratch_dir("acp-mirror");
+        let (f, g) = (dir.join("f.txt").display().to_string(), dir.join("g.txt").display().to_string());
+        std::fs::write(&f, "a\n").unwrap();
+        std::fs::write(&g, "a\n").unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let acp = Arc::new(Acp::new(Arc::new(AcceptAll), tx, Box::new(|_| {})));
+        let options = json!([{"optionId": "y", "kind": "allow_once"}, {"optionId": "n", "kind": "reject_once"}]);
+        let ask = |id: u64, path: &str| {
+            let diff = json!({"type": "diff", "path": path, "oldText": "a\n", "newText": "b\n"});
+            message(json!({"id": id, "method": "session/request_permission", "params": {"toolCall": {"toolCallId": format!("t{id}"), "content": [diff]}, "options": options}}))
+        };
+        let write = |id: u64, path: &str, text: &str| message(json!({"id": id, "method": "fs/write_text_file", "params": {"path": path, "content": text}}));
+        acp.record(ask(1, &f), 3);
+        assert!(acp.record(write(2, &f, "b\n"), 3).is_none(), "no second review");
+        acp.record(ask(3, &g), 3);
+        let flagged = acp.record(write(4, &g, "other\n"), 3);
+        assert!(matches!(flagged, Some(Op::Event { kind: Some(ref k), .. }) if k == "change_refused"), "{flagged:?}");
+        let answers: Vec<Value> = rx.try_iter().map(|l| serde_json::from_slice(&l).unwrap()).collect();
+        let answer = |id: u64| answers.iter().find(|a| a["id"] == id).unwrap().clone();
+        assert_eq!(answer(1)["result"]["outcome"]["optionId"], "y");
+        assert!(answer(2).get("error").is_none() && answer(2)["result"].is_null(), "{answers:?}");
+        assert!(answer(4).get("error").is_some(), "{answers:?}");
+        // The agent writes its own proposal: nothing here wrote either file.
+        assert_eq!((std::fs::read_to_string(&f).unwrap(), std::fs::read_to_string(&g).unwrap()), ("a\n".into(), "a\n".into()));
         let _ = std::fs::remove_dir_all(dir);
     }
 

@@ -13,7 +13,12 @@
 //!   the permission's rawInput that turns a line "two" into "TWO"; allowed, it writes that.
 //! - `gemini PATH NEW`: Gemini CLI's: fs/read_text_file, a permission with the whole file before
 //!   and after (NEW appended), then fs/write_text_file with the whole file.
+//! - `mirror PATH TEXT`: opencode's shape: a permission with the whole file before ("" for a new
+//!   one) and after (TEXT, `|` for a line break); allowed, it sends fs/write_text_file of TEXT
+//!   and, without waiting for the answer, writes TEXT itself, then says the call completed (an
+//!   allow that comes after a session/cancel is applied all the same).
 //! - `write PATH TEXT`: fs/write_text_file only.
+//! - `nulls`: a tool call whose arguments hold a JSON null (`move_path`), completed at once.
 //! - `twice PATH1 PATH2`: a lying agent: fs/write_text_file of PATH1 ("first") and, while it
 //!   waits, of PATH2 ("second") with the same request id (the answers are in the log).
 //! - `lie PATH OLD NEW OTHER [late]`: a lying agent: `edit`'s permission (OLD replaced by NEW),
@@ -212,6 +217,25 @@ fn gemini(agent: &Agent, path: &str, new: &str) -> String {
     format!("{said}, write: {wrote}")
 }
 
+/// `mirror`: see the top of this file.
+fn mirror(agent: &Agent, path: &str, text: &str) -> String {
+    let (old, new) = (std::fs::read_to_string(path).unwrap_or_default(), text.replace('|', "\n"));
+    let diff = json!({"type": "diff", "path": path, "oldText": old, "newText": new});
+    let said = permission(agent, json!({"toolCallId": "m1", "title": path, "kind": "edit", "content": [diff]}));
+    if said != "allowed" {
+        agent.update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "m1", "status": "failed"}));
+        return said;
+    }
+    let id = agent.next.fetch_add(1, SeqCst);
+    let (tx, rx) = channel();
+    agent.waiting.lock().unwrap().insert(id, tx);
+    agent.write(&json!({"jsonrpc": "2.0", "id": id, "method": "fs/write_text_file", "params": {"sessionId": "s1", "path": path, "content": new}}));
+    std::fs::write(path, &new).unwrap();
+    agent.update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "m1", "status": "completed"}));
+    let answer = rx.recv().unwrap_or(json!({"error": "stdin closed"}));
+    format!("{said}, mirror: {answer}")
+}
+
 fn stream(agent: &Agent, n: u64, rate: u64) {
     let start = std::time::Instant::now();
     for k in 1..=n {
@@ -249,6 +273,12 @@ fn turn(agent: &Arc<Agent>, text: &str) -> String {
         "rewrite" => rewrite(agent, arg(1), arg(2), arg(3)),
         "unified" => unified(agent, arg(1)),
         "gemini" => gemini(agent, arg(1), &format!("{}\n", arg(2))),
+        "mirror" => mirror(agent, arg(1), arg(2)),
+        "nulls" => {
+            agent.update(json!({"sessionUpdate": "tool_call", "toolCallId": "n1", "title": "Move", "kind": "move", "status": "in_progress", "rawInput": {"path": "/tmp/a", "move_path": null}}));
+            agent.update(json!({"sessionUpdate": "tool_call_update", "toolCallId": "n1", "status": "completed"}));
+            String::new()
+        }
         "write" => {
             let wrote = agent.ask("fs/write_text_file", json!({"sessionId": "s1", "path": arg(1), "content": format!("{}\n", arg(2))}));
             format!("write: {wrote}")
@@ -283,6 +313,12 @@ fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
         agent.cancelled.store(false, SeqCst);
         let text = params.pointer("/prompt/0/text").and_then(Value::as_str).unwrap_or_default().to_owned();
         let said = turn(&agent, &text);
+        // A question answered `cancelled` means a session/cancel is on its way (a client may
+        // send it after the answers): the turn ends as cancelled once it is read.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while said.starts_with("cancelled") && !agent.cancelled.load(SeqCst) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         if !said.is_empty() {
             agent.say(&format!("\n[{said}]"));
         }

@@ -286,6 +286,26 @@ local function redraw_tool(id, lines, more)
   splice(t.header, t.header + 1, { tool_header(t) })
 end
 
+-- The core hands a JSON null to Lua as a light userdata NULL, which vim.json.encode writes as
+-- nothing (`"move_path":,`): as vim.NIL it is written `null`.
+local function with_nulls(v)
+  if type(v) == "userdata" and v ~= vim.NIL then
+    return vim.NIL
+  elseif type(v) ~= "table" then
+    return v
+  end
+  local out = {}
+  for k, x in pairs(v) do
+    out[k] = with_nulls(x)
+  end
+  return setmetatable(out, getmetatable(v))
+end
+
+-- A tool's arguments as the lines of its block.
+local function args_lines(args)
+  return vim.split(vim.json.encode(with_nulls(args)), "\n", { plain = true })
+end
+
 --- A tool run begins: a folded block (header, arguments, output). A block already open for
 --- `id` takes the new name and arguments in place (an agent may say what a call is only later).
 function M.tool_start(id, name, args)
@@ -293,12 +313,12 @@ function M.tool_start(id, name, args)
   local open = view.tools[id]
   if open then
     open.summary = name ~= "" and summary(name, args) or open.summary
-    open.args = args and vim.split(vim.json.encode(args), "\n", { plain = true }) or open.args
+    open.args = args and args_lines(args) or open.args
     return redraw_tool(id, open.lines, open.more)
   end
   local t = { summary = summary(name, args), status = "running" }
   -- (An ACP agent may give none.)
-  local arg_lines = args and vim.split(vim.json.encode(args), "\n", { plain = true }) or {}
+  local arg_lines = args and args_lines(args) or {}
   append_lines({ "", tool_header(t) })
   t.header = line_count() - 1
   t.args = arg_lines

@@ -1,6 +1,7 @@
 -- The ACP agents :PiIde chat knows, and how each runs: cmd (the program and its arguments), env
--- (added to Neovim's), label (the header's and the reviews' name), install (what the user runs
--- when it is missing; its module's env may be a function, called at start; native: the program to run instead of a launcher that cmd names), mcp ("stdio": this Neovim's tools go in session/new through pi-ide-mcp;
+-- (added to Neovim's; the user's adds to the agent's own, which may be a function called at
+-- start), label (the header's and the reviews' name), install (what the user runs when it is
+-- missing), native (the program to run instead of a launcher that cmd names), mcp ("stdio": this Neovim's tools go in session/new through pi-ide-mcp;
 -- a function: the arguments that give them on its command line; false: none). The agents' modules give the defaults;
 -- `chat.agents` adds agents and changes these, field by field.
 local M = {}
@@ -16,6 +17,10 @@ local function known()
   return out
 end
 
+local function env_of(env)
+  return type(env) == "function" and env() or env or {}
+end
+
 --- Agent `name` as configured (nil when it is neither known nor configured).
 function M.get(name)
   local user = (require("pi-ide.core.config").values.chat.agents or {})[name]
@@ -24,6 +29,12 @@ function M.get(name)
     return nil
   end
   local spec = vim.tbl_extend("force", { env = {}, mcp = "stdio" }, base or {}, user or {})
+  -- The user's env adds to the agent's own (which may be what makes it ask), key by key; the
+  -- agent's may be worked out at start.
+  local base_env, user_env = (base or {}).env, (user or {}).env
+  spec.env = function()
+    return vim.tbl_extend("force", env_of(base_env), env_of(user_env))
+  end
   spec.name = name
   spec.label = spec.label or name
   spec.install = spec.install or ("see chat.agents." .. name .. ".cmd")

@@ -246,17 +246,19 @@ function Chat:send(text)
   return true
 end
 
---- Stops the turn: session/cancel, every question answered `cancelled`, the reviews closed.
+--- Stops the turn: every question answered `cancelled` and the reviews closed, then
+--- session/cancel. In that order: an agent may apply an allow that reaches it after the cancel,
+--- so none can follow it (a question answered is never answered again).
 function Chat:abort()
   if not process.running(self.proc) then
     return log.notify(self:label() .. " is not running in the chat", vim.log.levels.INFO)
   end
-  if self.session then
-    process.notify(self.proc, { jsonrpc = "2.0", method = "session/cancel", params = { sessionId = self.session } })
-  end
   process.cancel(self.proc)
   for key in pairs(self.asking) do
     process.answer(self.proc, key, { outcome = { outcome = "cancelled" } })
+  end
+  if self.session then
+    process.notify(self.proc, { jsonrpc = "2.0", method = "session/cancel", params = { sessionId = self.session } })
   end
   self.asking = {}
   self.queued = {}

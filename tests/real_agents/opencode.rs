@@ -1,0 +1,57 @@
+//! The real opencode's TUI (npm `opencode-ai`, pinned by scripts/ensure-agents.sh) launched by
+//! `:PiIde open opencode`, offline: it finds this Neovim through Claude Code's lockfile in
+//! ~/.claude/ide and the port in its environment, and shows the selection made in Neovim. Its
+//! model is the loopback mock of opencode_acp.rs's config (it is not asked here).
+
+use std::time::Duration;
+
+use crate::harness::*;
+use crate::opencode_acp::{opencode_binary, opencode_home};
+use crate::openai_mock::OpenAiMock;
+use crate::terminal;
+use pi_ide_testkit::nvim::{temp_dir, Options};
+
+const AGENT_PATIENCE: Duration = Duration::from_secs(90);
+
+#[test]
+fn piide_open_opencode_connects_its_tui_and_it_shows_the_selection() {
+    let model = OpenAiMock::start();
+    let home = temp_dir("opencode-tui").join("home");
+    let env = opencode_home(&home, &model.base_url());
+    // `claude_code` stays off: the launch alone serves it.
+    let nvim = Nvim::start_with(Options { ..Default::default() });
+    nvim.lua(&format!(
+        "require('pi-ide').setup({{ terminal = {{ provider = 'split', width = 120, agents = {{ opencode = {{ cmd = {{ {:?} }}, env = {{ {} }} }} }} }} }})",
+        opencode_binary().display().to_string(),
+        terminal::lua_fields(env)
+    ));
+    nvim.command("set columns=240 lines=50").unwrap();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    let notes = edit_file(&nvim, "notes.txt", &["alpha", "beta", "gamma"]);
+    nvim.command("PiIde open opencode").unwrap();
+    // Our lockfile in the HOME it was given (~/.claude/ide), never $CLAUDE_CONFIG_DIR.
+    let locks = home.join(".claude/ide");
+    wait_until("our lockfile in ~/.claude/ide", PATIENCE, || std::fs::read_dir(&locks).is_ok_and(|mut d| d.next().is_some()));
+    let screen = || terminal::screen(&nvim, "opencode");
+    let connected = || nvim.lua("return #require('pi-ide').info().clients").as_u64() == Some(1);
+    wait_until("opencode connected", AGENT_PATIENCE, connected);
+    let client = nvim.lua("return require('pi-ide').info().clients[1]");
+    // Back to the file, lines 2-3 selected.
+    nvim.command("wincmd p").unwrap();
+    nvim.command(&format!("edit {notes}")).unwrap();
+    type_keys(&nvim, "jVj");
+    nvim.lua("require('pi-ide.features.selection').flush()");
+    // It shows the file and the lines Claude Code's wire carries (0-based: `#1-2` for lines 2-3).
+    let deadline = std::time::Instant::now() + AGENT_PATIENCE;
+    while !screen().contains("notes.txt#1-2") {
+        assert!(std::time::Instant::now() < deadline, "opencode does not show the selection; client {client}\n{}", screen());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(nvim.lua("return require('pi-ide').info().clients[1].name"), serde_json::json!("opencode"));
+    // :checkhealth lists it, served and connected, as opencode (not as Claude Code).
+    nvim.command("checkhealth pi-ide").unwrap();
+    let health = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    let health = health.as_str().unwrap_or_default();
+    assert!(health.contains("opencode (:PiIde open opencode; served, connected (client #1 opencode))"), "{health}");
+    assert!(!health.contains("connected (client #1 opencode)) claude"), "{health}");
+}

@@ -1,0 +1,277 @@
+//! The real opencode (npm `opencode-ai`, pinned by scripts/ensure-agents.sh) in the chat, as a
+//! user runs it: `:PiIde chat opencode` starts `opencode acp` from a real Neovim, with the
+//! plugin's own entry (lua/pi-ide/agents/opencode.lua: the environment that makes it ask before
+//! every edit and command) and only what runs it offline added: a scratch HOME whose opencode
+//! config names a loopback OpenAI-compatible provider (tests/support/openai_mock.rs), and the
+//! XDG folders that HOME's defaults (as when they are unset).
+//!
+//! opencode writes files itself after a permission that carries the whole file before and
+//! after, and mirrors that write as fs/write_text_file without waiting for the answer: the
+//! review is the permission; the mirror is answered at once (no second review); what the user
+//! accepted is set over opencode's own write. Keys into Neovim are typed (`type_keys`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::harness::*;
+use crate::openai_mock::{self, OpenAiMock, Reply, Turn};
+use pi_ide_testkit::nvim::{temp_dir, Options};
+use serde_json::json;
+
+/// How long anything opencode does may take (it starts a server of its own, reads a 180 MB
+/// binary), on a loaded 2-core machine. Only a failing test waits this long.
+const AGENT_PATIENCE: Duration = Duration::from_secs(90);
+
+/// `opencode` in the agents' folder (`$PI_IDE_AGENTS`, else .deps/agents/node_modules/.bin):
+/// missing is a failure, never a skip (the suite installs it).
+pub fn opencode_binary() -> PathBuf {
+    let bin = std::env::var_os("PI_IDE_AGENTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| pi_ide_testkit::nvim::plugin_root().join(".deps/agents/node_modules/.bin"));
+    let opencode = bin.join("opencode");
+    assert!(opencode.exists(), "opencode is not installed at {}: run scripts/test (scripts/ensure-agents.sh)", opencode.display());
+    opencode
+}
+
+/// A scratch HOME whose opencode config has the mock as its only model, and the environment
+/// that runs opencode offline in it (the XDG folders at HOME's defaults).
+pub fn opencode_home(home: &std::path::Path, base_url: &str) -> Vec<(String, String)> {
+    let config = home.join(".config/opencode");
+    std::fs::create_dir_all(&config).unwrap();
+    let provider = json!({"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": base_url, "apiKey": "x"},
+        "models": {"mock-model": {"tool_call": true}}});
+    let settings = json!({"provider": {"mock": provider}, "model": "mock/mock-model", "small_model": "mock/mock-model",
+        "autoupdate": false, "share": "disabled"});
+    std::fs::write(config.join("opencode.json"), settings.to_string()).unwrap();
+    let at = |p: &str| home.join(p).display().to_string();
+    vec![
+        ("HOME".into(), home.display().to_string()),
+        ("XDG_CONFIG_HOME".into(), at(".config")),
+        ("XDG_DATA_HOME".into(), at(".local/share")),
+        ("XDG_STATE_HOME".into(), at(".local/state")),
+        ("XDG_CACHE_HOME".into(), at(".cache")),
+        ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
+        ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
+        ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
+    ]
+}
+
+struct Rig {
+    nvim: Nvim,
+    model: OpenAiMock,
+}
+
+/// A Neovim whose chat agent `opencode` is the real program, offline, its model the mock.
+fn rig() -> Rig {
+    let model = OpenAiMock::start();
+    // Its title request (no tools) first: a title, whatever the prompt.
+    model.on_system("title generator", Reply::text("A title"));
+    let home = temp_dir("opencode-acp").join("home");
+    let env: Vec<String> = opencode_home(&home, &model.base_url()).into_iter().map(|(k, v)| format!("[{k:?}] = {v:?}")).collect();
+    let setup = format!(
+        "require('pi-ide').setup({{ chat = {{ agents = {{ opencode = {{ cmd = {{ {:?}, 'acp' }}, env = {{ {} }} }} }} }} }})",
+        opencode_binary().display().to_string(),
+        env.join(", ")
+    );
+    let nvim = Nvim::start_with(Options { after: Some(setup), ..Default::default() });
+    nvim.command("set columns=200").unwrap();
+    nvim.record_notify();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    Rig { nvim, model }
+}
+
+impl Rig {
+    fn open(&self) {
+        self.nvim.command("PiIde chat opencode").unwrap();
+        self.nvim.command("stopinsert").unwrap();
+        wait_until("opencode's ACP session", AGENT_PATIENCE, || {
+            self.nvim.lua("return require('pi-ide.features.chat.acp').get('opencode').session ~= nil") == true
+        });
+    }
+
+    fn send(&self, text: &str) {
+        self.nvim.lua_with("require('pi-ide.features.chat.acp').get('opencode'):send(...)", vec![text.into()]);
+    }
+
+    fn text(&self) -> String {
+        let v = self.nvim.lua("return require('pi-ide.features.chat.view').of('opencode').text()");
+        v.as_str().unwrap_or_default().to_owned()
+    }
+
+    fn wait_text(&self, part: &str) {
+        let deadline = std::time::Instant::now() + AGENT_PATIENCE;
+        while !self.text().contains(part) {
+            assert!(std::time::Instant::now() < deadline, "no {part:?} in the chat:\n{}\nmodel turns: {:?}\nnotes: {:?}", self.text(), self.model.turns_report(), self.nvim.notes());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn review_on_screen(&self) {
+        wait_until("the review on screen", AGENT_PATIENCE, || {
+            self.nvim.lua("return #require('pi-ide.features.review').list() == 1 and vim.b.pi_ide_review ~= nil") == true
+        });
+    }
+
+    fn no_review(&self) {
+        wait_until("no review", AGENT_PATIENCE, || self.nvim.lua("return #require('pi-ide.features.review').list() == 0") == true);
+    }
+
+    fn idle(&self) {
+        wait_until("the turn's end", AGENT_PATIENCE, || {
+            self.nvim.lua("return require('pi-ide.features.chat.acp').get('opencode').state == 'idle'") == true
+        });
+    }
+
+    /// The model calls `tool` with `args` on a prompt that says `word`, and says `after` once it
+    /// has the result.
+    fn model_calls(&self, word: &str, tool: &str, args: serde_json::Value, after: &str) {
+        self.model.on_user(word, Reply::tool(tool, args));
+        self.model.after_tool(tool, Reply::text(after));
+        self.send(&format!("{word} now"));
+    }
+
+    /// The result of `tool` as the model got it.
+    fn tool_result(&self, tool: &str) -> String {
+        let body = self.model.wait_completion("the tool's result", AGENT_PATIENCE, |b| {
+            matches!(openai_mock::turn(b), Turn::ToolResult { name, .. } if name == tool)
+        });
+        match openai_mock::turn(&body) {
+            Turn::ToolResult { content, .. } => content,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// opencode's pid and every process under it, while the chat runs it.
+    fn processes(&self) -> Vec<i32> {
+        let pid = self.nvim.lua(
+            "local c = require('pi-ide.features.chat.acp').get('opencode') \
+             return c.proc and require('pi-ide.core.native').get().chat_pid(c.proc.id)",
+        );
+        let Some(pid) = pid.as_i64() else { return Vec::new() };
+        let mut all = vec![pid as i32];
+        let mut i = 0;
+        while i < all.len() {
+            all.extend(children(all[i]));
+            i += 1;
+        }
+        all
+    }
+}
+
+/// The processes whose parent is `pid`.
+fn children(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+        let ppid = stat.rsplit(')').next().and_then(|r| r.split_whitespace().nth(1)).and_then(|s| s.parse::<i32>().ok());
+        if ppid == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Whether `pid` is a live process (a zombie is not).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| format!("<{e}>"))
+}
+
+#[test]
+fn a_prompt_streams_into_the_chat_and_nothing_is_left_running_after_stop() {
+    let rig = rig();
+    rig.model.on_user("hello", Reply::slow_text("Hello from the mock model", 5, Duration::from_millis(20)));
+    rig.open();
+    rig.send("hello there");
+    rig.wait_text("Hello from the mock model");
+    rig.idle();
+    assert!(rig.text().contains("## ❯ You\nhello there\n\n## opencode"), "{}", rig.text());
+    let running = rig.processes();
+    assert!(!running.is_empty());
+    rig.nvim.command("PiIde chat stop").unwrap();
+    wait_until("opencode and all under it gone", AGENT_PATIENCE, || running.iter().all(|p| !alive(*p)));
+}
+
+#[test]
+fn an_edit_is_reviewed_once_and_the_users_text_is_what_stays() {
+    let rig = rig();
+    let path = file_with(&rig.nvim, "a.txt", "one\ntwo\nthree\n");
+    rig.open();
+    rig.model_calls("please-edit", "edit", json!({"filePath": path, "oldString": "two", "newString": "TWO"}), "The edit is done.");
+    rig.review_on_screen();
+    let pane = rig.nvim.lua("return { vim.bo.modifiable, table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '|') }");
+    assert_eq!(pane, json!([true, "one|TWO|three"]), "the whole file as it will be, editable");
+    assert_eq!(read(&path), "one\ntwo\nthree\n", "nothing written before the :w");
+    type_keys(&rig.nvim, "Gomine<Esc>:w<CR>");
+    rig.wait_text("The edit is done.");
+    rig.idle();
+    wait_until("the user's text over opencode's write", AGENT_PATIENCE, || read(&path) == "one\nTWO\nthree\nmine\n");
+    rig.wait_text("your accepted text was written over it");
+    assert!(rig.tool_result("edit").contains("applied"), "{}", rig.tool_result("edit"));
+    let t = rig.text();
+    assert_eq!(t.matches("⚖ review").count(), 1, "one review, none for its mirrored write: {t}");
+    assert!(!t.contains("not the change the user allowed"), "{t}");
+    rig.no_review();
+    assert_eq!(read(&path), "one\nTWO\nthree\nmine\n");
+}
+
+/// A rejection ends opencode's turn (its model never hears of the call again).
+#[test]
+fn q_rejects_and_the_file_is_left() {
+    let rig = rig();
+    let path = file_with(&rig.nvim, "b.txt", "alpha\nbeta\n");
+    rig.open();
+    rig.model_calls("please-edit", "edit", json!({"filePath": path, "oldString": "beta", "newString": "BETA"}), "Left as it was.");
+    rig.review_on_screen();
+    type_keys(&rig.nvim, ":q<CR>");
+    rig.no_review();
+    rig.idle();
+    assert!(rig.text().contains("The user rejected permission"), "{}", rig.text());
+    assert_eq!(read(&path), "alpha\nbeta\n");
+    // A next turn runs through: whatever opencode would have done of the rejected change is done.
+    rig.model.on_user("after-reject", Reply::text("Still here."));
+    rig.send("after-reject");
+    rig.wait_text("Still here.");
+    rig.idle();
+    assert_eq!(read(&path), "alpha\nbeta\n");
+}
+
+#[test]
+fn a_new_file_is_reviewed_and_created_after_w() {
+    let rig = rig();
+    let path = rig.nvim.lua("return vim.fn.getcwd() .. '/new.txt'").as_str().unwrap().to_owned();
+    rig.open();
+    rig.model_calls("please-create", "write", json!({"filePath": path, "content": "fresh\n"}), "Created.");
+    rig.review_on_screen();
+    assert!(!std::path::Path::new(&path).exists(), "nothing before the :w");
+    type_keys(&rig.nvim, ":w<CR>");
+    rig.wait_text("Created.");
+    rig.idle();
+    assert_eq!(read(&path), "fresh\n");
+    assert_eq!(rig.text().matches("⚖ review").count(), 1, "{}", rig.text());
+}
+
+#[test]
+fn abort_with_a_review_open_leaves_the_file_and_nothing_lands_after() {
+    let rig = rig();
+    let path = file_with(&rig.nvim, "c.txt", "keep\n");
+    rig.open();
+    rig.model_calls("please-edit", "edit", json!({"filePath": path, "oldString": "keep", "newString": "LOST"}), "Should not matter.");
+    rig.review_on_screen();
+    rig.nvim.command("PiIde abort").unwrap();
+    rig.no_review();
+    rig.idle();
+    // A next turn runs through: whatever opencode would have done of the cancelled one is done.
+    rig.model.on_user("after-abort", Reply::text("Still here."));
+    rig.send("after-abort");
+    rig.wait_text("Still here.");
+    rig.idle();
+    assert_eq!(read(&path), "keep\n", "nothing written after the cancel: {}", rig.text());
+}
