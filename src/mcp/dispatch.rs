@@ -244,6 +244,14 @@ async fn call_tool(
     }
 }
 
+/// Whether `incoming` calls a tool answered at once whose answer goes later as a notification
+/// ([`Tool::answered_later`]).
+pub fn answered_later(agent: &Agent, incoming: &Incoming) -> bool {
+    let Incoming::Request { method, params, .. } = incoming else { return false };
+    let name = params.as_ref().and_then(|p| p.get("name")).and_then(serde_json::Value::as_str);
+    method == "tools/call" && name.and_then(|n| agent.tool(n)).is_some_and(|t| t.answered_later)
+}
+
 /// For a call of a tool whose failures must read as a rejection (a review): the tool and the
 /// rejection's context, whatever else is wrong with the call.
 pub fn owed_by(

@@ -180,6 +180,9 @@ pub struct Tool {
     pub reshape: Option<fn(Value, Option<&str>) -> Value>,
     /// Listed and callable only when the user turned it on (the session says which).
     pub opt_in: bool,
+    /// Answered at once with no content; its real answer, which its reshape makes
+    /// `{method, params}`, goes later on the event stream as that notification.
+    pub answered_later: bool,
 }
 
 /// What a tool is unless its entry says otherwise: no parameters, answered as JSON text, an
@@ -195,6 +198,7 @@ pub(crate) const PLAIN: Tool = Tool {
     adapt: None,
     reshape: None,
     opt_in: false,
+    answered_later: false,
 };
 
 /// The path of a `file://` URI (percent-decoded), or the argument itself when it is a path.

@@ -3,7 +3,7 @@
 //! request that asked (each POST waits for its own); everything else (the selection, `:PiIde
 //! send`) goes on the session's event stream (`GET /mcp`), when one is open.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -31,6 +31,8 @@ pub struct Session {
     mcp: Mutex<mcp::Session>,
     /// Requests whose answer the core will give later, by JSON-RPC id.
     waiting: Mutex<HashMap<Box<str>, oneshot::Sender<String>>>,
+    /// Calls answered at once whose answer goes on the event stream when it comes, by id.
+    later: Mutex<HashSet<Box<str>>>,
     /// The open event stream, if any.
     stream: Mutex<Option<mpsc::Sender<Bytes>>>,
     /// Requests in flight and open streams: a session with none for a while is gone.
@@ -117,6 +119,7 @@ impl Session {
             outbox,
             mcp: Mutex::new(mcp::Session::new(agent)),
             waiting: Mutex::new(HashMap::new()),
+            later: Mutex::new(HashSet::new()),
             stream: Mutex::new(None),
             live: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
@@ -158,6 +161,23 @@ impl Session {
         }
     }
 
+    /// The answer to call `id` goes on the event stream (see [`Session::push_later`]).
+    pub fn expect_later(&self, id: &Id) {
+        self.later.lock().insert(id.raw().into());
+    }
+
+    /// An answer to a call answered at once: its one text, `{method, params}`, is sent as that
+    /// notification.
+    pub fn push_later(&self, answer: &str) {
+        let v: serde_json::Value = serde_json::from_str(answer).unwrap_or_default();
+        let text = v["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        let later: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+        match later["method"].as_str() {
+            Some(method) => self.push_event(crate::protocol::jsonrpc::notification_frame(method, &later["params"])),
+            None => crate::warn!("client {}: an answer for later is no notification: {answer}", self.client),
+        }
+    }
+
     /// Opens the event stream (a newer one replaces the older, which ends).
     pub fn open_stream(&self) -> mpsc::Receiver<Bytes> {
         let (tx, rx) = mpsc::channel(STREAM_ROOM);
@@ -194,6 +214,7 @@ impl Session {
                 None => return Ok(()),
                 Some(Outbound::GiveUp) => return Err(()),
                 Some(Outbound::Frame(frame)) => match answer_id(&frame) {
+                    Some(id) if self.later.lock().remove(id.as_str()) => self.push_later(&frame),
                     Some(id) => self.deliver(&id, frame),
                     None => self.push_event(frame),
                 },
