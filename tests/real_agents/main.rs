@@ -22,6 +22,7 @@ mod claude;
 mod claude_acp;
 mod copilot;
 mod copilot_acp;
+mod gemini;
 mod gemini_acp;
 mod mcporter;
 mod pi;
