@@ -129,6 +129,35 @@ fn next_of(events: &std::sync::mpsc::Receiver<Value>, method: &str) -> Value {
     }
 }
 
+/// The next decision on the stream (the context's updates skipped): `{method, params}`.
+fn next_diff_event(events: &std::sync::mpsc::Receiver<Value>) -> Value {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let v = events.recv_timeout(left).expect("no decision");
+        if v["method"].as_str().is_some_and(|m| m.starts_with("ide/diff")) {
+            return json!({"method": v["method"], "params": v["params"]});
+        }
+    }
+}
+
+#[test]
+fn a_decision_made_while_no_stream_is_open_is_sent_when_one_opens() {
+    let tmp = temp_dir("held");
+    let mut nvim = start(&tmp);
+    let (_, file) = discovery(&tmp, &nvim);
+    let c = Client::connect(file["port"].as_u64().unwrap(), file["authToken"].as_str().unwrap());
+    let f = file_with(&nvim, "h.txt", "old\n");
+    c.call(2, "openDiff", json!({"filePath": f, "newContent": "new\n"}));
+    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    type_keys(&nvim, ":w<CR>");
+    wait_until("the review decided", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(0));
+    let events = c.events();
+    assert_eq!(next_diff_event(&events), json!({"method": "ide/diffAccepted", "params": {"filePath": f, "content": "new\n"}}));
+    assert!(nvim.quit(PATIENCE));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
 #[test]
 fn the_discovery_file_is_private_and_only_the_bearer_from_loopback_gets_in() {
     let tmp = temp_dir("auth");
@@ -199,12 +228,24 @@ fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later(
     type_keys(&nvim, ":q<CR>");
     assert_eq!(next_of(&events, "ide/diffRejected"), json!({"filePath": f}));
 
-    // Answered in the terminal: closeDiff takes the review away, and the CLI writes its own.
+    // Answered in the terminal: closeDiff takes the review away, and the CLI writes its own;
+    // with suppressNotification no rejection follows (it would race the CLI's own answer).
     c.call(5, "openDiff", json!({"filePath": f, "newContent": "four\n"}));
     wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
     let closed = c.call(6, "closeDiff", json!({"filePath": f, "suppressNotification": true}));
     assert_eq!(closed["result"]["content"][0]["text"], r#"{"content":null}"#);
     wait_until("the review gone", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(0));
+    let other = file_with(&nvim, "other.txt", "x\n");
+    c.call(7, "openDiff", json!({"filePath": other, "newContent": "y\n"}));
+    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    type_keys(&nvim, ":q<CR>");
+    assert_eq!(next_diff_event(&events), json!({"method": "ide/diffRejected", "params": {"filePath": other}}));
+
+    // Without suppressNotification the close is a rejection the CLI hears.
+    c.call(8, "openDiff", json!({"filePath": f, "newContent": "five\n"}));
+    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    c.call(9, "closeDiff", json!({"filePath": f}));
+    assert_eq!(next_diff_event(&events), json!({"method": "ide/diffRejected", "params": {"filePath": f}}));
 
     assert!(nvim.quit(PATIENCE));
     assert!(!path.exists());

@@ -1,7 +1,8 @@
 //! Gemini CLI's tools (its IDE mode: mod.rs). It shows a diff only when both are listed.
 //! `openDiff` is answered at once; the user's decision goes later as the notification its
 //! reshape names (`ide/diffAccepted` with the text the user accepted, which the CLI then writes,
-//! or `ide/diffRejected`). `closeDiff` (the user answered in the terminal) closes our review.
+//! or `ide/diffRejected`). `closeDiff` (the user answered in the terminal) closes our review,
+//! unheard with `suppressNotification` (a rejection would race the CLI's own answer).
 
 use serde_json::{json, Value};
 
@@ -27,10 +28,12 @@ Tool {
                   the CLI then writes its own proposal if the user accepted it there.",
     params: &[
         Param { name: "filePath", ty: Ty::String, required: true, description: "The openDiff filePath." },
-        Param { name: "suppressNotification", ty: Ty::Boolean, required: false, description: "Ignored." },
+        Param { name: "suppressNotification", ty: Ty::Boolean, required: false,
+                description: "True: no ide/diffRejected for the review this closes (the CLI has its answer)." },
     ],
     hook: Hook::CloseReview { tab: "filePath" },
     reshape: Some(closed),
+    quiet_when: Some("suppressNotification"),
     ..PLAIN
 },
 ];

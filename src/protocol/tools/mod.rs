@@ -183,6 +183,9 @@ pub struct Tool {
     /// Answered at once with no content; its real answer, which its reshape makes
     /// `{method, params}`, goes later on the event stream as that notification.
     pub answered_later: bool,
+    /// A close (Hook::CloseReview) that, when this boolean argument is true, is told to nobody:
+    /// the decision of the call answered later for that review is not sent.
+    pub quiet_when: Option<&'static str>,
 }
 
 /// What a tool is unless its entry says otherwise: no parameters, answered as JSON text, an
@@ -199,6 +202,7 @@ pub(crate) const PLAIN: Tool = Tool {
     reshape: None,
     opt_in: false,
     answered_later: false,
+    quiet_when: None,
 };
 
 /// The path of a `file://` URI (percent-decoded), or the argument itself when it is a path.

@@ -140,7 +140,7 @@ impl Http {
         if req.uri().path() != "/mcp" {
             return status(StatusCode::NOT_FOUND, "not found: the endpoint is /mcp");
         }
-        if !self.from_loopback(req.headers()) {
+        if !self.comes_from_loopback(req.headers()) {
             return status(StatusCode::FORBIDDEN, "Host and Origin must be this loopback server");
         }
         if !self.authorized(req.headers()) {
@@ -157,7 +157,7 @@ impl Http {
 
     /// On a loopback port: Host names it (a DNS-rebinding page names its own host) and an
     /// Origin, when sent, is loopback too.
-    fn from_loopback(&self, headers: &HeaderMap) -> bool {
+    fn comes_from_loopback(&self, headers: &HeaderMap) -> bool {
         let Some(port) = self.port else { return true };
         let loopback = |host: &str| ["127.0.0.1", "localhost", "[::1]"].iter().any(|h| host == format!("{h}:{port}"));
         let host = headers.get(hyper::header::HOST).and_then(|v| v.to_str().ok());
@@ -186,6 +186,10 @@ impl Http {
         let _live = session.live();
         if crate::mcp::dispatch::answered_later(self.config.agent, &incoming) {
             return self.post_later(&session, incoming, &text).await;
+        }
+        if let Some(tab) = crate::mcp::dispatch::closed_quietly(self.config.agent, &incoming) {
+            // Before the close: the rejection it causes must not reach the client.
+            session.forget_later(&tab);
         }
         let mut waiter = match &incoming {
             Incoming::Request { id, .. } => Some(session.wait_for(&self.shared, id.clone())),
@@ -233,7 +237,7 @@ impl Http {
             return status(StatusCode::BAD_REQUEST, "not a request");
         };
         let id = id.clone();
-        session.expect_later(&id);
+        session.expect_later(&id, crate::mcp::dispatch::later_tab(self.config.agent, &incoming));
         let mut mcp = session.mcp();
         let frames = crate::mcp::dispatch::handle(incoming, text, session.client, &self.shared, &mut mcp).await;
         for frame in frames {
