@@ -308,6 +308,14 @@ fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was
     wait_agent("the CLI to hear the rejection", about, || !tui.screen().contains("Apply this change?"));
     assert_eq!(read(&path).as_deref(), Some("newmine\n"));
 
+    // Allowed in the terminal: the CLI closes our review (closeDiff) and writes its proposal.
+    tui.send_line(&format!("please-write {path}|term\\n"));
+    wait_agent("the third review", about, || reviews(&nvim) == 1);
+    wait_agent("the CLI's own question", about, || tui.screen().contains("Apply this change?"));
+    tui.press("Enter");
+    wait_agent("the CLI to write its proposal", about, || read(&path).as_deref() == Some("term\n"));
+    wait_agent("the review closed", about, || reviews(&nvim) == 0);
+
     assert!(mock.outside().is_empty(), "{:?}", mock.outside());
     assert!(nvim.quit(PATIENCE));
     assert!(!discovery.exists(), "the discovery file is removed on quit");
