@@ -17,6 +17,7 @@
 pub mod chat;
 pub mod claude;
 pub mod copilot;
+pub mod gemini;
 pub mod mcp_clients;
 pub mod pi;
 
@@ -29,7 +30,7 @@ use crate::protocol::lockfile::LockInfo;
 use crate::protocol::tools::Tool;
 
 /// Every agent the core can serve, by the name Lua gives it.
-pub static ALL: &[&Agent] = &[&pi::AGENT, &claude::AGENT, &copilot::AGENT, &mcp_clients::AGENT, &chat::AGENT];
+pub static ALL: &[&Agent] = &[&pi::AGENT, &claude::AGENT, &copilot::AGENT, &gemini::AGENT, &mcp_clients::AGENT, &chat::AGENT];
 
 /// The agent served always, whose lockfile is the server's own.
 pub static HOME: &Agent = &pi::AGENT;
@@ -64,9 +65,10 @@ pub struct Answer {
 pub enum Transport {
     /// Our WebSocket on a loopback port, told apart from other agents by its auth header.
     WebSocket { header: &'static str },
-    /// MCP over HTTP/1.1 on a Unix socket of its own, in a private folder; sessions are keyed
-    /// by this header, else by MCP's `Mcp-Session-Id`.
-    Http { session_header: &'static str },
+    /// MCP over HTTP/1.1 on a Unix socket of its own, in a private folder (or, `loopback`, on
+    /// a loopback port of its own: Host and Origin must be loopback too); sessions are keyed
+    /// by this header, else by MCP's `Mcp-Session-Id`; `Authorization: <scheme> <token>`.
+    Http { session_header: &'static str, scheme: &'static str, loopback: bool },
     /// Newline-delimited JSON-RPC (MCP's stdio transport, relayed) on a Unix socket of its
     /// own, in a private folder; only this user's processes may connect.
     Lines,

@@ -244,6 +244,36 @@ async fn call_tool(
     }
 }
 
+/// Whether `incoming` calls a tool answered at once whose answer goes later as a notification
+/// ([`Tool::answered_later`]).
+pub fn answered_later(agent: &Agent, incoming: &Incoming) -> bool {
+    let Incoming::Request { method, params, .. } = incoming else { return false };
+    let name = params.as_ref().and_then(|p| p.get("name")).and_then(serde_json::Value::as_str);
+    method == "tools/call" && name.and_then(|n| agent.tool(n)).is_some_and(|t| t.answered_later)
+}
+
+/// The tool `incoming` calls and its arguments, when it is a tools/call of one of `agent`'s.
+fn called<'a>(agent: &Agent, incoming: &'a Incoming) -> Option<(&'static Tool, &'a serde_json::Value)> {
+    let Incoming::Request { method, params: Some(params), .. } = incoming else { return None };
+    let tool = params.get("name").and_then(serde_json::Value::as_str).and_then(|n| agent.tool(n))?;
+    (method == "tools/call").then_some((tool, params.get("arguments")?))
+}
+
+/// The review a call answered later opens, by the name its close gives.
+pub fn later_tab(agent: &Agent, incoming: &Incoming) -> Option<String> {
+    let (tool, args) = called(agent, incoming)?;
+    let Hook::Review(review) = tool.hook else { return None };
+    args.get(review.tab).and_then(serde_json::Value::as_str).map(str::to_owned)
+}
+
+/// The review a call closes quietly ([`Tool::quiet_when`]): its decision goes to nobody.
+pub fn closed_quietly(agent: &Agent, incoming: &Incoming) -> Option<String> {
+    let (tool, args) = called(agent, incoming)?;
+    let (Hook::CloseReview { tab }, Some(flag)) = (tool.hook, tool.quiet_when) else { return None };
+    let quiet = args.get(flag).and_then(serde_json::Value::as_bool) == Some(true);
+    args.get(tab).and_then(serde_json::Value::as_str).filter(|_| quiet).map(str::to_owned)
+}
+
 /// For a call of a tool whose failures must read as a rejection (a review): the tool and the
 /// rejection's context, whatever else is wrong with the call.
 pub fn owed_by(

@@ -207,10 +207,19 @@ impl Server {
         if served.own(agent).is_some() {
             return Ok(());
         }
-        let (listener, socket) = bind_socket(agent, socket_dir)?;
+        let (listener, socket) = match agent.transport {
+            Transport::Http { loopback: true, .. } => {
+                let (l, port) = bind_loopback()?;
+                (runtime::OwnListener::Loopback(l, port), PathBuf::from(format!("127.0.0.1:{port}")))
+            }
+            _ => {
+                let (l, path) = bind_socket(agent, socket_dir)?;
+                (runtime::OwnListener::Unix(l), path)
+            }
+        };
         let lock = self.lock.lock().clone();
         let kept = own.write(&socket, &lock, options).inspect_err(|_| {
-            let _ = std::fs::remove_file(&socket);
+            remove_socket(&socket);
         })?;
         // After the write, as in serve_in.
         for p in own.sweep(&|n| self.is_ours(n)) {
@@ -221,7 +230,7 @@ impl Server {
         let opted_in = opted_in.filter_map(Value::as_str).map(str::to_owned).collect();
         if self.sockets.send(runtime::Socket { agent, listener, opted_in }).is_err() {
             kept.remove(&lock.auth_token);
-            let _ = std::fs::remove_file(&socket);
+            remove_socket(&socket);
             return Err("the server thread has stopped".into());
         }
         info!("{}: listening on {}, lockfile {}", agent.name, socket.display(), kept.path().display());
@@ -310,6 +319,13 @@ impl Server {
         let lock_path = self.lock_path();
         self.served.lock().remove(self.port, &token);
         info!("stopped; removed {}", lock_path.display());
+    }
+}
+
+/// Removes an agent's Unix socket; a loopback port (`127.0.0.1:<port>`) is no file.
+pub(crate) fn remove_socket(socket: &Path) {
+    if socket.is_absolute() {
+        let _ = std::fs::remove_file(socket);
     }
 }
 

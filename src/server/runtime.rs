@@ -23,9 +23,16 @@ use crate::{debug, error};
 /// An agent's own socket, for the server thread to serve.
 pub struct Socket {
     pub agent: &'static Agent,
-    pub listener: StdUnixListener,
+    pub listener: OwnListener,
     /// The tools off unless asked for that the user turned on for this agent.
     pub opted_in: Vec<String>,
+}
+
+/// Where an agent with a socket of its own listens.
+pub enum OwnListener {
+    Unix(StdUnixListener),
+    /// A loopback port of its own (the WebSocket's is another).
+    Loopback(StdListener, u16),
 }
 
 /// What the thread needs: the WebSocket listener and who may upgrade on it, the server's token
@@ -93,16 +100,21 @@ async fn serve_sockets(
             s = sockets.recv() => match s { Some(s) => s, None => break },
             _ = stop.changed() => break,
         };
-        match tokio::net::UnixListener::from_std(listener) {
-            Ok(l) if matches!(agent.transport, Transport::Lines) => {
+        let listener = match listener {
+            OwnListener::Unix(l) => tokio::net::UnixListener::from_std(l).map(http::Listener::Unix),
+            OwnListener::Loopback(l, port) => TcpListener::from_std(l).map(|l| http::Listener::Loopback(l, port)),
+        };
+        match (listener, &agent.transport) {
+            (Ok(http::Listener::Unix(l)), Transport::Lines) => {
                 let config = lines::Config { agent, limits, opted_in };
                 servers.spawn(lines::serve(l, shared.clone(), config, shutdown.clone()));
             }
-            Ok(l) => {
-                let config = http::Config { agent, token: token.clone(), limits };
+            (Ok(l), Transport::Http { scheme, .. }) => {
+                let config = http::Config { agent, token: token.clone(), scheme, limits };
                 servers.spawn(http::serve(l, shared.clone(), config, shutdown.clone()));
             }
-            Err(e) => error!("{}: cannot use its socket: {e}", agent.name),
+            (Ok(_), _) => error!("{}: no server for its transport", agent.name),
+            (Err(e), _) => error!("{}: cannot use its socket: {e}", agent.name),
         }
     }
     while servers.join_next().await.is_some() {}

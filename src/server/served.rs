@@ -121,7 +121,7 @@ impl Served {
         }
         for o in &self.own {
             o.lockfile.remove(token);
-            let _ = std::fs::remove_file(&o.socket);
+            super::remove_socket(&o.socket);
         }
     }
 }

@@ -7,6 +7,7 @@ mod harness;
 
 mod claude_code;
 mod copilot;
+mod gemini_ide;
 mod launch;
 mod lifecycle;
 mod lockfile_and_auth;

@@ -29,6 +29,7 @@ mod codex_exec;
 mod codex_tui;
 mod copilot;
 mod copilot_acp;
+mod gemini;
 mod gemini_acp;
 mod mcporter;
 mod opencode;

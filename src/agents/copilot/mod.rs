@@ -12,7 +12,7 @@ use super::{Agent, Lockfile, Transport};
 
 pub static AGENT: Agent = Agent {
     name: "copilot",
-    transport: Transport::Http { session_header: "x-copilot-session-id" },
+    transport: Transport::Http { session_header: "x-copilot-session-id", scheme: "Nonce", loopback: false },
     lockfile: Lockfile::Own(&lockfile::Lockfile),
     tools: tools::TOOLS,
     answers: &[],

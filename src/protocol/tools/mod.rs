@@ -183,6 +183,12 @@ pub struct Tool {
     /// Listed with `readOnlyHint: true`: the tool itself changes nothing on disk (a client
     /// that never asks, such as `codex exec`, calls only those).
     pub read_only: bool,
+    /// Answered at once with no content; its real answer, which its reshape makes
+    /// `{method, params}`, goes later on the event stream as that notification.
+    pub answered_later: bool,
+    /// A close (Hook::CloseReview) that, when this boolean argument is true, is told to nobody:
+    /// the decision of the call answered later for that review is not sent.
+    pub quiet_when: Option<&'static str>,
 }
 
 /// What a tool is unless its entry says otherwise: no parameters, answered as JSON text, an
@@ -199,6 +205,8 @@ pub(crate) const PLAIN: Tool = Tool {
     reshape: None,
     opt_in: false,
     read_only: false,
+    answered_later: false,
+    quiet_when: None,
 };
 
 /// The path of a `file://` URI (percent-decoded), or the argument itself when it is a path.

@@ -13,7 +13,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
-use tokio::net::UnixStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{watch, Notify};
 use tokio::task::JoinSet;
 
@@ -53,7 +53,10 @@ impl Connections {
     }
 
     /// Serves one accepted connection, making room for it first.
-    pub fn serve(&self, stream: UnixStream, http: Arc<Http>, shutdown: watch::Receiver<bool>) {
+    pub fn serve<S>(&self, stream: S, http: Arc<Http>, shutdown: watch::Receiver<bool>)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         if !self.make_room() {
             crate::debug!("http: {} connections are busy; refused a new one", self.max);
             return;
@@ -98,8 +101,8 @@ impl Connections {
 
 /// One connection: requests until the client closes it, it is pushed out, or the server
 /// stops (then the responses in progress are finished, and no new request is read).
-async fn run(
-    stream: UnixStream,
+async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    stream: S,
     http: Arc<Http>,
     busy: Arc<AtomicUsize>,
     close: Arc<Notify>,

@@ -1,4 +1,5 @@
-//! MCP Streamable HTTP, HTTP/1.1 on a Unix socket in a private folder, for an agent whose
+//! MCP Streamable HTTP, HTTP/1.1 on a Unix socket in a private folder or on a loopback port
+//! (then Host and Origin must name loopback: no web page may reach it), for an agent whose
 //! transport it is; one server of it per such agent. It only moves bytes: each `POST /mcp` body
 //! is one message for the core (mcp/dispatch.rs), answered on the same request; `GET /mcp` is
 //! the session's event stream; `DELETE /mcp` ends the session. The bounds are the WebSocket side's: the body is at most
@@ -20,7 +21,7 @@ use hyper::body::{Bytes, Frame, Incoming as Body};
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use parking_lot::Mutex;
-use tokio::net::UnixListener;
+use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
 
 use crate::state::Shared;
@@ -45,6 +46,9 @@ const REAP_EVERY: Duration = Duration::from_secs(1);
 /// A request body must arrive within this (the CLI sends it at once).
 const BODY_DEADLINE: Duration = Duration::from_secs(30);
 
+/// An event stream silent this long gets a comment (a CLI may cut one silent for minutes).
+const KEEPALIVE: Duration = Duration::from_secs(30);
+
 /// A whole answer, or the event stream (boxed: it is the rare one).
 type ReplyBody = Either<Full<Bytes>, BoxBody<Bytes, Infallible>>;
 type Reply = Response<ReplyBody>;
@@ -52,9 +56,17 @@ type Reply = Response<ReplyBody>;
 pub struct Config {
     /// The agent served on this socket.
     pub agent: &'static crate::agents::Agent,
-    /// `Authorization: Nonce <token>`, as the lockfile tells the CLI.
+    /// `Authorization: <scheme> <token>`, as the lockfile tells the CLI.
     pub token: String,
+    pub scheme: &'static str,
     pub limits: Limits,
+}
+
+/// Where the server listens.
+pub enum Listener {
+    Unix(UnixListener),
+    /// A loopback port: requests must name it in Host.
+    Loopback(TcpListener, u16),
 }
 
 /// The transport's state: the sessions by key, the connections.
@@ -65,20 +77,27 @@ struct Http {
     went_idle: Arc<tokio::sync::Notify>,
     /// The Authorization header's one valid value.
     authorization: String,
+    /// The loopback port, whose Host and Origin are checked; None on a Unix socket.
+    port: Option<u16>,
 }
 
 /// Serves `listener` until `shutdown`, then ends every session (its open calls answered first,
 /// as on every close path) and lets the connections finish their responses.
 pub async fn serve(
-    listener: UnixListener,
+    listener: Listener,
     shared: Arc<Shared>,
     config: Config,
     shutdown: watch::Receiver<bool>,
 ) {
     let max_connections = 2 * config.limits.max_clients;
-    let authorization = format!("Nonce {}", config.token);
+    let authorization = format!("{} {}", config.scheme, config.token);
+    let port = match &listener {
+        Listener::Loopback(_, port) => Some(*port),
+        Listener::Unix(_) => None,
+    };
     let http = Arc::new(Http {
         authorization,
+        port,
         shared,
         config,
         sessions: Mutex::new(HashMap::new()),
@@ -89,9 +108,18 @@ pub async fn serve(
     loop {
         // A timer only while some session is idle: none runs under a CLI that holds its stream.
         let any_idle = http.any_idle();
+        let accepted = async {
+            match &listener {
+                Listener::Unix(l) => l.accept().await.map(|(s, _)| connections.serve(s, http.clone(), shutdown.clone())),
+                Listener::Loopback(l, _) => l.accept().await.map(|(s, _)| {
+                    let _ = s.set_nodelay(true);
+                    connections.serve(s, http.clone(), shutdown.clone())
+                }),
+            }
+        };
         tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => connections.serve(stream, http.clone(), shutdown.clone()),
+            accepted = accepted => match accepted {
+                Ok(()) => {}
                 Err(e) => {
                     crate::error!("{}: accept failed: {e}", http.config.agent.name);
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -112,6 +140,9 @@ impl Http {
         if req.uri().path() != "/mcp" {
             return status(StatusCode::NOT_FOUND, "not found: the endpoint is /mcp");
         }
+        if !self.comes_from_loopback(req.headers()) {
+            return status(StatusCode::FORBIDDEN, "Host and Origin must be this loopback server");
+        }
         if !self.authorized(req.headers()) {
             return status(StatusCode::UNAUTHORIZED, "Unauthorized");
         }
@@ -122,6 +153,17 @@ impl Http {
             Method::DELETE => self.delete(key).await,
             _ => status(StatusCode::METHOD_NOT_ALLOWED, "POST, GET or DELETE"),
         }
+    }
+
+    /// On a loopback port: Host names it (a DNS-rebinding page names its own host) and an
+    /// Origin, when sent, is loopback too.
+    fn comes_from_loopback(&self, headers: &HeaderMap) -> bool {
+        let Some(port) = self.port else { return true };
+        let loopback = |host: &str| ["127.0.0.1", "localhost", "[::1]"].iter().any(|h| host == format!("{h}:{port}"));
+        let host = headers.get(hyper::header::HOST).and_then(|v| v.to_str().ok());
+        let origin = headers.get(hyper::header::ORIGIN).map(|v| v.to_str().unwrap_or("?"));
+        let origin_ok = origin.is_none_or(|o| o.strip_prefix("http://").is_some_and(loopback));
+        host.is_some_and(loopback) && origin_ok
     }
 
     fn authorized(&self, headers: &HeaderMap) -> bool {
@@ -142,6 +184,13 @@ impl Http {
             Err(reply) => return sessionless(self.config.agent, incoming).unwrap_or(reply),
         };
         let _live = session.live();
+        if crate::mcp::dispatch::answered_later(self.config.agent, &incoming) {
+            return self.post_later(&session, incoming, &text).await;
+        }
+        if let Some(tab) = crate::mcp::dispatch::closed_quietly(self.config.agent, &incoming) {
+            // Before the close: the rejection it causes must not reach the client.
+            session.forget_later(&tab);
+        }
         let mut waiter = match &incoming {
             Incoming::Request { id, .. } => Some(session.wait_for(&self.shared, id.clone())),
             _ => None,
@@ -179,6 +228,22 @@ impl Http {
             }
         }
         reply
+    }
+
+    /// A call answered at once with no content; its answer goes later on the event stream, as
+    /// its tool says ([`crate::protocol::tools::Tool::answered_later`]).
+    async fn post_later(self: &Arc<Self>, session: &Arc<Session>, incoming: Incoming, text: &str) -> Reply {
+        let Incoming::Request { id, .. } = &incoming else {
+            return status(StatusCode::BAD_REQUEST, "not a request");
+        };
+        let id = id.clone();
+        session.expect_later(&id, crate::mcp::dispatch::later_tab(self.config.agent, &incoming));
+        let mut mcp = session.mcp();
+        let frames = crate::mcp::dispatch::handle(incoming, text, session.client, &self.shared, &mut mcp).await;
+        for frame in frames {
+            session.push_later(&frame);
+        }
+        json(jsonrpc::outcome_frame(&id, &Ok(serde_json::json!({"content": []}))))
     }
 
     /// The body as text, within `max_message_size` and the deadline. Over the size, the
@@ -272,7 +337,10 @@ impl Http {
         let rx = session.open_stream();
         let live = session.live();
         let stream = futures_util::stream::unfold((rx, live), |(mut rx, live)| async move {
-            let bytes = rx.recv().await?;
+            let bytes = tokio::select! {
+                bytes = rx.recv() => bytes?,
+                _ = tokio::time::sleep(KEEPALIVE) => Bytes::from_static(b": keepalive\n\n"),
+            };
             Some((Ok::<_, Infallible>(Frame::data(bytes)), (rx, live)))
         });
         let mut reply = Response::new(Either::Right(BoxBody::new(StreamBody::new(stream))));
@@ -398,7 +466,7 @@ fn sessionless(agent: &'static crate::agents::Agent, incoming: Incoming) -> Opti
 /// The agent's session header, else the standard `Mcp-Session-Id`.
 fn session_key(agent: &crate::agents::Agent, headers: &HeaderMap) -> Option<String> {
     let own = match agent.transport {
-        crate::agents::Transport::Http { session_header } => session_header,
+        crate::agents::Transport::Http { session_header, .. } => session_header,
         crate::agents::Transport::WebSocket { .. } | crate::agents::Transport::Lines | crate::agents::Transport::InProcess => "mcp-session-id",
     };
     [own, "mcp-session-id"]

@@ -31,6 +31,11 @@ pub struct Session {
     mcp: Mutex<mcp::Session>,
     /// Requests whose answer the core will give later, by JSON-RPC id.
     waiting: Mutex<HashMap<Box<str>, oneshot::Sender<String>>>,
+    /// Calls answered at once whose answer goes on the event stream when it comes, by id, with
+    /// the review each opened (a quiet close of it forgets the call).
+    later: Mutex<HashMap<Box<str>, Option<String>>>,
+    /// Those answers made while no event stream could take them: sent when one opens.
+    held: Mutex<Vec<String>>,
     /// The open event stream, if any.
     stream: Mutex<Option<mpsc::Sender<Bytes>>>,
     /// Requests in flight and open streams: a session with none for a while is gone.
@@ -117,6 +122,8 @@ impl Session {
             outbox,
             mcp: Mutex::new(mcp::Session::new(agent)),
             waiting: Mutex::new(HashMap::new()),
+            later: Mutex::new(HashMap::new()),
+            held: Mutex::new(Vec::new()),
             stream: Mutex::new(None),
             live: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
@@ -158,10 +165,38 @@ impl Session {
         }
     }
 
+    /// The answer to call `id` goes on the event stream (see [`Session::push_later`]).
+    pub fn expect_later(&self, id: &Id, tab: Option<String>) {
+        self.later.lock().insert(id.raw().into(), tab);
+    }
+
+    /// The review `tab` was closed quietly: the answer of the call that opened it is dropped.
+    pub fn forget_later(&self, tab: &str) {
+        self.later.lock().retain(|_, t| t.as_deref() != Some(tab));
+    }
+
+    /// An answer to a call answered at once: its one text, `{method, params}`, is sent as that
+    /// notification.
+    pub fn push_later(&self, answer: &str) {
+        let v: serde_json::Value = serde_json::from_str(answer).unwrap_or_default();
+        let text = v["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        let later: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+        match later["method"].as_str() {
+            Some(method) => self.push_held(crate::protocol::jsonrpc::notification_frame(method, &later["params"])),
+            None => crate::warn!("client {}: an answer for later is no notification: {answer}", self.client),
+        }
+    }
+
     /// Opens the event stream (a newer one replaces the older, which ends).
     pub fn open_stream(&self) -> mpsc::Receiver<Bytes> {
         let (tx, rx) = mpsc::channel(STREAM_ROOM);
-        *self.stream.lock() = Some(tx);
+        // The stream's lock first, as in push_held.
+        let mut stream = self.stream.lock();
+        let mut held = self.held.lock();
+        let sent = held.iter().take_while(|frame| tx.try_send(sse_event(frame)).is_ok()).count();
+        held.drain(..sent);
+        *stream = Some(tx);
+        drop((held, stream));
         self.had_stream.store(true, Ordering::Release);
         self.wake.notify_one();
         rx
@@ -194,6 +229,7 @@ impl Session {
                 None => return Ok(()),
                 Some(Outbound::GiveUp) => return Err(()),
                 Some(Outbound::Frame(frame)) => match answer_id(&frame) {
+                    Some(id) if self.later.lock().remove(id.as_str()).is_some() => self.push_later(&frame),
                     Some(id) => self.deliver(&id, frame),
                     None => self.push_event(frame),
                 },
@@ -212,6 +248,15 @@ impl Session {
                 let _ = tx.send(frame);
             }
             None => crate::debug!("client {}: answer {id} has no one waiting", self.client),
+        }
+    }
+
+    /// A decision: sent on the event stream, else held until one opens (the CLI waits for it).
+    fn push_held(&self, frame: String) {
+        let stream = self.stream.lock();
+        let sent = stream.as_ref().is_some_and(|s| s.try_send(sse_event(&frame)).is_ok());
+        if !sent {
+            self.held.lock().push(frame);
         }
     }
 

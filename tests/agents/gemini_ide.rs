@@ -1,0 +1,281 @@
+//! Gemini CLI's IDE mode (src/agents/gemini/) through a plain HTTP client on its loopback port,
+//! against a real headless Neovim: the discovery file (private, in the temp folder, gone on
+//! quit), the Bearer token and loopback Host and Origin checked on every request, the handshake,
+//! the context on the event stream, and openDiff answered at once with the decision told later.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+
+use crate::harness::{self, *};
+use pi_ide_testkit::nvim::Options;
+use pi_ide_testkit::Nvim;
+use serde_json::{json, Value};
+
+/// A temp folder of this test's own (TMPDIR), so the discovery file is found by its name alone.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pi-ide-gemini-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn start(tmp: &Path) -> Nvim {
+    Nvim::start_with(Options {
+        after: Some("require('pi-ide').setup({ gemini = true })".into()),
+        env: vec![("TMPDIR".into(), tmp.to_string_lossy().into())],
+        ..Default::default()
+    })
+}
+
+fn discovery(tmp: &Path, nvim: &Nvim) -> (PathBuf, Value) {
+    let dir = tmp.join("gemini/ide");
+    let prefix = format!("gemini-ide-server-{}-", nvim.pid());
+    let mut found = None;
+    wait_until("the discovery file", PATIENCE, || {
+        let entries = std::fs::read_dir(&dir).into_iter().flatten().flatten();
+        found = entries.map(|e| e.path()).find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&prefix));
+        found.is_some()
+    });
+    let path = found.unwrap();
+    let json = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (path, json)
+}
+
+struct Reply {
+    status: u16,
+    headers: String,
+    body: String,
+}
+
+/// One request on a connection of its own; `headers` are added as given.
+fn request(port: u64, method: &str, headers: &[(&str, String)], body: &str) -> Reply {
+    let mut s = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
+    let mut head = format!("{method} /mcp HTTP/1.1\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    s.write_all(format!("{head}content-type: application/json\r\n\r\n{body}").as_bytes()).unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (headers, body) = text.split_once("\r\n\r\n").unwrap();
+    let status = headers.split(' ').nth(1).unwrap().parse().unwrap();
+    Reply { status, headers: headers.to_lowercase(), body: body.to_owned() }
+}
+
+struct Client {
+    port: u64,
+    token: String,
+    session: Option<String>,
+}
+
+impl Client {
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut h = vec![("Host", format!("127.0.0.1:{}", self.port)), ("Authorization", format!("Bearer {}", self.token))];
+        h.extend(self.session.clone().map(|s| ("mcp-session-id", s)));
+        h
+    }
+
+    fn post(&self, msg: Value) -> Reply {
+        request(self.port, "POST", &self.headers(), &msg.to_string())
+    }
+
+    fn connect(port: u64, token: &str) -> Client {
+        let mut c = Client { port, token: token.into(), session: None };
+        let r = c.post(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "gemini-cli-mcp-client", "version": "0"}}}));
+        assert_eq!(r.status, 200, "{}", r.body);
+        let line = r.headers.lines().find(|l| l.starts_with("mcp-session-id:")).expect("a session id");
+        c.session = Some(line.split_once(':').unwrap().1.trim().to_owned());
+        assert_eq!(c.post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).status, 202);
+        c
+    }
+
+    /// The event stream: its messages, one a line.
+    fn events(&self) -> std::sync::mpsc::Receiver<Value> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port as u16)).unwrap();
+        let mut head = "GET /mcp HTTP/1.1\r\nAccept: text/event-stream\r\n".to_string();
+        for (k, v) in self.headers() {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        s.write_all(format!("{head}\r\n").as_bytes()).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(s).lines().map_while(Result::ok) {
+                if let Some(Ok(v)) = line.strip_prefix("data: ").map(serde_json::from_str::<Value>) {
+                    if tx.send(v).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        rx
+    }
+
+    fn call(&self, id: u64, tool: &str, args: Value) -> Value {
+        let r = self.post(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}}));
+        assert_eq!(r.status, 200, "{}", r.body);
+        serde_json::from_str(&r.body).unwrap()
+    }
+}
+
+fn next_of(events: &std::sync::mpsc::Receiver<Value>, method: &str) -> Value {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let v = events.recv_timeout(left).unwrap_or_else(|_| panic!("no {method}"));
+        if v["method"] == method {
+            return v["params"].clone();
+        }
+    }
+}
+
+/// The next decision on the stream (the context's updates skipped): `{method, params}`.
+fn next_diff_event(events: &std::sync::mpsc::Receiver<Value>) -> Value {
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let v = events.recv_timeout(left).expect("no decision");
+        if v["method"].as_str().is_some_and(|m| m.starts_with("ide/diff")) {
+            return json!({"method": v["method"], "params": v["params"]});
+        }
+    }
+}
+
+#[test]
+fn a_decision_made_while_no_stream_is_open_is_sent_when_one_opens() {
+    let tmp = temp_dir("held");
+    let mut nvim = start(&tmp);
+    let (_, file) = discovery(&tmp, &nvim);
+    let c = Client::connect(file["port"].as_u64().unwrap(), file["authToken"].as_str().unwrap());
+    let f = file_with(&nvim, "h.txt", "old\n");
+    c.call(2, "openDiff", json!({"filePath": f, "newContent": "new\n"}));
+    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    type_keys(&nvim, ":w<CR>");
+    wait_until("the review decided", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(0));
+    let events = c.events();
+    assert_eq!(next_diff_event(&events), json!({"method": "ide/diffAccepted", "params": {"filePath": f, "content": "new\n"}}));
+    assert!(nvim.quit(PATIENCE));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn the_discovery_file_is_private_and_only_the_bearer_from_loopback_gets_in() {
+    let tmp = temp_dir("auth");
+    let mut nvim = start(&tmp);
+    let (path, file) = discovery(&tmp, &nvim);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    let port = file["port"].as_u64().unwrap();
+    assert!(path.to_string_lossy().ends_with(&format!("-{port}.json")));
+    assert_eq!(file["ideInfo"]["name"], "neovim");
+    assert!(file["ideInfo"]["displayName"].as_str().is_some_and(|n| !n.is_empty()));
+    let cwd = nvim.cwd.canonicalize().unwrap();
+    let folders = file["workspacePath"].as_str().unwrap();
+    assert!(folders.split(':').any(|f| Path::new(f) == cwd), "{folders}");
+    let token = file["authToken"].as_str().unwrap().to_owned();
+    assert_ne!(port, nvim.lockfile().port as u64, "a port of its own");
+
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).to_string();
+    let host = ("Host", format!("127.0.0.1:{port}"));
+    let bearer = ("Authorization", format!("Bearer {token}"));
+    assert_eq!(request(port, "POST", &[host.clone()], &init).status, 401, "no token");
+    assert_eq!(request(port, "POST", &[host.clone(), ("Authorization", "Bearer nope".into())], &init).status, 401);
+    assert_eq!(request(port, "POST", &[host.clone(), ("Authorization", format!("Nonce {token}"))], &init).status, 401);
+    let evil_host = ("Host", format!("evil.example:{port}"));
+    assert_eq!(request(port, "POST", &[evil_host, bearer.clone()], &init).status, 403, "a rebinding page's Host");
+    let evil_origin = ("Origin", "http://evil.example".to_string());
+    assert_eq!(request(port, "POST", &[host.clone(), bearer.clone(), evil_origin], &init).status, 403);
+    let loopback_origin = ("Origin", format!("http://localhost:{port}"));
+    assert_eq!(request(port, "POST", &[host, bearer, loopback_origin], &init).status, 200);
+
+    let c = Client::connect(port, &token);
+    let tools = c.post(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let names: Vec<String> = serde_json::from_str::<Value>(&tools.body).unwrap()["result"]["tools"]
+        .as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(names, ["openDiff", "closeDiff"]);
+
+    assert!(nvim.quit(PATIENCE));
+    assert!(!path.exists(), "the discovery file is removed on quit");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later() {
+    let tmp = temp_dir("diff");
+    let mut nvim = start(&tmp);
+    let (path, file) = discovery(&tmp, &nvim);
+    let c = Client::connect(file["port"].as_u64().unwrap(), file["authToken"].as_str().unwrap());
+    let events = c.events();
+    let f = edit_file(&nvim, "g.txt", &["one", "two"]);
+    let ctx = next_of(&events, "ide/contextUpdate");
+    let active = &ctx["workspaceState"]["openFiles"][0];
+    assert_eq!(active["path"], f.as_str());
+    assert_eq!(active["isActive"], true);
+    assert_eq!(active["cursor"]["line"], 1, "1-based: {ctx}");
+
+    // Accepted with the user's edit: the decision carries the text the user kept.
+    let now = c.call(3, "openDiff", json!({"filePath": f, "newContent": "one\nTWO\n"}));
+    assert_eq!(now["result"], json!({"content": []}), "answered at once");
+    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    type_keys(&nvim, "ggAmine<Esc>");
+    type_keys(&nvim, ":w<CR>");
+    let accepted = next_of(&events, "ide/diffAccepted");
+    assert_eq!(accepted, json!({"filePath": f, "content": "onemine\nTWO\n"}));
+
+    // Rejected with :q.
+    c.call(4, "openDiff", json!({"filePath": f, "newContent": "three\n"}));
+    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    type_keys(&nvim, ":q<CR>");
+    assert_eq!(next_of(&events, "ide/diffRejected"), json!({"filePath": f}));
+
+    // Answered in the terminal: closeDiff takes the review away, and the CLI writes its own;
+    // with suppressNotification no rejection follows (it would race the CLI's own answer).
+    c.call(5, "openDiff", json!({"filePath": f, "newContent": "four\n"}));
+    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    let closed = c.call(6, "closeDiff", json!({"filePath": f, "suppressNotification": true}));
+    assert_eq!(closed["result"]["content"][0]["text"], r#"{"content":null}"#);
+    wait_until("the review gone", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(0));
+    let other = file_with(&nvim, "other.txt", "x\n");
+    c.call(7, "openDiff", json!({"filePath": other, "newContent": "y\n"}));
+    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    type_keys(&nvim, ":q<CR>");
+    assert_eq!(next_diff_event(&events), json!({"method": "ide/diffRejected", "params": {"filePath": other}}));
+
+    // Without suppressNotification the close is a rejection the CLI hears.
+    c.call(8, "openDiff", json!({"filePath": f, "newContent": "five\n"}));
+    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    c.call(9, "closeDiff", json!({"filePath": f}));
+    assert_eq!(next_diff_event(&events), json!({"method": "ide/diffRejected", "params": {"filePath": f}}));
+
+    assert!(nvim.quit(PATIENCE));
+    assert!(!path.exists());
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn another_users_folder_in_the_way_is_refused_and_said_once() {
+    // The temp folder is shared: where the CLI's folder goes, another user's may already be.
+    // SAFETY: geteuid has no preconditions.
+    let tmp = if unsafe { libc::geteuid() } == 0 {
+        let tmp = temp_dir("theirs");
+        std::fs::create_dir(tmp.join("gemini")).unwrap();
+        std::os::unix::fs::chown(tmp.join("gemini"), Some(65534), Some(65534)).unwrap();
+        tmp
+    } else {
+        PathBuf::from("/usr/share")
+    };
+    let mut nvim = Nvim::start_with(Options {
+        before: Some("require('pi_ide_test').record_notify()".into()),
+        after: Some("require('pi-ide').setup({ gemini = true })".into()),
+        env: vec![("TMPDIR".into(), tmp.to_string_lossy().into())],
+        ..Default::default()
+    });
+    nvim.wait_t("has_note", json!(["not serving Gemini CLI"]), PATIENCE);
+    assert_eq!(nvim.lua("return require('pi-ide').info().running"), json!(true), "the rest is served");
+    assert!(!tmp.join("gemini/ide").exists(), "nothing written there");
+    assert!(harness::health(&nvim).contains("Gemini CLI"));
+    assert!(nvim.quit(PATIENCE));
+    if tmp.starts_with(std::env::temp_dir()) {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+}

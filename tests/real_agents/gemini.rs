@@ -1,0 +1,322 @@
+//! The real Gemini CLI's TUI (npm `@google/gemini-cli`, pinned by scripts/ensure-agents.sh) in
+//! its IDE mode against a real Neovim with `setup({ gemini = true })`: the CLI finds Neovim by
+//! the discovery file in the temp folder they share (src/agents/gemini/), as a user runs it
+//! beside Neovim in tmux, or launched by `:PiIde open gemini` in Neovim's own terminal. Its
+//! model is a loopback mock of Gemini's REST API (tests/support/gemini_mock.rs, also its proxy,
+//! so that nothing leaves the machine unseen) that calls the CLI's `write_file`; the CLI shows
+//! the change in Neovim (openDiff) while its own "Apply this change?" waits. Keys into Neovim
+//! are typed (`type_keys`): reviews accept only what the user typed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use crate::gemini_mock::{GeminiMock, Reply, Turn};
+use crate::harness::*;
+use pi_ide_testkit::nvim::{temp_dir, Options};
+
+/// How long anything the CLI does may take: it loads ~20 MB of JavaScript and asks the model
+/// twice a turn, on a loaded 2-core machine. Only a failing test waits this long.
+const AGENT_PATIENCE: Duration = Duration::from_secs(90);
+
+/// The folder holding the agent CLIs: `$PI_IDE_AGENTS`, else `.deps/agents/node_modules/.bin`.
+fn agents_bin() -> PathBuf {
+    std::env::var_os("PI_IDE_AGENTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| pi_ide_testkit::nvim::plugin_root().join(".deps/agents/node_modules/.bin"))
+}
+
+/// `gemini` and the folder of the Node 22 it needs first on PATH. Missing is a failure.
+fn gemini_and_node() -> (PathBuf, PathBuf) {
+    let gemini = agents_bin().join("gemini");
+    let node_dir = agents_bin().join("../node/bin");
+    for (what, path) in [("the Gemini CLI", &gemini), ("Node 22", &node_dir.join("node"))] {
+        assert!(path.exists(), "{what} is not installed at {}: run scripts/ensure-agents.sh", path.display());
+    }
+    (gemini, node_dir)
+}
+
+/// One test's folders, removed when dropped: `work` (Neovim's and the CLI's folder), `home`
+/// (the CLI's: IDE mode on in its settings, `work` trusted), `tmp` (TMPDIR of both: the
+/// discovery file's folder) and `tmux` (the socket).
+struct Folders {
+    root: PathBuf,
+    home: PathBuf,
+    work: PathBuf,
+    tmp: PathBuf,
+}
+
+impl Folders {
+    fn new() -> Folders {
+        // Canonical: the CLI matches its cwd against workspacePath and its trusted folders.
+        let root = temp_dir("gemini-ide").canonicalize().unwrap();
+        let f = Folders { home: root.join("home"), work: root.join("work"), tmp: root.join("tmp"), root };
+        for d in [&f.home.join(".gemini"), &f.work, &f.tmp] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        // IDE mode on as its user turns it on; the API key chosen (no sign-in dialog); usage
+        // statistics and the update check off (they would leave the machine).
+        let settings = json!({"ide": {"enabled": true}, "security": {"auth": {"selectedType": "gemini-api-key"}},
+                              "privacy": {"usageStatisticsEnabled": false},
+                              "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false}});
+        std::fs::write(f.home.join(".gemini/settings.json"), settings.to_string()).unwrap();
+        let mut trust = serde_json::Map::new();
+        trust.insert(f.work.to_string_lossy().into_owned(), json!("TRUST_FOLDER"));
+        std::fs::write(f.home.join(".gemini/trustedFolders.json"), Value::Object(trust).to_string()).unwrap();
+        f
+    }
+
+    /// The discovery files in the shared temp folder.
+    fn discovery_files(&self) -> Vec<PathBuf> {
+        let entries = std::fs::read_dir(self.tmp.join("gemini/ide")).into_iter().flatten().flatten();
+        entries.map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "json")).collect()
+    }
+
+    /// Neovim `nvim`'s discovery file, once written.
+    fn discovery_of(&self, nvim: &Nvim) -> PathBuf {
+        let prefix = format!("gemini-ide-server-{}-", nvim.pid());
+        let mut found = None;
+        wait_until("the discovery file", PATIENCE, || {
+            found = self.discovery_files().into_iter().find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&prefix));
+            found.is_some()
+        });
+        found.unwrap()
+    }
+}
+
+impl Drop for Folders {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// The CLI's whole environment: offline, its model the mock, its HOME and TMPDIR the test's.
+fn cli_env(dirs: &Folders, mock: &GeminiMock) -> Vec<(String, String)> {
+    let (_, node_dir) = gemini_and_node();
+    let url = mock.url();
+    let s = |p: &Path| p.to_string_lossy().into_owned();
+    let mut env = vec![
+        ("PATH".into(), format!("{}:{}", node_dir.display(), std::env::var("PATH").unwrap_or_default())),
+        ("HOME".into(), s(&dirs.home)),
+        ("TMPDIR".into(), s(&dirs.tmp)),
+        ("GOOGLE_GEMINI_BASE_URL".into(), url.clone()),
+        ("GEMINI_API_KEY".into(), "dummy".into()),
+        // Its debug log (the IDE client's steps), for failure messages.
+        ("GEMINI_DEBUG_LOG_FILE".into(), s(&dirs.root.join("gemini-debug.log"))),
+        // It would relaunch itself under a new Node with more memory: one process, ours.
+        ("GEMINI_CLI_NO_RELAUNCH".into(), "true".into()),
+        // Where /.dockerenv exists (a CI container) it dials host.docker.internal instead of
+        // 127.0.0.1, unless it is told it runs in a dev container.
+        ("REMOTE_CONTAINERS".into(), "true".into()),
+        ("NO_PROXY".into(), "127.0.0.1,localhost".into()),
+        ("no_proxy".into(), "127.0.0.1,localhost".into()),
+        ("TERM".into(), "xterm-256color".into()),
+        ("LANG".into(), "C.UTF-8".into()),
+    ];
+    for k in ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"] {
+        env.push((k.into(), url.clone()));
+    }
+    env
+}
+
+/// The script the model follows: `please-write <path>` makes it write `<path>` (the text
+/// after "|"), then it says it is done; anything else gets a plain answer.
+fn script() -> impl Fn(&Turn) -> Reply + Send + Sync + 'static {
+    |turn: &Turn| match turn {
+        Turn::Prompt(p) if p.contains("please-write ") => {
+            let ask = p.split("please-write ").nth(1).unwrap_or_default();
+            let (path, content) = ask.split_once('|').unwrap_or((ask, ""));
+            let args = json!({"file_path": path.trim(), "content": content.replace("\\n", "\n")});
+            Reply::call("write_file", args)
+        }
+        Turn::ToolResult { name, .. } => Reply::text(&format!("Done with {name}.")),
+        _ => Reply::text("Hello from the mock."),
+    }
+}
+
+/// The CLI's TUI in a tmux server of its own (socket in the test's folder).
+struct Tui {
+    socket: PathBuf,
+    pane_pid: Option<i32>,
+}
+
+impl Tui {
+    fn start(dirs: &Folders, mock: &GeminiMock) -> Tui {
+        let (gemini, _) = gemini_and_node();
+        let conf = dirs.root.join("tmux.conf");
+        std::fs::write(&conf, "set -g remain-on-exit on\n").unwrap();
+        let mut tui = Tui { socket: dirs.root.join("tmux.sock"), pane_pid: None };
+        let mut cmd = Command::new("tmux");
+        cmd.arg("-S").arg(&tui.socket).arg("-f").arg(&conf);
+        cmd.args(["new-session", "-d", "-s", "cli", "-x", "200", "-y", "50", "-c"]).arg(&dirs.work);
+        cmd.arg(format!("exec '{}'", gemini.display()));
+        cmd.env_clear().envs(cli_env(dirs, mock));
+        let out = cmd.output().unwrap_or_else(|e| panic!("cannot run tmux: {e}"));
+        assert!(out.status.success(), "tmux new-session failed: {}", String::from_utf8_lossy(&out.stderr));
+        let pid = tui.tmux(&["display-message", "-p", "-t", "cli", "#{pane_pid}"]);
+        tui.pane_pid = String::from_utf8_lossy(&pid.stdout).trim().parse().ok();
+        wait_agent("the input line", || tui.screen(), || tui.screen().contains("Type your message"));
+        tui
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux").arg("-S").arg(&self.socket).args(args).output().expect("tmux")
+    }
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-J", "-t", "cli"]).stdout).into_owned()
+    }
+
+    /// Types `text` and presses Enter (apart: the TUI reads a pasted Enter as a new line), again
+    /// while the text stays in the input line: the TUI sometimes drops an Enter.
+    fn send_line(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "cli", "-l", text]);
+        wait_agent("the prompt typed", || self.screen(), || self.input_line().is_some_and(|l| l.contains(text)));
+        wait_agent("the prompt taken", || self.screen(), || {
+            self.press("Enter");
+            let deadline = Instant::now() + Duration::from_secs(3);
+            while self.input_line().is_some_and(|l| l.contains(text)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            !self.input_line().is_some_and(|l| l.contains(text))
+        });
+    }
+
+    /// The input line: the last "> " line above the footer naming the workspace. None while a
+    /// dialog hides them (then an Enter would answer the dialog).
+    fn input_line(&self) -> Option<String> {
+        let screen = self.screen();
+        let lines: Vec<&str> = screen.lines().collect();
+        let footer = lines.iter().position(|l| l.contains("workspace (/directory)"))?;
+        let above = &lines[footer.saturating_sub(4)..footer];
+        above.iter().rev().find(|l| l.trim_start().starts_with('>')).map(|l| l.to_string())
+    }
+
+    fn press(&self, key: &str) {
+        self.tmux(&["send-keys", "-t", "cli", key]);
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pane_pid {
+            // SAFETY: kill(2) of the process group of the pane this test started.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+        }
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+/// Polls `cond` until it holds; on timeout, fails with `about()` (a screen).
+fn wait_agent(what: &str, about: impl Fn() -> String, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + AGENT_PATIENCE;
+    while !cond() {
+        if Instant::now() > deadline {
+            panic!("timed out waiting for {what}\n--- the CLI's screen ---\n{}", about());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The CLI's screen and the end of Neovim's log, for failure messages.
+fn diagnosis(tui: &Tui, nvim: &Nvim) -> String {
+    let cli_log = std::fs::read_to_string(tui.socket.with_file_name("gemini-debug.log")).unwrap_or_default();
+    let ide: Vec<&str> = cli_log.lines().filter(|l| !l.contains("[LOG]")).collect();
+    let ide = ide[ide.len().saturating_sub(30)..].join("\n");
+    let log = std::fs::read_to_string(nvim.home.join("state/nvim/pi-ide.log")).unwrap_or_default();
+    let tail: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
+    format!("{}\n--- the CLI's log ---\n{ide}\n--- Neovim's log ---\n{}", tui.screen(), tail.join("\n"))
+}
+
+fn start_neovim(dirs: &Folders) -> Nvim {
+    Nvim::start_with(Options {
+        cwd: Some(dirs.work.clone()),
+        env: vec![("TMPDIR".into(), dirs.tmp.to_string_lossy().into())],
+        after: Some("require('pi-ide').setup({ gemini = true, log_level = 'debug' })".into()),
+        ..Default::default()
+    })
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+fn reviews(nvim: &Nvim) -> u64 {
+    nvim.t("reviews_shown", json!([])).as_u64().unwrap()
+}
+
+/// The editor context the CLI put before the prompt containing `prompt`: the JSON in its
+/// "Here is the user's editor context" part.
+fn context_sent(mock: &GeminiMock, prompt: &str) -> Option<Value> {
+    let turn = mock.turns().into_iter().find(|r| r.body.to_string().contains(prompt))?;
+    let text = turn.body["contents"].to_string();
+    let start = text.find("editor context")?;
+    let json_text = text[start..].split("```json").nth(1)?.split("```").next()?;
+    let unescaped: String = serde_json::from_str(&format!("\"{json_text}\"")).ok()?;
+    serde_json::from_str(&unescaped).ok()
+}
+
+/// The CLI connects through the discovery file (with REMOTE_CONTAINERS in a container), the
+/// context (path, selection, 1-based cursor) reaches its model with the first prompt, and its
+/// write_file opens our review while its own "Apply this change?" waits: a typed `:w` lands the
+/// user's edit of the proposal (the CLI writes what ide/diffAccepted carries), `:q` leaves the
+/// file. The review opens only in Normal mode: the test leaves Visual mode before the edit.
+#[test]
+fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was_accepted() {
+    let dirs = Folders::new();
+    let mock = GeminiMock::start(script());
+    let mut nvim = start_neovim(&dirs);
+    let discovery = dirs.discovery_of(&nvim);
+    edit_file(&nvim, "ctx.txt", &["alpha", "beta gamma", "delta"]);
+    // Line 2, "gamma" selected (columns 6 to 10): the cursor is told after it, 1-based as the
+    // companion spec says (the caret's column in VS Code, "Col 11"; the CLI passes it on as is).
+    type_keys(&nvim, "2G6|ve");
+
+    let tui = Tui::start(&dirs, &mock);
+    let about = || diagnosis(&tui, &nvim);
+    tui.send_line("/ide status");
+    wait_agent("the CLI to say it is connected to Neovim", about, || tui.screen().contains("Connected to Neovim"));
+
+    // The context reaches the model with the first prompt.
+    tui.send_line("what-is-selected here");
+    wait_agent("the answer", about, || tui.screen().contains("Hello from the mock."));
+    let ctx = context_sent(&mock, "what-is-selected").unwrap_or_else(|| panic!("no editor context:\n{}", mock.summary()));
+    let active = &ctx["activeFile"];
+    assert_eq!(active["path"], dirs.work.join("ctx.txt").to_string_lossy().as_ref(), "{ctx}");
+    assert_eq!(active["selectedText"], "gamma", "{ctx}");
+    assert_eq!(active["cursor"], json!({"line": 2, "character": 11}), "1-based: {ctx}");
+    // Back to Normal mode: a review waits until the user stops selecting (review/show.lua).
+    type_keys(&nvim, "<Esc>");
+
+    // An edit, reviewed in Neovim; the user's own change to the proposal is what lands.
+    let path = file_with(&nvim, "w.txt", "old\n");
+    tui.send_line(&format!("please-write {path}|new\\n"));
+    wait_agent("the review in Neovim", about, || reviews(&nvim) == 1);
+    wait_agent("the CLI's own question", about, || tui.screen().contains("Apply this change?"));
+    assert_eq!(read(&path).as_deref(), Some("old\n"));
+    nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
+    type_keys(&nvim, "ggAmine<Esc>");
+    type_keys(&nvim, ":w<CR>");
+    wait_agent("the CLI to write the accepted text", about, || read(&path).as_deref() == Some("newmine\n"));
+    wait_agent("the turn to end", about, || tui.screen().contains("Done with write_file."));
+    assert_eq!(reviews(&nvim), 0);
+
+    // :q rejects: the file stays as it was.
+    tui.send_line(&format!("please-write {path}|lost\\n"));
+    wait_agent("the second review", about, || reviews(&nvim) == 1);
+    type_keys(&nvim, ":q<CR>");
+    wait_agent("the CLI to hear the rejection", about, || !tui.screen().contains("Apply this change?"));
+    assert_eq!(read(&path).as_deref(), Some("newmine\n"));
+
+    // Allowed in the terminal: the CLI closes our review (closeDiff) and writes its proposal.
+    tui.send_line(&format!("please-write {path}|term\\n"));
+    wait_agent("the third review", about, || reviews(&nvim) == 1);
+    wait_agent("the CLI's own question", about, || tui.screen().contains("Apply this change?"));
+    tui.press("Enter");
+    wait_agent("the CLI to write its proposal", about, || read(&path).as_deref() == Some("term\n"));
+    wait_agent("the review closed", about, || reviews(&nvim) == 0);
+
+    assert!(mock.outside().is_empty(), "{:?}", mock.outside());
+    assert!(nvim.quit(PATIENCE));
+    assert!(!discovery.exists(), "the discovery file is removed on quit");
+}
