@@ -217,3 +217,27 @@ fn the_handshake_and_client_caps_never_touch_an_open_review() {
     let r = p.wait_response(&json!("d1")).unwrap();
     assert_eq!(texts(&r), vec!["FILE_SAVED".to_string(), "new\n".into()]);
 }
+
+/// A review its client gave up on while its panes were being built (a Ctrl-C'd MCP client): the
+/// core ended it and deleted its staged files, so the next step fails. That is no error to show:
+/// an error's traceback once stopped Neovim at a more-prompt, and its API with it.
+#[test]
+fn showing_a_review_the_core_ended_meanwhile_fails_quietly_and_a_real_failure_says_one_line() {
+    let nvim = Nvim::start();
+    nvim.record_notify();
+    let path = file_with(&nvim, "a.txt", "old\n");
+    let mut p = nvim.peer();
+    open_review(&nvim, &mut p, "q1", &path, "new\n", "pi-edit:q1", 1);
+    // The core ends it first (as when its client leaves), then a step fails.
+    nvim.lua("local r = require('pi-ide.features.review').current() require('pi-ide.core.native').get().review_reject(r.req) require('pi-ide.features.review').failed(r, 'E484: gone\\nstack traceback:\\n  x')");
+    assert!(nvim.notes().iter().all(|n| !n.contains("cannot show")), "{:?}", nvim.notes());
+    assert_eq!(review_answer(&mut p, "q1")[0], "DIFF_REJECTED");
+    nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
+    // A failure of a review still open: rejected, and said in one line.
+    open_review(&nvim, &mut p, "q2", &path, "new\n", "pi-edit:q2", 1);
+    nvim.lua("require('pi-ide.features.review').failed(require('pi-ide.features.review').current(), 'boom\\nstack traceback:\\n  x')");
+    assert_eq!(review_answer(&mut p, "q2")[0], "DIFF_REJECTED");
+    let said: Vec<String> = nvim.notes().into_iter().filter(|n| n.contains("cannot show")).collect();
+    assert_eq!(said, vec!["pi-ide.nvim: cannot show the review of a.txt: boom".to_string()]);
+    assert_eq!(nvim.lua("return 1"), json!(1), "Neovim answers: no prompt holds it");
+}

@@ -138,13 +138,19 @@ end
 --- error would let its write through). `r` is its view, or { req, path } when there is none.
 function M.failed(r, err)
   r = views[r.req] or r
-  log.notify(("cannot show the review of %s: %s"):format(display_name(tostring(r.path)), tostring(err)), vim.log.levels.ERROR)
-  if views[r.req] or r.ended then
-    return decide(r, false)
-  end
   local core = native()
-  if core then
-    core.review_reject(r.req)
+  if core and not core.review_reject(r.req) then
+    -- The core had ended it meanwhile (its client gave up; its staged files went with it), which
+    -- is why showing it failed: no error to show; what was built goes.
+    log.info("review %s of %s ended while being shown: %s", tostring(r.tab_name), tostring(r.path), tostring(err))
+    return views[r.req] and ended(r, "abandoned")
+  end
+  -- One line on screen (a traceback would stop Neovim at a more-prompt); all of it in the log.
+  local first = tostring(err):match("^[^\n]*")
+  log.info("cannot show the review of %s: %s", tostring(r.path), tostring(err))
+  log.notify(("cannot show the review of %s: %s"):format(display_name(tostring(r.path)), first), vim.log.levels.ERROR)
+  if views[r.req] or r.ended then
+    ended(r, "rejected")
   end
 end
 
