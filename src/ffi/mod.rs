@@ -167,16 +167,17 @@ fn respond(_: &Lua, (req, value): (u64, Value)) -> LuaResult<bool> {
     Ok(with_server(|s| s.shared.respond(req, Ok(value))).unwrap_or(false))
 }
 
-/// Every tool, of every agent, and what answers it: `{ [name] = { handler } }` (handler nil:
+/// Every tool, of every agent, and what answers it: `{ ["agent.tool"] = { handler } }` (handler nil:
 /// the core answers it).
 fn tools(lua: &Lua, (): ()) -> LuaResult<Table> {
     let t = lua.create_table()?;
-    for tool in crate::agents::ALL.iter().flat_map(|a| a.tools) {
+    for (agent, tool) in crate::agents::ALL.iter().flat_map(|a| a.tools.iter().map(move |t| (a.name, t))) {
         let entry = lua.create_table()?;
         if tool.answered_by_lua() {
             fields!(entry, "handler" => tool.handler_name());
         }
-        t.set(tool.name, entry)?;
+        // By agent: two agents may list tools of one name (openDiff).
+        t.set(format!("{agent}.{}", tool.name), entry)?;
     }
     Ok(t)
 }

@@ -444,10 +444,15 @@ fn every_tool_served_has_its_handler_in_luas_registry() {
          return out",
     );
     assert_eq!(missing, json!([]));
-    // Pi's twelve, the Copilot CLI's five (tests/agents/copilot.rs lists them), and the two review
-    // tools of the ACP chat's in-process client (src/agents/chat.rs).
-    let served = nvim.lua("return vim.tbl_count(require('pi-ide.core.native').get().tools())");
-    assert_eq!(served, json!(names.len() + 5 + 2));
+    // By agent: Pi's twelve, the Copilot CLI's five (tests/agents/copilot.rs lists them), the two
+    // review tools of the ACP chat's in-process client (src/agents/chat.rs) and Gemini CLI's two
+    // (src/agents/gemini/), whose openDiff shares its name with Pi's.
+    let per_agent = nvim.lua(
+        "local n = {} for key in pairs(require('pi-ide.core.native').get().tools()) do \
+           local agent = key:match('^(%w+)%.') n[agent] = (n[agent] or 0) + 1 end return n",
+    );
+    assert_eq!(per_agent["pi"], json!(names.len()), "{per_agent}");
+    assert_eq!((per_agent["copilot"].clone(), per_agent["chat"].clone(), per_agent["gemini"].clone()), (json!(5), json!(2), json!(2)));
 }
 
 #[test]

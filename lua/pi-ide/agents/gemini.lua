@@ -22,7 +22,8 @@ local opt = require("pi-ide.core.options").opt
 
 M.options = {
   -- Also serve Gemini CLI's IDE mode (its TUI sends its edits to our review); off, nothing of it runs (no
-  -- port, no discovery file). The CLI connects only with its IDE mode on (/ide enable).
+  -- port, no discovery file). The CLI connects only with its IDE mode on (/ide enable). See
+  -- |pi-ide-gemini|.
   -- @type boolean
   gemini = opt(false, { "boolean" }),
 }
