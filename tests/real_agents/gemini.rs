@@ -218,6 +218,24 @@ fn wait_agent(what: &str, about: impl Fn() -> String, mut cond: impl FnMut() -> 
     }
 }
 
+/// `/ide status` until the CLI says it is connected to Neovim. The CLI takes slash commands only
+/// once its own have loaded: typed earlier (a loaded machine), the line goes to the model as a
+/// prompt, so it is asked again.
+fn ide_status_says_connected(tui: &Tui, about: &dyn Fn() -> String) {
+    let deadline = Instant::now() + AGENT_PATIENCE;
+    let connected = || tui.screen().contains("Connected to Neovim");
+    while !connected() {
+        if Instant::now() > deadline {
+            panic!("timed out waiting for the CLI to say it is connected to Neovim\n--- the CLI's screen ---\n{}", about());
+        }
+        tui.send_line("/ide status");
+        let asked = Instant::now();
+        while !connected() && asked.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
 /// The CLI's screen and the end of Neovim's log, for failure messages.
 fn diagnosis(tui: &Tui, nvim: &Nvim) -> String {
     let cli_log = std::fs::read_to_string(tui.socket.with_file_name("gemini-debug.log")).unwrap_or_default();
@@ -274,11 +292,11 @@ fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was
 
     let tui = Tui::start(&dirs, &mock);
     let about = || diagnosis(&tui, &nvim);
-    tui.send_line("/ide status");
-    wait_agent("the CLI to say it is connected to Neovim", about, || tui.screen().contains("Connected to Neovim"));
+    ide_status_says_connected(&tui, &about);
 
     // The context reaches the model with the first prompt.
     tui.send_line("what-is-selected here");
+    wait_agent("the model to get the prompt", about, || context_sent(&mock, "what-is-selected").is_some());
     wait_agent("the answer", about, || tui.screen().contains("Hello from the mock."));
     let ctx = context_sent(&mock, "what-is-selected").unwrap_or_else(|| panic!("no editor context:\n{}", mock.summary()));
     let active = &ctx["activeFile"];
