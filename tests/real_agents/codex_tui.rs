@@ -48,5 +48,11 @@ fn piide_open_codex_runs_codex_with_this_neovims_tools() {
     nvim.lua(&format!("vim.api.nvim_chan_send({job}, '\\r')"));
     let got = model.wait_turn("getDiagnostics' output", CODEX_PATIENCE, |t| matches!(t, Turn::Output(_)));
     assert!(got.contains("only-in-this-neovim"), "{got}\n{}", screen());
+    // :checkhealth tells Codex served and connected, through pi-ide-mcp, by its client's name.
+    nvim.command("checkhealth pi-ide").unwrap();
+    let health = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    let health = health.as_str().unwrap_or_default();
+    assert!(health.contains("codex (:PiIde open codex; served, connected (client #1 codex-mcp-client))"), "{health}");
+    assert!(health.contains("codex-acp (:PiIde chat codex)"), "{health}");
     nvim.command("PiIde close codex").unwrap();
 }

@@ -14,6 +14,8 @@ local M = {
   short = "Codex",
   install = "npm i -g @openai/codex",
   cmd = { "codex" },
+  -- Its MCP client reaches the core through pi-ide-mcp (:checkhealth tells it by its name).
+  served_as = "mcp",
 }
 
 -- Where the Codex CLI keeps the bubblewrap it bundles, relative to its npm package.
