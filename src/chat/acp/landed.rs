@@ -8,6 +8,8 @@
 //! the accepted text, or other text, which the chat, the statusline and `:PiIde changes` then
 //! say no review showed.
 
+use std::time::Duration;
+
 use serde_json::json;
 
 use super::MAX_FILE;
@@ -15,6 +17,10 @@ use crate::chat::op::Op;
 use crate::support::blob::blob_id;
 use crate::support::on_disk::{self, OnDisk};
 use crate::support::own_write::{Landed, OwnWrite};
+
+/// How long a write the agent was allowed is looked for after its call (or turn) ended: an
+/// agent may say a call completed before its own write is on disk, or be midway through it.
+const LANDING: Duration = Duration::from_secs(3);
 
 /// Allowed changes whose write has not been checked yet; more than this (an agent that never
 /// says its calls completed) drops the oldest.
@@ -106,11 +112,12 @@ pub fn check(expected: &[Expected], tell: &dyn Fn(Op)) {
     }
 }
 
-/// The agent's write of its proposal, which the user did not accept whole: the accepted text is
-/// set over it (only over exactly that proposal), and `landed` says so (`rewritten`, and the
-/// `note` to tell the agent); anything else is left and told as other text.
+/// The agent's write of its proposal, which the user did not accept whole, looked for a while
+/// (LANDING): the accepted text is set over it (only over exactly that proposal), and `landed`
+/// says so (`rewritten`, and the `note` to tell the agent); anything else is left and told as
+/// other text once it stays so.
 fn settle(e: &Expected, own: &OwnWrite, tell: &dyn Fn(Op)) {
-    let (as_accepted, rewritten, why) = match own.settle() {
+    let (as_accepted, rewritten, why) = match own.wait(LANDING, &|| false) {
         Landed::NotWritten => return,
         Landed::AsAccepted { rewritten } => (true, rewritten, None),
         Landed::Other(why) => (false, false, Some(why)),
@@ -194,6 +201,30 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "A\nb\n");
         assert_eq!(told[1]["as_accepted"], false, "{told:?}");
         assert_eq!(std::fs::read_to_string(&g).unwrap(), "theirs\n", "never overwritten");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn an_agents_write_that_lands_after_its_call_ended_still_gets_the_accepted_text() {
+        let d = crate::scratch_dir("acp-landed-late");
+        let f = d.join("f");
+        std::fs::write(&f, "a\nb\n").unwrap();
+        let seen = crate::support::reviewed_write::Seen::look(&f).unwrap();
+        let own = OwnWrite { seen, proposal: "A\nB\n".into(), accepted: "A\nb\n".into() };
+        let path = f.display().to_string();
+        let e = Expected::new("c", &path, "A\nb\n", Some(blob_id(b"a\nb\n"))).with_own(Some(own), None);
+        let late = {
+            let f = f.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                std::fs::write(&f, "A\nB\n").unwrap();
+            })
+        };
+        let told = Mutex::new(Vec::new());
+        check(&[e], &|op| told.lock().push(op));
+        late.join().unwrap();
+        assert_eq!(told.lock().len(), 1, "told once it landed");
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "A\nb\n", "the accepted text over the late write");
         std::fs::remove_dir_all(&d).unwrap();
     }
 }
