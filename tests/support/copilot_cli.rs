@@ -197,7 +197,7 @@ impl CopilotCli {
     /// The last `n` lines of the CLI's newest log file about editors, and its errors and
     /// warnings (the rest, at debug level, is mostly its own machinery).
     pub fn log_tail(&self, n: usize) -> String {
-        let text = match self.log() {
+        let text = match newest_log(&self.copilot_home) {
             Ok(text) => text,
             Err(e) => return e,
         };
@@ -209,31 +209,36 @@ impl CopilotCli {
         lines[lines.len().saturating_sub(n)..].join("\n")
     }
 
-    /// Whether the CLI's log says it is connected to an editor now: its last line about the
-    /// connection is "Connected to IDE MCP server".
+    /// Whether the CLI's log says it is connected to an editor now (see [`log_says_connected`]).
     pub fn log_says_connected(&self) -> bool {
-        let Ok(text) = self.log() else { return false };
-        let connected = text.rfind("Connected to IDE MCP server");
-        let lost = ["Connecting to IDE MCP server", "Disconnecting from IDE MCP server", "Disconnected from IDE MCP server"]
-            .iter()
-            .filter_map(|l| text.rfind(l))
-            .max();
-        matches!((connected, lost), (Some(c), l) if l.is_none_or(|l| c > l))
+        log_says_connected(&self.copilot_home)
     }
+}
 
-    /// The CLI's newest log file ($COPILOT_HOME/logs/*.log), or why there is none.
-    fn log(&self) -> Result<String, String> {
-        let logs = self.copilot_home.join("logs");
-        let newest = std::fs::read_dir(&logs)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "log"))
-            .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
-        let path = newest.ok_or_else(|| format!("(no log in {})", logs.display()))?;
-        Ok(std::fs::read_to_string(&path).unwrap_or_default())
-    }
+/// Whether the log of the CLI whose `COPILOT_HOME` is `copilot_home` says it is connected to an
+/// editor now: its last line about the connection is "Connected to IDE MCP server".
+pub fn log_says_connected(copilot_home: &Path) -> bool {
+    let Ok(text) = newest_log(copilot_home) else { return false };
+    let connected = text.rfind("Connected to IDE MCP server");
+    let lost = ["Connecting to IDE MCP server", "Disconnecting from IDE MCP server", "Disconnected from IDE MCP server"]
+        .iter()
+        .filter_map(|l| text.rfind(l))
+        .max();
+    matches!((connected, lost), (Some(c), l) if l.is_none_or(|l| c > l))
+}
+
+/// The CLI's newest log file ($COPILOT_HOME/logs/*.log), or why there is none.
+fn newest_log(copilot_home: &Path) -> Result<String, String> {
+    let logs = copilot_home.join("logs");
+    let newest = std::fs::read_dir(&logs)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+    let path = newest.ok_or_else(|| format!("(no log in {})", logs.display()))?;
+    Ok(std::fs::read_to_string(&path).unwrap_or_default())
 }
 
 /// The CLI's whole environment: offline, its model the mock, its folders the test's, no
