@@ -93,10 +93,12 @@ pub(crate) fn isolate(cmd: &mut Command, home: &Path, lock_dir: &Path) {
 /// A fresh, empty folder under the system temp dir (a Nvim removes its `home`; others are the
 /// caller's). Never one that exists: a test process that had our pid before (pids wrap at
 /// 32768 on a busy machine) may have left a folder of the same name, with its files in it.
+/// Named by `$PI_IDE_TEST_RUN` too when set: scripts/test removes its run's folders after it.
 pub fn temp_dir(tag: &str) -> PathBuf {
+    let run = std::env::var("PI_IDE_TEST_RUN").map(|r| format!("{r}-")).unwrap_or_default();
     loop {
         let d = std::env::temp_dir().join(format!(
-            "pi-ide-test-{}-{}-{tag}",
+            "pi-ide-test-{run}{}-{}-{tag}",
             std::process::id(),
             SEQ.fetch_add(1, Ordering::Relaxed)
         ));
