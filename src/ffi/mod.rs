@@ -244,6 +244,16 @@ fn review_reject(_: &Lua, req: u64) -> LuaResult<bool> {
     Ok(with_server(|s| s.shared.decide(req, Verdict::Rejected)).unwrap_or(false))
 }
 
+/// Closes `client`'s review named `tab` as its agent asked (Hook::CloseReviewKeepingText):
+/// the number of the review Lua shows, to take away; nil when there was none.
+fn review_close(_: &Lua, (client, tab): (u64, String)) -> LuaResult<Option<u64>> {
+    let (_, ended) = with_server(|s| s.shared.close_review(client, &tab)).unwrap_or_default();
+    Ok(ended.and_then(|e| match e {
+        crate::state::events::Event::ReviewEnded { req, .. } => Some(req),
+        _ => None,
+    }))
+}
+
 /// Rejects every review of `client` (the chat aborts its Pi's turn). Returns the numbers of
 /// those Lua shows, to take away.
 fn reject_reviews_of(_: &Lua, client: u64) -> LuaResult<Vec<u64>> {
@@ -528,6 +538,7 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         staged_loaded => staged_loaded,
         review_accept => review_accept,
         review_reject => review_reject,
+        review_close => review_close,
         reject_reviews_of => reject_reviews_of,
         agent => agent,
         configure => configure,

@@ -201,6 +201,12 @@ async fn call_tool(
             shared.park(client, id, tool, args).await;
             vec![]
         }
+        // Lua's handler knows reviews by name, not by the agent's argument.
+        Hook::CloseReviewKeepingText { tab } => {
+            let tab = args.get(tab).cloned().unwrap_or_default();
+            shared.park(client, id, tool, serde_json::json!({ "tab": tab })).await;
+            vec![]
+        }
         // Before every model call of the agent's: answered here from the snapshot when it is
         // current, without waking Neovim.
         Hook::Snapshot => match crate::state::diagnostics::answer_bounded(&shared.diagnostics, &args).await {
@@ -269,7 +275,9 @@ pub fn later_tab(agent: &Agent, incoming: &Incoming) -> Option<String> {
 /// The review a call closes quietly ([`Tool::quiet_when`]): its decision goes to nobody.
 pub fn closed_quietly(agent: &Agent, incoming: &Incoming) -> Option<String> {
     let (tool, args) = called(agent, incoming)?;
-    let (Hook::CloseReview { tab }, Some(flag)) = (tool.hook, tool.quiet_when) else { return None };
+    let (Hook::CloseReview { tab } | Hook::CloseReviewKeepingText { tab }, Some(flag)) = (tool.hook, tool.quiet_when) else {
+        return None;
+    };
     let quiet = args.get(flag).and_then(serde_json::Value::as_bool) == Some(true);
     args.get(tab).and_then(serde_json::Value::as_str).filter(|_| quiet).map(str::to_owned)
 }

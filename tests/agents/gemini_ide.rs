@@ -228,12 +228,14 @@ fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later(
     type_keys(&nvim, ":q<CR>");
     assert_eq!(next_of(&events, "ide/diffRejected"), json!({"filePath": f}));
 
-    // Answered in the terminal: closeDiff takes the review away, and the CLI writes its own;
-    // with suppressNotification no rejection follows (it would race the CLI's own answer).
-    c.call(5, "openDiff", json!({"filePath": f, "newContent": "four\n"}));
+    // Answered in the terminal: closeDiff takes the review away and gives the text the user
+    // left in it (a hunk declined there stays declined: the CLI writes that); with
+    // suppressNotification no rejection follows (it would race the CLI's own answer).
+    c.call(5, "openDiff", json!({"filePath": f, "newContent": "four\ntwo\nsix\n"}));
     wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    type_keys(&nvim, "G:PiIde hunk reject<CR>");
     let closed = c.call(6, "closeDiff", json!({"filePath": f, "suppressNotification": true}));
-    assert_eq!(closed["result"]["content"][0]["text"], r#"{"content":null}"#);
+    assert_eq!(closed["result"]["content"][0]["text"], r#"{"content":"four\ntwo\n"}"#);
     wait_until("the review gone", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(0));
     let other = file_with(&nvim, "other.txt", "x\n");
     c.call(7, "openDiff", json!({"filePath": other, "newContent": "y\n"}));

@@ -2,11 +2,14 @@
 //! `openDiff` is answered at once; the user's decision goes later as the notification its
 //! reshape names (`ide/diffAccepted` with the text the user accepted, which the CLI then writes,
 //! or `ide/diffRejected`). `closeDiff` (the user answered in the terminal) closes our review,
-//! unheard with `suppressNotification` (a rejection would race the CLI's own answer).
+//! unheard with `suppressNotification` (a rejection would race the CLI's own answer), and gives
+//! the CLI the text the user left in it.
+
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::protocol::tools::{Hook, Param, ReviewArgs, Tool, Ty, Writes, PLAIN};
+use crate::protocol::tools::{Fallback, Hook, Param, ReviewArgs, Tool, Ty, Writes, PLAIN};
 
 pub static TOOLS: &[Tool] = &[
 Tool {
@@ -24,14 +27,17 @@ Tool {
 },
 Tool {
     name: "closeDiff",
-    description: "Close the review of this file (the user answered in the terminal): {\"content\": null}, \
-                  the CLI then writes its own proposal if the user accepted it there.",
+    description: "Close the review of this file (the user answered in the terminal): {\"content\": text}, \
+                  the text the user left in the review (hunks declined, lines edited), which the CLI \
+                  writes if the user accepted there; null: its own proposal.",
     params: &[
         Param { name: "filePath", ty: Ty::String, required: true, description: "The openDiff filePath." },
         Param { name: "suppressNotification", ty: Ty::Boolean, required: false,
                 description: "True: no ide/diffRejected for the review this closes (the CLI has its answer)." },
     ],
-    hook: Hook::CloseReview { tab: "filePath" },
+    hook: Hook::CloseReviewKeepingText { tab: "filePath" },
+    handler: Some("closeReview"),
+    fallback: Some(CLOSE_FALLBACK),
     reshape: Some(closed),
     quiet_when: Some("suppressNotification"),
     ..PLAIN
@@ -60,24 +66,31 @@ fn decision(v: Value, file_path: Option<&str>) -> Value {
     }
 }
 
-/// What the CLI writes when the user accepted in the terminal: null is its own proposal (the
-/// text in our review is not what the user answered for there).
-fn closed(_: Value, _: Option<&str>) -> Value {
-    json!({"content": null})
+/// What the CLI writes when the user accepted in the terminal: the text they left in our review
+/// (as VS Code's companion answers: the hunks they declined there stay declined), or null, its
+/// own proposal, when none was on screen.
+fn closed(text: Value, _: Option<&str>) -> Value {
+    json!({"content": text.as_str()})
 }
+
+/// Neovim held up (a prompt): the CLI is not kept waiting on its own answer; Lua closes the
+/// review when it runs.
+const CLOSE_FALLBACK: Fallback = Fallback { after: Duration::from_secs(2), keep: |_| false, answer: |_, _| Value::Null };
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_decision_is_a_notification_and_a_close_lets_the_cli_write_its_own() {
+    fn the_decision_is_a_notification_and_a_close_gives_the_text_left_in_the_review() {
         let a = decision(json!(["FILE_SAVED", "mine\n"]), Some("/w/f"));
         assert_eq!(a, json!({"method": "ide/diffAccepted", "params": {"filePath": "/w/f", "content": "mine\n"}}));
         let r = decision(json!(["DIFF_REJECTED", "/w/f"]), Some("/w/f"));
         assert_eq!(r["method"], "ide/diffRejected");
-        let c = TOOLS[1].finish(json!(["TAB_CLOSED", "closed", "/w/f"]), None).unwrap();
-        assert_eq!(c["content"][0]["text"], r#"{"content":null}"#);
+        let c = TOOLS[1].finish(json!("kept\n"), None).unwrap();
+        assert_eq!(c["content"][0]["text"], r#"{"content":"kept\n"}"#);
+        let none = TOOLS[1].finish(Value::Null, None).unwrap();
+        assert_eq!(none["content"][0]["text"], r#"{"content":null}"#);
         assert!(TOOLS[0].answered_later && !TOOLS[1].answered_later);
     }
 }

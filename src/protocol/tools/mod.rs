@@ -95,6 +95,10 @@ pub enum Hook {
     /// Closes the caller's review named by this argument (rejecting it if undecided): answered
     /// by the core with `["TAB_CLOSED", "closed" | "already_closed", name]`, shaped.
     CloseReview { tab: &'static str },
+    /// As CloseReview, but by Lua, which first reads the text the user left in the review (the
+    /// agent writes that, not its proposal, when the user answered it elsewhere): Lua answers
+    /// that text, or null when none was on screen.
+    CloseReviewKeepingText { tab: &'static str },
     /// Closes every review of the caller: answered by the core with `CLOSED_<n>_DIFF_TABS`.
     CloseAllReviews,
     /// Answered by the core at once: the client's session name is recorded (state/clients.rs)
@@ -186,7 +190,7 @@ pub struct Tool {
     /// Answered at once with no content; its real answer, which its reshape makes
     /// `{method, params}`, goes later on the event stream as that notification.
     pub answered_later: bool,
-    /// A close (Hook::CloseReview) that, when this boolean argument is true, is told to nobody:
+    /// A close (Hook::CloseReview, or KeepingText) that, when this boolean argument is true, is told to nobody:
     /// the decision of the call answered later for that review is not sent.
     pub quiet_when: Option<&'static str>,
 }
@@ -293,7 +297,7 @@ impl Tool {
 
     /// Whether Lua answers it (always, or when the core cannot), by [`Tool::handler_name`].
     pub fn answered_by_lua(&self) -> bool {
-        matches!(self.hook, Hook::Lua | Hook::Snapshot)
+        matches!(self.hook, Hook::Lua | Hook::Snapshot | Hook::CloseReviewKeepingText { .. })
     }
 
     /// The name of the Lua handler that answers it.

@@ -231,6 +231,36 @@ function M.refresh()
   refresh_winbars()
 end
 
+--- The text the user left in review `r` (their edits, the hunks they declined), when it is on
+--- screen and valid UTF-8; else nil.
+local function text_left(r)
+  if not (r and r.shown and r.ui and vim.api.nvim_buf_is_valid(r.ui.right_buf)) then
+    return nil
+  end
+  local load = require("pi-ide.features.review.load")
+  local text = load.text(r.ui.right_buf)
+  return not load.invalid_utf8(text) and text or nil
+end
+
+--- Tool handler (tools/init.lua): the agent closes its review `args.tab` because the user
+--- answered it elsewhere (in the agent's terminal). The core closes it; the answer is the text
+--- the user left in it, which the agent then writes if that answer was yes (nil: its own).
+function M.closeReview(args, reply, ev)
+  local r
+  for _, v in ipairs(in_order()) do
+    if v.client == ev.client and v.tab_name == args.tab then
+      r = v
+    end
+  end
+  local text = text_left(r)
+  local core = native()
+  local req = core and core.review_close(ev.client, tostring(args.tab))
+  if req and views[req] then
+    ended(views[req], "rejected")
+  end
+  reply(text or vim.NIL)
+end
+
 --- Rejects every review of `client` (the chat aborts its Pi's turn: Pi cannot stop while a
 --- review waits), those not shown yet included.
 function M.reject_of_client(client)

@@ -22,6 +22,7 @@ local HANDLERS = {
   checkDocumentDirty = "pi-ide.features.tools.documents",
   saveDocument = "pi-ide.features.tools.documents",
   openFile = "pi-ide.features.tools.open_file",
+  closeReview = "pi-ide.features.review",
 }
 
 --- The function named `name` (a handler the core names), or nil when there is none.
