@@ -231,11 +231,16 @@ fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later(
     // Answered in the terminal: closeDiff takes the review away and gives the text the user
     // left in it (a hunk declined there stays declined: the CLI writes that); with
     // suppressNotification no rejection follows (it would race the CLI's own answer).
-    c.call(5, "openDiff", json!({"filePath": f, "newContent": "four\ntwo\nsix\n"}));
+    // The CLI then writes it, and the user's buffer of the file shows it.
+    let h = edit_file(&nvim, "h.txt", &["one", "two"]);
+    c.call(5, "openDiff", json!({"filePath": h, "newContent": "four\ntwo\nsix\n"}));
     wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
     type_keys(&nvim, "G:PiIde hunk reject<CR>");
-    let closed = c.call(6, "closeDiff", json!({"filePath": f, "suppressNotification": true}));
+    let closed = c.call(6, "closeDiff", json!({"filePath": h, "suppressNotification": true}));
     assert_eq!(closed["result"]["content"][0]["text"], r#"{"content":"four\ntwo\n"}"#);
+    std::fs::write(&h, "four\ntwo\n").unwrap();
+    let shown = || nvim.lua_with("return vim.fn.getbufline(vim.fn.bufnr(...), 1, '$')", vec![h.clone().into()]);
+    wait_until("the user's buffer to show what the CLI wrote", PATIENCE, || shown() == json!(["four", "two"]));
     wait_until("the review gone", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(0));
     let other = file_with(&nvim, "other.txt", "x\n");
     c.call(7, "openDiff", json!({"filePath": other, "newContent": "y\n"}));

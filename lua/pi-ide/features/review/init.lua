@@ -253,6 +253,10 @@ function M.closeReview(args, reply, ev)
     end
   end
   local text = text_left(r)
+  if text then
+    -- A yes there: the agent writes it, and the user's buffer shows it then.
+    require("pi-ide.features.review.reload").when_written(r.path)
+  end
   local core = native()
   local req = core and core.review_close(ev.client, tostring(args.tab))
   if req and views[req] then
