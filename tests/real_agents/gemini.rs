@@ -414,12 +414,10 @@ fn piide_open_gemini_in_one_of_two_neovims_in_one_folder_connects_to_that_one() 
     let mock = GeminiMock::start(script());
     let (mut launcher, mut other) = two_neovims(&dirs, &mock);
     let (ours, theirs) = (dirs.discovery_of(&launcher), dirs.discovery_of(&other));
-    // Each one's file, its state taken before the terminal takes the window (a terminal never
-    // replaces the last file's state).
-    for (nvim, name) in [(&launcher, "mine.txt"), (&other, "theirs.txt")] {
-        edit_file(nvim, name, &[name]);
-        nvim.lua("require('pi-ide.features.selection').flush()");
-    }
+    // Each one's file; the launcher's is the context of the CLI it launches, though the CLI's
+    // terminal has the window by the time the CLI connects.
+    edit_file(&launcher, "mine.txt", &["mine"]);
+    edit_file(&other, "theirs.txt", &["theirs"]);
     launcher.command("PiIde open gemini").unwrap();
     let cli = InNeovim(&launcher);
     let about = || diagnosis(&cli, &dirs, &launcher);
@@ -429,7 +427,8 @@ fn piide_open_gemini_in_one_of_two_neovims_in_one_folder_connects_to_that_one() 
 
     // Its context is the launcher's file.
     send_line(&cli, "what-is-open here");
-    wait_agent("the model to get the prompt", about, || context_sent(&mock, "what-is-open").is_some());
+    let asked = || mock.turns().iter().any(|r| r.body.to_string().contains("what-is-open"));
+    wait_agent("the model to get the prompt", about, asked);
     let ctx = context_sent(&mock, "what-is-open").unwrap_or_else(|| panic!("no editor context:\n{}", mock.summary()));
     assert_eq!(ctx["activeFile"]["path"], dirs.work.join("mine.txt").to_string_lossy().as_ref(), "{ctx}");
     wait_agent("the answer", about, || cli.screen().contains("Hello from the mock."));
