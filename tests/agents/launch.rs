@@ -367,6 +367,24 @@ fn send_focuses_the_agent_unless_told_not_to() {
     assert_eq!(r.term("pi")["current"], false);
 }
 
+/// The file the user launches from is the first selection of an agent that connects from its
+/// terminal, though no client was there to take the file's state before, and the terminal, the
+/// current window by then, never replaces it.
+#[test]
+fn an_agent_launched_from_a_file_first_hears_of_that_file() {
+    let r = rig();
+    let nvim = &r.nvim;
+    std::fs::write(nvim.cwd.join("a.txt"), "one\ntwo\n").unwrap();
+    nvim.command("edit!").unwrap();
+    nvim.command("PiIde open").unwrap();
+    r.report("pi");
+    assert_eq!(r.term("pi")["current"], true);
+    let mut peer = nvim.peer();
+    peer.initialize().unwrap();
+    let first = next_selection(&mut peer);
+    assert!(first["filePath"].as_str().is_some_and(|p| p.ends_with("a.txt")), "{first}");
+}
+
 #[test]
 fn a_review_waits_while_the_user_types_in_the_agents_terminal() {
     let r = rig();

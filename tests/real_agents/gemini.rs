@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::gemini_mock::{GeminiMock, Reply, Turn};
 use crate::harness::*;
+use crate::terminal;
 use pi_ide_testkit::nvim::{temp_dir, Options};
 
 /// How long anything the CLI does may take: it loads ~20 MB of JavaScript and asks the model
@@ -134,6 +135,40 @@ fn script() -> impl Fn(&Turn) -> Reply + Send + Sync + 'static {
     }
 }
 
+/// Where the CLI's TUI runs, as its user reads and types into it: a tmux pane beside Neovim
+/// ([`Tui`]) or Neovim's own terminal ([`InNeovim`]).
+trait Screen {
+    fn screen(&self) -> String;
+    /// Bytes to the TUI, as typed.
+    fn type_text(&self, text: &str);
+    fn press_enter(&self);
+}
+
+/// Types `text` and presses Enter (apart: the TUI reads a pasted Enter as a new line), again
+/// while the text stays in the input line: the TUI sometimes drops an Enter.
+fn send_line(cli: &dyn Screen, text: &str) {
+    let typed = || input_line(&cli.screen()).is_some_and(|l| l.contains(text));
+    cli.type_text(text);
+    wait_agent("the prompt typed", || cli.screen(), typed);
+    wait_agent("the prompt taken", || cli.screen(), || {
+        cli.press_enter();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while typed() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        !typed()
+    });
+}
+
+/// The input line: the last "> " line above the footer naming the workspace. None while a
+/// dialog hides them (then an Enter would answer the dialog).
+fn input_line(screen: &str) -> Option<String> {
+    let lines: Vec<&str> = screen.lines().collect();
+    let footer = lines.iter().rposition(|l| l.contains("workspace (/directory)"))?;
+    let above = &lines[footer.saturating_sub(4)..footer];
+    above.iter().rev().find(|l| l.trim_start().starts_with('>')).map(|l| l.to_string())
+}
+
 /// The CLI's TUI in a tmux server of its own (socket in the test's folder).
 struct Tui {
     socket: PathBuf,
@@ -162,38 +197,19 @@ impl Tui {
     fn tmux(&self, args: &[&str]) -> Output {
         Command::new("tmux").arg("-S").arg(&self.socket).args(args).output().expect("tmux")
     }
+}
 
+impl Screen for Tui {
     fn screen(&self) -> String {
         String::from_utf8_lossy(&self.tmux(&["capture-pane", "-p", "-J", "-t", "cli"]).stdout).into_owned()
     }
 
-    /// Types `text` and presses Enter (apart: the TUI reads a pasted Enter as a new line), again
-    /// while the text stays in the input line: the TUI sometimes drops an Enter.
-    fn send_line(&self, text: &str) {
+    fn type_text(&self, text: &str) {
         self.tmux(&["send-keys", "-t", "cli", "-l", text]);
-        wait_agent("the prompt typed", || self.screen(), || self.input_line().is_some_and(|l| l.contains(text)));
-        wait_agent("the prompt taken", || self.screen(), || {
-            self.press("Enter");
-            let deadline = Instant::now() + Duration::from_secs(3);
-            while self.input_line().is_some_and(|l| l.contains(text)) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            !self.input_line().is_some_and(|l| l.contains(text))
-        });
     }
 
-    /// The input line: the last "> " line above the footer naming the workspace. None while a
-    /// dialog hides them (then an Enter would answer the dialog).
-    fn input_line(&self) -> Option<String> {
-        let screen = self.screen();
-        let lines: Vec<&str> = screen.lines().collect();
-        let footer = lines.iter().position(|l| l.contains("workspace (/directory)"))?;
-        let above = &lines[footer.saturating_sub(4)..footer];
-        above.iter().rev().find(|l| l.trim_start().starts_with('>')).map(|l| l.to_string())
-    }
-
-    fn press(&self, key: &str) {
-        self.tmux(&["send-keys", "-t", "cli", key]);
+    fn press_enter(&self) {
+        self.tmux(&["send-keys", "-t", "cli", "Enter"]);
     }
 }
 
@@ -204,6 +220,23 @@ impl Drop for Tui {
             unsafe { libc::kill(-pid, libc::SIGKILL) };
         }
         let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+/// The CLI launched by `:PiIde open gemini` in this Neovim's terminal (its pty gets the bytes).
+struct InNeovim<'a>(&'a Nvim);
+
+impl Screen for InNeovim<'_> {
+    fn screen(&self) -> String {
+        terminal::screen(self.0, "gemini")
+    }
+
+    fn type_text(&self, text: &str) {
+        terminal::type_text(self.0, "gemini", text);
+    }
+
+    fn press_enter(&self) {
+        terminal::type_text(self.0, "gemini", "\r");
     }
 }
 
@@ -221,14 +254,14 @@ fn wait_agent(what: &str, about: impl Fn() -> String, mut cond: impl FnMut() -> 
 /// `/ide status` until the CLI says it is connected to Neovim. The CLI takes slash commands only
 /// once its own have loaded: typed earlier (a loaded machine), the line goes to the model as a
 /// prompt, so it is asked again.
-fn ide_status_says_connected(tui: &Tui, about: &dyn Fn() -> String) {
+fn ide_status_says_connected(cli: &dyn Screen, about: &dyn Fn() -> String) {
     let deadline = Instant::now() + AGENT_PATIENCE;
-    let connected = || tui.screen().contains("Connected to Neovim");
+    let connected = || cli.screen().contains("Connected to Neovim");
     while !connected() {
         if Instant::now() > deadline {
             panic!("timed out waiting for the CLI to say it is connected to Neovim\n--- the CLI's screen ---\n{}", about());
         }
-        tui.send_line("/ide status");
+        send_line(cli, "/ide status");
         let asked = Instant::now();
         while !connected() && asked.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(100));
@@ -236,23 +269,34 @@ fn ide_status_says_connected(tui: &Tui, about: &dyn Fn() -> String) {
     }
 }
 
-/// The CLI's screen and the end of Neovim's log, for failure messages.
-fn diagnosis(tui: &Tui, nvim: &Nvim) -> String {
-    let cli_log = std::fs::read_to_string(tui.socket.with_file_name("gemini-debug.log")).unwrap_or_default();
+/// The CLI's screen and the ends of its debug log and Neovim's log, for failure messages.
+fn diagnosis(cli: &dyn Screen, dirs: &Folders, nvim: &Nvim) -> String {
+    let cli_log = std::fs::read_to_string(dirs.root.join("gemini-debug.log")).unwrap_or_default();
     let ide: Vec<&str> = cli_log.lines().filter(|l| !l.contains("[LOG]")).collect();
     let ide = ide[ide.len().saturating_sub(30)..].join("\n");
     let log = std::fs::read_to_string(nvim.home.join("state/nvim/pi-ide.log")).unwrap_or_default();
     let tail: Vec<&str> = log.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect();
-    format!("{}\n--- the CLI's log ---\n{ide}\n--- Neovim's log ---\n{}", tui.screen(), tail.join("\n"))
+    format!("{}\n--- the CLI's log ---\n{ide}\n--- Neovim's log ---\n{}", cli.screen(), tail.join("\n"))
 }
 
-fn start_neovim(dirs: &Folders) -> Nvim {
+/// A Neovim in the test's folder serving the CLI (`gemini = true`), `more` added to its setup.
+fn start_neovim(dirs: &Folders, more: &str) -> Nvim {
     Nvim::start_with(Options {
         cwd: Some(dirs.work.clone()),
         env: vec![("TMPDIR".into(), dirs.tmp.to_string_lossy().into())],
-        after: Some("require('pi-ide').setup({ gemini = true, log_level = 'debug' })".into()),
+        after: Some(format!("require('pi-ide').setup({{ gemini = true, log_level = 'debug'{more} }})")),
         ..Default::default()
     })
+}
+
+/// A Neovim as [`start_neovim`] whose `:PiIde open gemini` runs the CLI offline in a split
+/// wide enough for its footer.
+fn start_launcher(dirs: &Folders, mock: &GeminiMock) -> Nvim {
+    let (gemini, _) = gemini_and_node();
+    let agent = format!("cmd = {{ {:?} }}, env = {{ {} }}", gemini.display().to_string(), terminal::lua_fields(cli_env(dirs, mock)));
+    let nvim = start_neovim(dirs, &format!(", terminal = {{ provider = 'split', width = 160, agents = {{ gemini = {{ {agent} }} }} }}"));
+    nvim.command("set columns=240 lines=50").unwrap();
+    nvim
 }
 
 fn read(path: &str) -> Option<String> {
@@ -283,7 +327,7 @@ fn context_sent(mock: &GeminiMock, prompt: &str) -> Option<Value> {
 fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was_accepted() {
     let dirs = Folders::new();
     let mock = GeminiMock::start(script());
-    let mut nvim = start_neovim(&dirs);
+    let mut nvim = start_neovim(&dirs, "");
     let discovery = dirs.discovery_of(&nvim);
     edit_file(&nvim, "ctx.txt", &["alpha", "beta gamma", "delta"]);
     // Line 2, "gamma" selected (columns 6 to 10): the cursor is told after it, 1-based as the
@@ -291,11 +335,11 @@ fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was
     type_keys(&nvim, "2G6|ve");
 
     let tui = Tui::start(&dirs, &mock);
-    let about = || diagnosis(&tui, &nvim);
+    let about = || diagnosis(&tui, &dirs, &nvim);
     ide_status_says_connected(&tui, &about);
 
     // The context reaches the model with the first prompt.
-    tui.send_line("what-is-selected here");
+    send_line(&tui, "what-is-selected here");
     wait_agent("the model to get the prompt", about, || context_sent(&mock, "what-is-selected").is_some());
     wait_agent("the answer", about, || tui.screen().contains("Hello from the mock."));
     let ctx = context_sent(&mock, "what-is-selected").unwrap_or_else(|| panic!("no editor context:\n{}", mock.summary()));
@@ -308,7 +352,7 @@ fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was
 
     // An edit, reviewed in Neovim; the user's own change to the proposal is what lands.
     let path = file_with(&nvim, "w.txt", "old\n");
-    tui.send_line(&format!("please-write {path}|new\\n"));
+    send_line(&tui, &format!("please-write {path}|new\\n"));
     wait_agent("the review in Neovim", about, || reviews(&nvim) == 1);
     wait_agent("the CLI's own question", about, || tui.screen().contains("Apply this change?"));
     assert_eq!(read(&path).as_deref(), Some("old\n"));
@@ -320,21 +364,92 @@ fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was
     assert_eq!(reviews(&nvim), 0);
 
     // :q rejects: the file stays as it was.
-    tui.send_line(&format!("please-write {path}|lost\\n"));
+    send_line(&tui, &format!("please-write {path}|lost\\n"));
     wait_agent("the second review", about, || reviews(&nvim) == 1);
     type_keys(&nvim, ":q<CR>");
-    wait_agent("the CLI to hear the rejection", about, || !tui.screen().contains("Apply this change?"));
+    // Its turn ends with "Request cancelled.": keys typed before that (its question gone, the
+    // turn not yet over) are dropped.
+    let rejected = || tui.screen().contains("Request cancelled.") && !tui.screen().contains("Apply this change?");
+    wait_agent("the CLI to hear the rejection", about, rejected);
     assert_eq!(read(&path).as_deref(), Some("newmine\n"));
 
     // Allowed in the terminal: the CLI closes our review (closeDiff) and writes its proposal.
-    tui.send_line(&format!("please-write {path}|term\\n"));
+    send_line(&tui, &format!("please-write {path}|term\\n"));
     wait_agent("the third review", about, || reviews(&nvim) == 1);
     wait_agent("the CLI's own question", about, || tui.screen().contains("Apply this change?"));
-    tui.press("Enter");
+    tui.press_enter();
     wait_agent("the CLI to write its proposal", about, || read(&path).as_deref() == Some("term\n"));
     wait_agent("the review closed", about, || reviews(&nvim) == 0);
 
     assert!(mock.outside().is_empty(), "{:?}", mock.outside());
     assert!(nvim.quit(PATIENCE));
     assert!(!discovery.exists(), "the discovery file is removed on quit");
+}
+
+/// Clients connected to `nvim`.
+fn clients(nvim: &Nvim) -> u64 {
+    nvim.lua("return #require('pi-ide').info().clients").as_u64().unwrap()
+}
+
+/// Two Neovims serving one folder, the one whose `:PiIde open gemini` is tested first: the one
+/// the CLI would not pick by scanning the discovery files (it prefers the higher pid among live
+/// editors; its process walk never reaches Neovim), so only the environment the launch gives
+/// it (GEMINI_CLI_IDE_PID / GEMINI_CLI_IDE_SERVER_PORT) connects it to the right one.
+fn two_neovims(dirs: &Folders, mock: &GeminiMock) -> (Nvim, Nvim) {
+    let (first, second) = (start_launcher(dirs, mock), start_launcher(dirs, mock));
+    if first.pid() < second.pid() {
+        (first, second)
+    } else {
+        (second, first)
+    }
+}
+
+/// `:PiIde open gemini` in the second of two Neovims serving one folder connects the CLI in its
+/// terminal to that Neovim: the context is its file, the model's edit is reviewed there (none
+/// in the other), a typed `:w` lands the user's edit of the proposal, and `:PiIde stop` removes
+/// its discovery file while the other Neovim's stays until it quits.
+#[test]
+fn piide_open_gemini_in_one_of_two_neovims_in_one_folder_connects_to_that_one() {
+    let dirs = Folders::new();
+    let mock = GeminiMock::start(script());
+    let (mut launcher, mut other) = two_neovims(&dirs, &mock);
+    let (ours, theirs) = (dirs.discovery_of(&launcher), dirs.discovery_of(&other));
+    // Each one's file; the launcher's is the context of the CLI it launches, though the CLI's
+    // terminal has the window by the time the CLI connects.
+    edit_file(&launcher, "mine.txt", &["mine"]);
+    edit_file(&other, "theirs.txt", &["theirs"]);
+    launcher.command("PiIde open gemini").unwrap();
+    let cli = InNeovim(&launcher);
+    let about = || diagnosis(&cli, &dirs, &launcher);
+    wait_agent("the input line", about, || cli.screen().contains("Type your message"));
+    ide_status_says_connected(&cli, &about);
+    assert_eq!((clients(&launcher), clients(&other)), (1, 0), "connected to the launcher only\n{}", about());
+
+    // Its context is the launcher's file.
+    send_line(&cli, "what-is-open here");
+    let asked = || mock.turns().iter().any(|r| r.body.to_string().contains("what-is-open"));
+    wait_agent("the model to get the prompt", about, asked);
+    let ctx = context_sent(&mock, "what-is-open").unwrap_or_else(|| panic!("no editor context:\n{}", mock.summary()));
+    assert_eq!(ctx["activeFile"]["path"], dirs.work.join("mine.txt").to_string_lossy().as_ref(), "{ctx}");
+    wait_agent("the answer", about, || cli.screen().contains("Hello from the mock."));
+
+    // Its edit is reviewed in the launcher; the user's own change to the proposal lands.
+    let path = file_with(&launcher, "w.txt", "old\n");
+    send_line(&cli, &format!("please-write {path}|new\\n"));
+    wait_agent("the review in the launcher", about, || reviews(&launcher) == 1);
+    assert_eq!(reviews(&other), 0);
+    launcher.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
+    assert_eq!(read(&path).as_deref(), Some("old\n"));
+    type_keys(&launcher, "ggAmine<Esc>");
+    type_keys(&launcher, ":w<CR>");
+    wait_agent("the CLI to write the accepted text", about, || read(&path).as_deref() == Some("newmine\n"));
+    wait_agent("the turn to end", about, || cli.screen().contains("Done with write_file."));
+    assert!(mock.outside().is_empty(), "{:?}", mock.outside());
+
+    // Stopped, the launcher's discovery file goes; the other Neovim's goes when it quits.
+    type_keys(&launcher, "<C-\\><C-n>:PiIde stop<CR>");
+    wait_until("the launcher's discovery file gone", PATIENCE, || !ours.exists());
+    assert!(theirs.exists());
+    assert!(launcher.quit(PATIENCE) && other.quit(PATIENCE));
+    assert!(!theirs.exists(), "the discovery file is removed on quit");
 }

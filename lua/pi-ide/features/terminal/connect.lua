@@ -16,6 +16,9 @@ function M.env_for(agent, launch)
   if not server.running() and not server.start() then
     return nil, "the server could not start (see above)"
   end
+  -- The file the user launches from is the agent's first context. Taken now: its terminal
+  -- takes the window before it connects, and a terminal never replaces the last file's state.
+  require("pi-ide.features.selection").flush()
   local env, err = require("pi-ide.agents").get(agent).connect(launch)
   if env then
     given[agent .. "\0" .. (launch.tag or "")] = { agent = agent, launch = launch }
