@@ -373,12 +373,15 @@ fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was
     wait_agent("the CLI to hear the rejection", about, rejected);
     assert_eq!(read(&path).as_deref(), Some("newmine\n"));
 
-    // Allowed in the terminal: the CLI closes our review (closeDiff) and writes its proposal.
-    send_line(&tui, &format!("please-write {path}|term\\n"));
+    // Allowed in the terminal after a hunk was declined in Neovim: the CLI closes our review
+    // (closeDiff) and writes what the review held, not its whole proposal.
+    send_line(&tui, &format!("please-write {path}|term\\nnewmine\\nextra\\n"));
     wait_agent("the third review", about, || reviews(&nvim) == 1);
     wait_agent("the CLI's own question", about, || tui.screen().contains("Apply this change?"));
+    nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
+    type_keys(&nvim, "G:PiIde hunk reject<CR>");
     tui.press_enter();
-    wait_agent("the CLI to write its proposal", about, || read(&path).as_deref() == Some("term\n"));
+    wait_agent("the CLI to write the text kept", about, || read(&path).as_deref() == Some("term\nnewmine\n"));
     wait_agent("the review closed", about, || reviews(&nvim) == 0);
 
     assert!(mock.outside().is_empty(), "{:?}", mock.outside());
