@@ -246,21 +246,16 @@ end
 --- answered it elsewhere (in the agent's terminal). The core closes it; the answer is the text
 --- the user left in it, which the agent then writes if that answer was yes (nil: its own).
 function M.closeReview(args, reply, ev)
-  local r
-  for _, v in ipairs(in_order()) do
-    if v.client == ev.client and v.tab_name == args.tab then
-      r = v
-    end
-  end
-  local text = text_left(r)
-  if text then
-    -- A yes there: the agent writes it, and the user's buffer shows it then.
-    require("pi-ide.features.review.reload").when_written(r.path)
-  end
   local core = native()
   local req = core and core.review_close(ev.client, tostring(args.tab))
-  if req and views[req] then
-    ended(views[req], "rejected")
+  local r = req and views[req]
+  local text = text_left(r)
+  if r then
+    if text then
+      -- A yes there: the agent writes it, and the user's buffer shows it then.
+      require("pi-ide.features.review.reload").when_written(r.path)
+    end
+    ended(r, "rejected")
   end
   reply(text or vim.NIL)
 end
