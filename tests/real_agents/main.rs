@@ -22,6 +22,7 @@ mod responses_mock;
 #[path = "../support/terminal.rs"]
 mod terminal;
 
+mod acp_rig;
 mod claude;
 mod claude_acp;
 mod codex_acp;
