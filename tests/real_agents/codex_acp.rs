@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use crate::acp_rig::Rig;
-use crate::codex_cli::{agents_path, codex_env, codex_home, CODEX_PATIENCE};
+use crate::codex_cli::{trusted_work, CODEX_PATIENCE};
 use crate::harness::*;
 use crate::responses_mock::{Reply, ResponsesMock, Turn};
 use pi_ide_testkit::nvim::{temp_dir, Options};
@@ -21,22 +21,7 @@ fn rig() -> Rig<ResponsesMock> {
 /// With `top` first in Codex's config.toml.
 fn rig_with(top: &str) -> Rig<ResponsesMock> {
     let model = ResponsesMock::start();
-    let scratch = temp_dir("codex-acp");
-    let dir = scratch.join("work");
-    std::fs::create_dir_all(&dir).unwrap();
-    let dir = dir.canonicalize().unwrap();
-    let trusted = format!("[projects.{:?}]\ntrust_level = \"trusted\"\n", dir.display().to_string());
-    codex_home(&scratch.join("codex-home"), &model.base_url(), top, &trusted);
-    // Neovim's own environment, as a user's shell gives it: codex-acp and codex on PATH.
-    let mut env: Vec<(String, String)> = codex_env(&scratch.join("home"), &scratch.join("codex-home"))
-        .into_iter()
-        .filter(|(k, _)| k != "HOME")
-        .collect();
-    for (k, v) in env.iter_mut() {
-        if k == "PATH" {
-            *v = format!("{}:{v}", agents_path());
-        }
-    }
+    let (dir, env) = trusted_work(&temp_dir("codex-acp"), &model.base_url(), top);
     let options = Options { cwd: Some(dir), env, after: Some("require('pi-ide').setup({})".into()), ..Default::default() };
     Rig::start("codex", CODEX_PATIENCE, model, ResponsesMock::turns_report, options)
 }
