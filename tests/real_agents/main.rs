@@ -11,8 +11,8 @@ mod codex_cli;
 mod copilot_cli;
 #[path = "../support/gemini_mock.rs"]
 mod gemini_mock;
-#[path = "../support/http_body.rs"]
-mod http_body;
+#[path = "../support/mock_http.rs"]
+mod mock_http;
 #[path = "../support/openai_mock.rs"]
 mod openai_mock;
 #[path = "../support/pi_cli.rs"]
