@@ -13,3 +13,4 @@ mod lifecycle;
 mod lockfile_and_auth;
 mod mcp_bridge;
 mod protocol;
+mod served_on_request;

@@ -3,8 +3,8 @@
 
 #[path = "../support/harness.rs"]
 mod harness;
-#[path = "../support/http_body.rs"]
-mod http_body;
+#[path = "../support/mock_http.rs"]
+mod mock_http;
 #[path = "../support/openai_mock.rs"]
 mod openai_mock;
 #[path = "../support/pi_cli.rs"]

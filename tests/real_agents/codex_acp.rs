@@ -5,91 +5,39 @@
 //! permission that carries the whole file; what the user accepted is set over its write.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use crate::codex_cli::{agents_path, codex_env, codex_home, CODEX_PATIENCE};
+use crate::acp_rig::Rig;
+use crate::codex_cli::{trusted_work, CODEX_PATIENCE};
 use crate::harness::*;
 use crate::responses_mock::{Reply, ResponsesMock, Turn};
 use pi_ide_testkit::nvim::{temp_dir, Options};
 use serde_json::json;
 
-struct Rig {
-    nvim: Nvim,
-    model: ResponsesMock,
-    dir: PathBuf,
-}
-
 /// The folder trusted in Codex: codex-acp starts in `auto`.
-fn rig() -> Rig {
+fn rig() -> Rig<ResponsesMock> {
     rig_with("")
 }
 
 /// With `top` first in Codex's config.toml.
-fn rig_with(top: &str) -> Rig {
+fn rig_with(top: &str) -> Rig<ResponsesMock> {
     let model = ResponsesMock::start();
-    let scratch = temp_dir("codex-acp");
-    let dir = scratch.join("work");
-    std::fs::create_dir_all(&dir).unwrap();
-    let dir = dir.canonicalize().unwrap();
-    let trusted = format!("[projects.{:?}]\ntrust_level = \"trusted\"\n", dir.display().to_string());
-    codex_home(&scratch.join("codex-home"), &model.base_url(), top, &trusted);
-    // Neovim's own environment, as a user's shell gives it: codex-acp and codex on PATH.
-    let mut env: Vec<(String, String)> = codex_env(&scratch.join("home"), &scratch.join("codex-home"))
-        .into_iter()
-        .filter(|(k, _)| k != "HOME")
-        .collect();
-    for (k, v) in env.iter_mut() {
-        if k == "PATH" {
-            *v = format!("{}:{v}", agents_path());
-        }
-    }
-    let nvim = Nvim::start_with(Options { cwd: Some(dir.clone()), env, after: Some("require('pi-ide').setup({})".into()), ..Default::default() });
-    nvim.command("set columns=200").unwrap();
-    nvim.record_notify();
-    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
-    Rig { nvim, model, dir }
+    let (dir, env) = trusted_work(&temp_dir("codex-acp"), &model.base_url(), top);
+    let options = Options { cwd: Some(dir), env, after: Some("require('pi-ide').setup({})".into()), ..Default::default() };
+    Rig::start("codex", CODEX_PATIENCE, model, ResponsesMock::turns_report, options)
 }
 
-const CHAT: &str = "require('pi-ide.features.chat.acp').get('codex')";
-
-impl Rig {
-    fn open(&self) {
-        self.nvim.command("PiIde chat codex").unwrap();
-        self.nvim.command("stopinsert").unwrap();
+impl Rig<ResponsesMock> {
+    /// `:PiIde chat codex`, once the chat has put codex-acp in read-only.
+    fn open_read_only(&self) {
+        self.open();
         wait_until("codex-acp's session in read-only", CODEX_PATIENCE, || {
-            self.nvim.lua(&format!("return {CHAT}.info.mode")) == json!("read-only")
+            self.nvim.lua(&format!("return {}.info.mode", self.chat())) == json!("read-only")
         });
     }
 
-    fn send(&self, text: &str) {
-        self.nvim.lua_with(&format!("{CHAT}:send(...)"), vec![text.into()]);
-    }
-
-    fn text(&self) -> String {
-        let v = self.nvim.lua("return require('pi-ide.features.chat.view').of('codex').text()");
-        v.as_str().unwrap_or_default().to_owned()
-    }
-
-    fn wait_text(&self, part: &str) {
-        let deadline = std::time::Instant::now() + CODEX_PATIENCE;
-        while !self.text().contains(part) {
-            assert!(std::time::Instant::now() < deadline, "no {part:?} in the chat:\n{}\nmodel turns: {:?}", self.text(), self.model.turns_report());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn review_on_screen(&self) {
-        wait_until("the review on screen", CODEX_PATIENCE, || {
-            self.nvim.lua("return #require('pi-ide.features.review').list() == 1 and vim.b.pi_ide_review ~= nil") == true
-        });
-    }
-
-    fn idle(&self) {
-        wait_until("the turn's end", CODEX_PATIENCE, || self.nvim.lua(&format!("return {CHAT}.state == 'idle'")) == true);
-    }
-
+    /// A file `name` with `text` in Neovim's (and codex-acp's) working folder.
     fn file(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.dir.join(name);
+        let path = self.nvim.cwd.join(name);
         std::fs::write(&path, text).unwrap();
         path
     }
@@ -104,8 +52,7 @@ impl Rig {
 
     /// The process group the chat's agent runs in (its pid).
     fn group(&self) -> i32 {
-        let pid = self.nvim.lua(&format!("return require('pi-ide.core.native').get().chat_pid({CHAT}.proc.id)"));
-        pid.as_i64().expect("the chat's pid") as i32
+        self.agent_pid().expect("the chat's pid")
     }
 }
 
@@ -133,7 +80,7 @@ fn left_running(pgid: i32, nvim_pid: u32) -> Vec<String> {
 fn a_prompt_streams_in_read_only_mode_even_in_a_trusted_folder() {
     let rig = rig();
     rig.model.on_user("hello", Reply::text("Hello from the mock model"));
-    rig.open();
+    rig.open_read_only();
     rig.send("hello there");
     rig.wait_text("Hello from the mock model");
     rig.idle();
@@ -145,7 +92,7 @@ fn its_shell_commands_run_in_its_read_only_sandbox() {
     let rig = rig();
     let cmd = json!({"cmd": "echo sandboxed-ok"}).to_string();
     rig.model.on_user("run", Reply::Item(json!({"type": "function_call", "name": "exec_command", "arguments": cmd})));
-    rig.open();
+    rig.open_read_only();
     rig.send("run it");
     let got = rig.model.wait_turn("the command's output", CODEX_PATIENCE, |t| matches!(t, Turn::Output(_)));
     assert!(got.contains("sandboxed-ok") && !got.contains("bubblewrap"), "{got}");
@@ -155,7 +102,7 @@ fn its_shell_commands_run_in_its_read_only_sandbox() {
 fn an_edit_is_reviewed_whole_and_the_users_text_lands_after_w() {
     let rig = rig();
     let path = rig.file("a.txt", "one\ntwo\nthree\n");
-    rig.open();
+    rig.open_read_only();
     rig.model_patches(format!("*** Begin Patch\n*** Update File: {}\n@@\n one\n-two\n+TWO\n three\n*** End Patch", path.display()));
     let pane = rig.nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '|')");
     assert_eq!(pane, json!("one|TWO|three"), "the whole file as it will be");
@@ -172,7 +119,7 @@ fn an_edit_is_reviewed_whole_and_the_users_text_lands_after_w() {
 fn full_access_in_codexs_config_is_put_back_in_read_only_and_edits_are_reviewed() {
     let rig = rig_with("sandbox_mode = \"danger-full-access\"\napproval_policy = \"never\"");
     let path = rig.file("a.txt", "one\n");
-    rig.open();
+    rig.open_read_only();
     rig.model_patches(format!("*** Begin Patch\n*** Update File: {}\n@@\n-one\n+ONE\n*** End Patch", path.display()));
     assert_eq!(read(&path), "one\n", "nothing written before the :w");
     type_keys(&rig.nvim, ":w<CR>");
@@ -184,7 +131,7 @@ fn full_access_in_codexs_config_is_put_back_in_read_only_and_edits_are_reviewed(
 fn q_rejects_the_edit_and_leaves_the_file() {
     let rig = rig();
     let path = rig.file("a.txt", "one\ntwo\n");
-    rig.open();
+    rig.open_read_only();
     rig.model_patches(format!("*** Begin Patch\n*** Update File: {}\n@@\n one\n-two\n+TWO\n*** End Patch", path.display()));
     type_keys(&rig.nvim, ":q<CR>");
     rig.idle();
@@ -200,8 +147,8 @@ fn q_rejects_the_edit_and_leaves_the_file() {
 #[test]
 fn a_new_file_is_reviewed_and_created_after_w() {
     let rig = rig();
-    let path = rig.dir.join("new.txt");
-    rig.open();
+    let path = rig.nvim.cwd.join("new.txt");
+    rig.open_read_only();
     rig.model_patches(format!("*** Begin Patch\n*** Add File: {}\n+hello\n*** End Patch", path.display()));
     assert!(!path.exists(), "nothing written before the :w");
     type_keys(&rig.nvim, ":w<CR>");
@@ -217,7 +164,7 @@ fn codex_reaches_this_neovims_tools_with_its_short_environment() {
     rig.nvim.lua("vim.diagnostic.set(vim.api.nvim_create_namespace('t'), 0, { { lnum = 0, col = 0, message = 'only-in-this-neovim' } })");
     rig.model.on_user("check", Reply::mcp("nvim", "getDiagnostics", json!({})));
     rig.model.after_output("", Reply::text("Checked."));
-    rig.open();
+    rig.open_read_only();
     rig.send("check the diagnostics");
     let got = rig.model.wait_turn("getDiagnostics' output", CODEX_PATIENCE, |t| matches!(t, Turn::Output(_)));
     assert!(got.contains("only-in-this-neovim"), "{got}");
@@ -228,7 +175,7 @@ fn codex_reaches_this_neovims_tools_with_its_short_environment() {
 fn abort_with_a_review_open_then_quit_leaves_the_file_and_nothing_running() {
     let mut rig = rig();
     let path = rig.file("a.txt", "one\ntwo\n");
-    rig.open();
+    rig.open_read_only();
     rig.model_patches(format!("*** Begin Patch\n*** Update File: {}\n@@\n one\n-two\n+TWO\n*** End Patch", path.display()));
     let (group, nvim_pid) = (rig.group(), rig.nvim.pid());
     assert!(!left_running(group, nvim_pid).is_empty(), "the agent runs in its group");
@@ -245,7 +192,7 @@ fn abort_with_a_review_open_then_quit_leaves_the_file_and_nothing_running() {
 #[test]
 fn neovim_killed_leaves_nothing_of_codex_acp_running() {
     let rig = rig();
-    rig.open();
+    rig.open_read_only();
     let (group, nvim_pid) = (rig.group(), rig.nvim.pid());
     let running = left_running(group, nvim_pid);
     assert!(!running.is_empty() && !running.iter().any(|c| c.starts_with("node ")), "the native program, no npm launcher: {running:?}");

@@ -2,7 +2,7 @@
 //! entry of ours in its config, it gets this Neovim's tools from its command line, and what the
 //! user types in it reaches the mock model, which calls one of them.
 
-use crate::codex_cli::{agents_path, codex_env, codex_home, CODEX_PATIENCE};
+use crate::codex_cli::{trusted_work, CODEX_PATIENCE};
 use crate::harness::*;
 use crate::responses_mock::{Reply, ResponsesMock, Turn};
 use pi_ide_testkit::nvim::{temp_dir, Options};
@@ -11,22 +11,8 @@ use serde_json::json;
 #[test]
 fn piide_open_codex_runs_codex_with_this_neovims_tools() {
     let model = ResponsesMock::start();
-    let scratch = temp_dir("codex-tui");
-    let dir = scratch.join("work");
-    std::fs::create_dir_all(&dir).unwrap();
-    let dir = dir.canonicalize().unwrap();
     // Trusted, so that it asks nothing before the prompt.
-    let trusted = format!("[projects.{:?}]\ntrust_level = \"trusted\"\n", dir.display().to_string());
-    codex_home(&scratch.join("codex-home"), &model.base_url(), "", &trusted);
-    let mut env: Vec<(String, String)> = codex_env(&scratch.join("home"), &scratch.join("codex-home"))
-        .into_iter()
-        .filter(|(k, _)| k != "HOME")
-        .collect();
-    for (k, v) in env.iter_mut() {
-        if k == "PATH" {
-            *v = format!("{}:{v}", agents_path());
-        }
-    }
+    let (dir, env) = trusted_work(&temp_dir("codex-tui"), &model.base_url(), "");
     let nvim = Nvim::start_with(Options { cwd: Some(dir.clone()), env, after: Some("require('pi-ide').setup({})".into()), ..Default::default() });
     nvim.command("set columns=160 lines=50").unwrap();
     nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);

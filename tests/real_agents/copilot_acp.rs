@@ -8,8 +8,7 @@
 //! and `:w` / `:q` answer the permission; what the user accepted is set over Copilot's write.
 
 
-use std::time::Duration;
-
+use crate::acp_rig::{agent_setup, Rig};
 use crate::harness::*;
 use crate::openai_mock;
 use crate::copilot_cli::{cli_env, copilot_binary, AGENT_PATIENCE};
@@ -17,73 +16,19 @@ use crate::openai_mock::{OpenAiMock, Reply, Turn};
 use pi_ide_testkit::nvim::{temp_dir, Options};
 use serde_json::json;
 
-struct Rig {
-    nvim: Nvim,
-    model: OpenAiMock,
-}
-
 /// A Neovim whose chat agent `copilot` is the real CLI, offline, its model the mock.
-fn rig() -> Rig {
+fn rig() -> Rig<OpenAiMock> {
     let model = OpenAiMock::start();
     let scratch = temp_dir("copilot-acp");
     let (home, copilot_home) = (scratch.join("home"), scratch.join("copilot-home"));
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&copilot_home).unwrap();
-    let env: Vec<String> = cli_env(&home, &copilot_home, &model.base_url())
-        .into_iter()
-        .map(|(k, v)| format!("[{k:?}] = {v:?}"))
-        .collect();
-    let setup = format!(
-        "require('pi-ide').setup({{ chat = {{ agents = {{ copilot = {{ cmd = {{ {:?}, '--acp' }}, env = {{ {} }} }} }} }} }})",
-        copilot_binary().display().to_string(),
-        env.join(", ")
-    );
-    let nvim = Nvim::start_with(Options { after: Some(setup), ..Default::default() });
-    nvim.command("set columns=200").unwrap();
-    nvim.record_notify();
-    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
-    Rig { nvim, model }
+    let env = cli_env(&home, &copilot_home, &model.base_url());
+    let setup = agent_setup("copilot", &[&copilot_binary().display().to_string(), "--acp"], &env);
+    Rig::start("copilot", AGENT_PATIENCE, model, OpenAiMock::turns_report, Options { after: Some(setup), ..Default::default() })
 }
 
-impl Rig {
-    fn open(&self) {
-        self.nvim.command("PiIde chat copilot").unwrap();
-        self.nvim.command("stopinsert").unwrap();
-        wait_until("Copilot's ACP session", AGENT_PATIENCE, || {
-            self.nvim.lua("return require('pi-ide.features.chat.acp').get('copilot').session ~= nil") == true
-        });
-    }
-
-    fn send(&self, text: &str) {
-        self.nvim.lua_with("require('pi-ide.features.chat.acp').get('copilot'):send(...)", vec![text.into()]);
-    }
-
-    fn text(&self) -> String {
-        let v = self.nvim.lua("return require('pi-ide.features.chat.view').of('copilot').text()");
-        v.as_str().unwrap_or_default().to_owned()
-    }
-
-    fn wait_text(&self, part: &str) {
-        let what = format!("{part:?} in the chat");
-        let deadline = std::time::Instant::now() + AGENT_PATIENCE;
-        while !self.text().contains(part) {
-            assert!(std::time::Instant::now() < deadline, "no {what}:\n{}\nmodel turns: {:?}", self.text(), self.model.turns_report());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn review_on_screen(&self) {
-        wait_until("the review on screen", AGENT_PATIENCE, || {
-            self.nvim.lua("return #require('pi-ide.features.review').list() == 1 and vim.b.pi_ide_review ~= nil") == true
-        });
-    }
-
-    fn idle(&self) {
-        wait_until("the turn's end", AGENT_PATIENCE, || {
-            self.nvim.lua("return require('pi-ide.features.chat.acp').get('copilot').state == 'idle'") == true
-        });
-    }
-
+impl Rig<OpenAiMock> {
     fn model_edits(&self, path: &str, old: &str, new: &str) {
         let args = json!({"path": path, "old_str": old, "new_str": new});
         self.model.on_user("please-edit", Reply::tool("edit", args));

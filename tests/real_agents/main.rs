@@ -11,8 +11,8 @@ mod codex_cli;
 mod copilot_cli;
 #[path = "../support/gemini_mock.rs"]
 mod gemini_mock;
-#[path = "../support/http_body.rs"]
-mod http_body;
+#[path = "../support/mock_http.rs"]
+mod mock_http;
 #[path = "../support/openai_mock.rs"]
 mod openai_mock;
 #[path = "../support/pi_cli.rs"]
@@ -22,6 +22,7 @@ mod responses_mock;
 #[path = "../support/terminal.rs"]
 mod terminal;
 
+mod acp_rig;
 mod claude;
 mod claude_acp;
 mod codex_acp;

@@ -13,6 +13,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::acp_rig::{agent_setup, Rig};
 use crate::harness::*;
 use crate::openai_mock::{self, OpenAiMock, Reply, Turn};
 use pi_ide_testkit::nvim::{temp_dir, Options};
@@ -56,72 +57,18 @@ pub fn opencode_home(home: &std::path::Path, base_url: &str) -> Vec<(String, Str
     ]
 }
 
-struct Rig {
-    nvim: Nvim,
-    model: OpenAiMock,
-}
-
 /// A Neovim whose chat agent `opencode` is the real program, offline, its model the mock.
-fn rig() -> Rig {
+fn rig() -> Rig<OpenAiMock> {
     let model = OpenAiMock::start();
     // Its title request (no tools) first: a title, whatever the prompt.
     model.on_system("title generator", Reply::text("A title"));
     let home = temp_dir("opencode-acp").join("home");
-    let env: Vec<String> = opencode_home(&home, &model.base_url()).into_iter().map(|(k, v)| format!("[{k:?}] = {v:?}")).collect();
-    let setup = format!(
-        "require('pi-ide').setup({{ chat = {{ agents = {{ opencode = {{ cmd = {{ {:?}, 'acp' }}, env = {{ {} }} }} }} }} }})",
-        opencode_binary().display().to_string(),
-        env.join(", ")
-    );
-    let nvim = Nvim::start_with(Options { after: Some(setup), ..Default::default() });
-    nvim.command("set columns=200").unwrap();
-    nvim.record_notify();
-    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
-    Rig { nvim, model }
+    let env = opencode_home(&home, &model.base_url());
+    let setup = agent_setup("opencode", &[&opencode_binary().display().to_string(), "acp"], &env);
+    Rig::start("opencode", AGENT_PATIENCE, model, OpenAiMock::turns_report, Options { after: Some(setup), ..Default::default() })
 }
 
-impl Rig {
-    fn open(&self) {
-        self.nvim.command("PiIde chat opencode").unwrap();
-        self.nvim.command("stopinsert").unwrap();
-        wait_until("opencode's ACP session", AGENT_PATIENCE, || {
-            self.nvim.lua("return require('pi-ide.features.chat.acp').get('opencode').session ~= nil") == true
-        });
-    }
-
-    fn send(&self, text: &str) {
-        self.nvim.lua_with("require('pi-ide.features.chat.acp').get('opencode'):send(...)", vec![text.into()]);
-    }
-
-    fn text(&self) -> String {
-        let v = self.nvim.lua("return require('pi-ide.features.chat.view').of('opencode').text()");
-        v.as_str().unwrap_or_default().to_owned()
-    }
-
-    fn wait_text(&self, part: &str) {
-        let deadline = std::time::Instant::now() + AGENT_PATIENCE;
-        while !self.text().contains(part) {
-            assert!(std::time::Instant::now() < deadline, "no {part:?} in the chat:\n{}\nmodel turns: {:?}\nnotes: {:?}", self.text(), self.model.turns_report(), self.nvim.notes());
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    fn review_on_screen(&self) {
-        wait_until("the review on screen", AGENT_PATIENCE, || {
-            self.nvim.lua("return #require('pi-ide.features.review').list() == 1 and vim.b.pi_ide_review ~= nil") == true
-        });
-    }
-
-    fn no_review(&self) {
-        wait_until("no review", AGENT_PATIENCE, || self.nvim.lua("return #require('pi-ide.features.review').list() == 0") == true);
-    }
-
-    fn idle(&self) {
-        wait_until("the turn's end", AGENT_PATIENCE, || {
-            self.nvim.lua("return require('pi-ide.features.chat.acp').get('opencode').state == 'idle'") == true
-        });
-    }
-
+impl Rig<OpenAiMock> {
     /// The model calls `tool` with `args` on a prompt that says `word`, and says `after` once it
     /// has the result.
     fn model_calls(&self, word: &str, tool: &str, args: serde_json::Value, after: &str) {
@@ -143,12 +90,8 @@ impl Rig {
 
     /// opencode's pid and every process under it, while the chat runs it.
     fn processes(&self) -> Vec<i32> {
-        let pid = self.nvim.lua(
-            "local c = require('pi-ide.features.chat.acp').get('opencode') \
-             return c.proc and require('pi-ide.core.native').get().chat_pid(c.proc.id)",
-        );
-        let Some(pid) = pid.as_i64() else { return Vec::new() };
-        let mut all = vec![pid as i32];
+        let Some(pid) = self.agent_pid() else { return Vec::new() };
+        let mut all = vec![pid];
         let mut i = 0;
         while i < all.len() {
             all.extend(children(all[i]));

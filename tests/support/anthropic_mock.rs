@@ -1,22 +1,23 @@
 //! A mock of Anthropic's Messages API on loopback, so that the real Claude Code runs offline.
 //!
-//! std only: one thread accepts, one thread serves each connection (keep-alive, HTTP/1.1,
-//! Content-Length or chunked request bodies). `POST /v1/messages` is answered by the test's
-//! script, streamed as SSE (`message_start` … `message_stop`) when the request asks for a stream;
-//! `count_tokens` gets a count; requests with no tools (titles, classifiers, the side calls
-//! Claude Code makes besides the conversation) get a short text. Every request is recorded.
+//! Served by tests/support/mock_http.rs (std only, keep-alive HTTP/1.1). `POST /v1/messages`
+//! is answered by the test's script, streamed as SSE (`message_start` … `message_stop`) when the
+//! request asks for a stream; `count_tokens` gets a count; requests with no tools (titles,
+//! classifiers, the side calls Claude Code makes besides the conversation) get a short text.
+//! Every request is recorded.
 //!
 //! Claude Code is also pointed at this server as its HTTP(S) proxy: anything it tries to fetch
 //! from the internet arrives here as a `CONNECT` (or an absolute URL), is refused, and is recorded
 //! in [`Mock::outside`], so a test can assert that nothing tried to leave the machine.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
+
+use crate::mock_http::{self, respond, Server};
 
 /// What the model answers next.
 pub enum Reply {
@@ -63,39 +64,26 @@ struct State {
 }
 
 pub struct Mock {
-    pub port: u16,
+    server: Server,
     state: Arc<State>,
-    stop: Arc<AtomicBool>,
 }
 
 impl Mock {
     /// Listens on a free loopback port; `script` answers each conversation turn.
     pub fn start(script: impl Fn(&Turn) -> Reply + Send + Sync + 'static) -> Mock {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the mock");
-        let port = listener.local_addr().unwrap().port();
         let state = Arc::new(State {
             script: Box::new(script),
             requests: Mutex::default(),
             outside: Mutex::default(),
             next_id: AtomicU64::new(1),
         });
-        let stop = Arc::new(AtomicBool::new(false));
-        let (st, stp) = (state.clone(), stop.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if stp.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                let st = st.clone();
-                std::thread::spawn(move || serve(conn, &st));
-            }
-        });
-        Mock { port, state, stop }
+        let st = state.clone();
+        let server = Server::start(move |request, out| serve(&st, request, out));
+        Mock { server, state }
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://127.0.0.1:{}", self.server.port)
     }
 
     /// Every request so far.
@@ -128,14 +116,6 @@ impl Mock {
             out += &format!("  OUTSIDE: {o}\n");
         }
         out
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        // Wake the accept loop so that it sees the flag and lets the listener go.
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
     }
 }
 
@@ -231,105 +211,24 @@ pub fn result_of(body: &Value, name: &str) -> Option<Value> {
 
 // --- HTTP ---------------------------------------------------------------------------------------
 
-struct Head {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-}
-
-impl Head {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+/// Answers one request; a proxy request for another host is refused and recorded.
+fn serve(st: &State, request: &mock_http::Request, out: &mut TcpStream) -> std::io::Result<()> {
+    if request.for_another_host() {
+        st.outside.lock().unwrap().push(format!("{} {}", request.method, request.target));
+        return respond(out, "403 Forbidden", &[("connection", "close")], b"");
     }
+    let body = request.json();
+    st.requests.lock().unwrap().push(Request {
+        method: request.method.clone(),
+        target: request.target.clone(),
+        body: body.clone(),
+    });
+    let (status, ctype, payload) = answer(st, request, &body);
+    respond(out, status, &[("content-type", ctype), ("request-id", "req_mock")], &payload)
 }
 
-/// Serves one connection until the client closes it (keep-alive).
-fn serve(conn: TcpStream, st: &State) {
-    let mut out = conn.try_clone().unwrap();
-    let mut r = BufReader::new(conn);
-    while let Some(head) = read_head(&mut r) {
-        let Some(body) = read_body(&mut r, &head) else {
-            return;
-        };
-        // A proxy request for another host: refuse it, record it, and close.
-        if head.method == "CONNECT" || !head.target.starts_with('/') {
-            st.outside
-                .lock()
-                .unwrap()
-                .push(format!("{} {}", head.method, head.target));
-            let _ = out.write_all(
-                b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-            );
-            return;
-        }
-        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        st.requests.lock().unwrap().push(Request {
-            method: head.method.clone(),
-            target: head.target.clone(),
-            body: body.clone(),
-        });
-        let (status, ctype, payload) = answer(st, &head, &body);
-        let close = head
-            .header("connection")
-            .is_some_and(|c| c.eq_ignore_ascii_case("close"));
-        let msg = format!(
-            "HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nrequest-id: req_mock\r\n{}\r\n",
-            payload.len(),
-            if close { "connection: close\r\n" } else { "" }
-        );
-        if out
-            .write_all(msg.as_bytes())
-            .and_then(|_| out.write_all(&payload))
-            .is_err()
-            || close
-        {
-            return;
-        }
-    }
-}
-
-fn read_head(r: &mut impl BufRead) -> Option<Head> {
-    let mut line = String::new();
-    if r.read_line(&mut line).ok()? == 0 {
-        return None;
-    }
-    let mut parts = line.split_whitespace();
-    let (method, target) = (parts.next()?.to_owned(), parts.next()?.to_owned());
-    let mut headers = Vec::new();
-    loop {
-        let mut h = String::new();
-        if r.read_line(&mut h).ok()? == 0 {
-            return None;
-        }
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            headers.push((k.trim().to_owned(), v.trim().to_owned()));
-        }
-    }
-    Some(Head {
-        method,
-        target,
-        headers,
-    })
-}
-
-fn read_body(r: &mut impl BufRead, head: &Head) -> Option<Vec<u8>> {
-    let chunked = head
-        .header("transfer-encoding")
-        .is_some_and(|t| t.eq_ignore_ascii_case("chunked"));
-    let len = head.header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
-    crate::http_body::read_body(r, chunked, len)
-}
-
-fn answer(st: &State, head: &Head, body: &Value) -> (&'static str, &'static str, Vec<u8>) {
-    let path = head.target.split('?').next().unwrap_or("");
-    match (head.method.as_str(), path) {
+fn answer(st: &State, request: &mock_http::Request, body: &Value) -> (&'static str, &'static str, Vec<u8>) {
+    match (request.method.as_str(), request.path()) {
         ("POST", "/v1/messages/count_tokens") => (
             "200 OK",
             "application/json",

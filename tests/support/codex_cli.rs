@@ -55,6 +55,25 @@ pub fn codex_env(home: &Path, codex_home: &Path) -> Vec<(String, String)> {
     ]
 }
 
+/// A working folder `work` under `scratch`, trusted in a Codex home made there for the mock at
+/// `model_url` (with `top`, as in [`codex_home`]), and Neovim's environment as a user's shell
+/// gives it: codex and codex-acp on PATH (Neovim keeps the HOME the harness gives it).
+pub fn trusted_work(scratch: &Path, model_url: &str, top: &str) -> (PathBuf, Vec<(String, String)>) {
+    let dir = scratch.join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir.canonicalize().unwrap();
+    let trusted = format!("[projects.{:?}]\ntrust_level = \"trusted\"\n", dir.display().to_string());
+    codex_home(&scratch.join("codex-home"), model_url, top, &trusted);
+    let mut env = codex_env(&scratch.join("home"), &scratch.join("codex-home"));
+    env.retain(|(k, _)| k != "HOME");
+    for (k, v) in env.iter_mut() {
+        if k == "PATH" {
+            *v = format!("{}:{v}", agents_path());
+        }
+    }
+    (dir, env)
+}
+
 /// The pids of live processes whose command line contains `needle` (ours, in /proc).
 pub fn processes_with(needle: &str) -> Vec<u32> {
     let mut out = Vec::new();

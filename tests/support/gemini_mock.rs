@@ -1,8 +1,7 @@
 //! A mock of Google's Gemini REST API (the Generative Language API, `v1beta`) on loopback,
 //! so that the real Gemini CLI runs offline (`GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:<port>`).
 //!
-//! std only: one thread accepts, one thread serves each connection (keep-alive, HTTP/1.1,
-//! Content-Length or chunked request bodies, tests/support/http_body.rs). Routes, as the CLI
+//! Served by tests/support/mock_http.rs (std only, keep-alive HTTP/1.1). Routes, as the CLI
 //! (0.61.0) calls them, `<model>` being whatever model it picked:
 //!
 //! - `POST /v1beta/models/<model>:streamGenerateContent?alt=sse`: the conversation. Answered by
@@ -22,12 +21,12 @@
 //! [`GeminiMock::outside`], so a test can assert that nothing tried to leave the machine.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
+
+use crate::mock_http::{self, chunk, end_chunks, respond, start_chunks, Server};
 
 /// What the model answers to a turn of the conversation.
 #[derive(Clone, Debug)]
@@ -95,39 +94,26 @@ struct State {
 }
 
 pub struct GeminiMock {
-    pub port: u16,
+    server: Server,
     state: Arc<State>,
-    stop: Arc<AtomicBool>,
 }
 
 impl GeminiMock {
     /// Listens on a free loopback port; `script` answers each turn of the conversation.
     pub fn start(script: impl Fn(&Turn) -> Reply + Send + Sync + 'static) -> GeminiMock {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the mock");
-        let port = listener.local_addr().unwrap().port();
         let state = Arc::new(State {
             script: Box::new(script),
             requests: Mutex::default(),
             outside: Mutex::default(),
         });
-        let stop = Arc::new(AtomicBool::new(false));
-        let (st, stp) = (state.clone(), stop.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if stp.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                let st = st.clone();
-                std::thread::spawn(move || serve(conn, &st));
-            }
-        });
-        GeminiMock { port, state, stop }
+        let st = state.clone();
+        let server = Server::start(move |request, out| serve(&st, request, out));
+        GeminiMock { server, state }
     }
 
     /// The base URL (`GOOGLE_GEMINI_BASE_URL`, and the proxy).
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://127.0.0.1:{}", self.server.port)
     }
 
     /// Every request so far.
@@ -163,14 +149,6 @@ impl GeminiMock {
             out += &format!("  OUTSIDE: {o}\n");
         }
         out
-    }
-}
-
-impl Drop for GeminiMock {
-    fn drop(&mut self) {
-        // Wake the accept loop so that it sees the flag and lets the listener go.
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
     }
 }
 
@@ -218,72 +196,35 @@ pub fn tool_names(body: &Value) -> Vec<String> {
 
 // --- HTTP ---------------------------------------------------------------------------------------
 
-struct Head {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-}
-
-impl Head {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+/// Answers one request; a proxy request for another host is refused and recorded.
+fn serve(st: &State, request: &mock_http::Request, out: &mut TcpStream) -> std::io::Result<()> {
+    if request.for_another_host() {
+        st.outside.lock().unwrap().push(format!("{} {}", request.method, request.target));
+        return respond(out, "403 Forbidden", &[("connection", "close")], b"");
     }
-}
-
-/// Serves one connection until the client closes it (keep-alive).
-fn serve(conn: TcpStream, st: &State) {
-    let mut out = conn.try_clone().unwrap();
-    let mut r = BufReader::new(conn);
-    while let Some(head) = read_head(&mut r) {
-        let chunked = head
-            .header("transfer-encoding")
-            .is_some_and(|t| t.eq_ignore_ascii_case("chunked"));
-        let len = head.header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
-        let Some(body) = crate::http_body::read_body(&mut r, chunked, len) else {
-            return;
-        };
-        // A proxy request for another host: refuse it, record it, and close.
-        if head.method == "CONNECT" || !head.target.starts_with('/') {
-            st.outside
-                .lock()
-                .unwrap()
-                .push(format!("{} {}", head.method, head.target));
-            let _ = out.write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-            return;
+    let body = request.json();
+    // `/v1beta/models/<model>:<method>`
+    let (model, method) = request
+        .path()
+        .strip_prefix("/v1beta/models/")
+        .and_then(|m| m.split_once(':'))
+        .unwrap_or(("", ""));
+    st.requests.lock().unwrap().push(Request {
+        method: request.method.clone(),
+        target: request.target.clone(),
+        model: model.to_owned(),
+        body: body.clone(),
+    });
+    match (request.method.as_str(), method) {
+        ("POST", "streamGenerateContent") => stream(out, &events(&answer(st, &body))),
+        ("POST", "generateContent") => {
+            let whole = candidate(&merged(answer(st, &body)), true);
+            send_json(out, "200 OK", &whole)
         }
-        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let path = head.target.split('?').next().unwrap_or("");
-        // `/v1beta/models/<model>:<method>`
-        let (model, method) = path
-            .strip_prefix("/v1beta/models/")
-            .and_then(|m| m.split_once(':'))
-            .unwrap_or(("", ""));
-        st.requests.lock().unwrap().push(Request {
-            method: head.method.clone(),
-            target: head.target.clone(),
-            model: model.to_owned(),
-            body: body.clone(),
-        });
-        let written = match (head.method.as_str(), method) {
-            ("POST", "streamGenerateContent") => stream(&mut out, &events(&answer(st, &body))),
-            ("POST", "generateContent") => {
-                let whole = candidate(&merged(answer(st, &body)), true);
-                respond(&mut out, "200 OK", &whole)
-            }
-            ("POST", "countTokens") => respond(&mut out, "200 OK", &json!({"totalTokens": 100})),
-            _ => {
-                let err = json!({"error": {"code": 404, "message": format!("not mocked: {}", head.target), "status": "NOT_FOUND"}});
-                respond(&mut out, "404 Not Found", &err)
-            }
-        };
-        let close = head
-            .header("connection")
-            .is_some_and(|c| c.eq_ignore_ascii_case("close"));
-        if written.is_err() || close {
-            return;
+        ("POST", "countTokens") => send_json(out, "200 OK", &json!({"totalTokens": 100})),
+        _ => {
+            let err = json!({"error": {"code": 404, "message": format!("not mocked: {}", request.target), "status": "NOT_FOUND"}});
+            send_json(out, "404 Not Found", &err)
         }
     }
 }
@@ -361,52 +302,15 @@ fn events(reply: &Reply) -> Vec<Value> {
     }
 }
 
-fn respond(out: &mut TcpStream, status: &str, body: &Value) -> std::io::Result<()> {
-    let payload = body.to_string();
-    let head = format!(
-        "HTTP/1.1 {status}\r\ncontent-type: application/json; charset=UTF-8\r\ncontent-length: {}\r\n\r\n",
-        payload.len()
-    );
-    out.write_all(head.as_bytes())?;
-    out.write_all(payload.as_bytes())
+fn send_json(out: &mut TcpStream, status: &str, body: &Value) -> std::io::Result<()> {
+    respond(out, status, &[("content-type", "application/json; charset=UTF-8")], body.to_string().as_bytes())
 }
 
 /// Server-sent events, one HTTP chunk each, written as they are made (as Google's API streams).
 fn stream(out: &mut TcpStream, events: &[Value]) -> std::io::Result<()> {
-    out.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")?;
+    start_chunks(out, "text/event-stream")?;
     for e in events {
-        let data = format!("data: {e}\r\n\r\n");
-        out.write_all(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes())?;
-        out.flush()?;
+        chunk(out, format!("data: {e}\r\n\r\n").as_bytes())?;
     }
-    out.write_all(b"0\r\n\r\n")?;
-    out.flush()
-}
-
-fn read_head(r: &mut impl BufRead) -> Option<Head> {
-    let mut line = String::new();
-    if r.read_line(&mut line).ok()? == 0 {
-        return None;
-    }
-    let mut parts = line.split_whitespace();
-    let (method, target) = (parts.next()?.to_owned(), parts.next()?.to_owned());
-    let mut headers = Vec::new();
-    loop {
-        let mut h = String::new();
-        if r.read_line(&mut h).ok()? == 0 {
-            return None;
-        }
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            headers.push((k.trim().to_owned(), v.trim().to_owned()));
-        }
-    }
-    Some(Head {
-        method,
-        target,
-        headers,
-    })
+    end_chunks(out)
 }

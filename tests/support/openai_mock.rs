@@ -13,13 +13,14 @@
 //! client closed before its end is counted ([`OpenAiMock::streams_cut`]).
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+use crate::mock_http::{chunk, end_chunks, respond, start_chunks, Request, Server};
 
 /// What the model answers.
 #[derive(Clone, Debug)]
@@ -130,9 +131,8 @@ struct State {
 }
 
 pub struct OpenAiMock {
-    port: u16,
+    server: Server,
     state: Arc<State>,
-    stop: Arc<AtomicBool>,
 }
 
 /// Said when no rule matches the user's input, and after a tool result no rule names.
@@ -145,18 +145,15 @@ pub const SUGGESTION_TAG: &str = "<SUGGESTION>";
 impl OpenAiMock {
     /// Listens on a free loopback port, serving on threads of its own until dropped.
     pub fn start() -> OpenAiMock {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the mock model's port");
-        let port = listener.local_addr().unwrap().port();
         let state = Arc::new(State::default());
-        let stop = Arc::new(AtomicBool::new(false));
-        let (st, sp) = (state.clone(), stop.clone());
-        std::thread::spawn(move || accept_loop(listener, st, sp));
-        OpenAiMock { port, state, stop }
+        let st = state.clone();
+        let server = Server::start(move |request, out| answer(out, &st, request));
+        OpenAiMock { server, state }
     }
 
     /// The base URL an OpenAI client is given (`.../v1`).
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
+        format!("http://127.0.0.1:{}/v1", self.server.port)
     }
 
     /// When the user's input contains `text`, answer `reply`. The first matching rule wins.
@@ -273,82 +270,8 @@ impl OpenAiMock {
     }
 }
 
-impl Drop for OpenAiMock {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wakes the accept loop so that it sees the flag.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
-    }
-}
-
-fn accept_loop(listener: TcpListener, state: Arc<State>, stop: Arc<AtomicBool>) {
-    for stream in listener.incoming() {
-        if stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let Ok(stream) = stream else { continue };
-        let (st, sp) = (state.clone(), stop.clone());
-        std::thread::spawn(move || serve(stream, st, sp));
-    }
-}
-
-/// One connection: requests one after another (keep-alive) until the client closes.
-fn serve(stream: TcpStream, state: Arc<State>, stop: Arc<AtomicBool>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut out = stream;
-    while !stop.load(Ordering::SeqCst) {
-        let Some((method, path, keep_alive, body)) = read_request(&mut reader) else {
-            return;
-        };
-        let ok = answer(&mut out, &state, &method, &path, &body).is_ok();
-        if !ok || !keep_alive {
-            return;
-        }
-    }
-}
-
-/// Reads one request: (method, path, keep-alive, body). None at end of stream or on garbage.
-fn read_request(r: &mut impl BufRead) -> Option<(String, String, bool, Vec<u8>)> {
-    let mut line = String::new();
-    if r.read_line(&mut line).ok()? == 0 {
-        return None;
-    }
-    let mut parts = line.split_whitespace();
-    let (method, path) = (parts.next()?.to_owned(), parts.next()?.to_owned());
-    let (mut length, mut chunked, mut keep_alive) = (0usize, false, true);
-    loop {
-        let mut h = String::new();
-        if r.read_line(&mut h).ok()? == 0 {
-            return None;
-        }
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        let (name, value) = h.split_once(':')?;
-        let (name, value) = (
-            name.trim().to_ascii_lowercase(),
-            value.trim().to_ascii_lowercase(),
-        );
-        match name.as_str() {
-            "content-length" => length = value.parse().ok()?,
-            "transfer-encoding" => chunked = value.contains("chunked"),
-            "connection" => keep_alive = value != "close",
-            _ => {}
-        }
-    }
-    let body = crate::http_body::read_body(r, chunked, length)?;
-    Some((method, path, keep_alive, body))
-}
-
-fn answer(
-    out: &mut TcpStream,
-    state: &State,
-    method: &str,
-    path: &str,
-    body: &[u8],
-) -> std::io::Result<()> {
-    let json: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+fn answer(out: &mut TcpStream, state: &State, request: &Request) -> std::io::Result<()> {
+    let (method, path, json) = (request.method.as_str(), request.target.as_str(), request.json());
     record(state, method, path, json.clone());
     if method == "POST" && path.ends_with("/chat/completions") {
         let reply = decide(&state.rules.lock().unwrap(), &json);
@@ -591,26 +514,15 @@ fn chunks(reply: &Reply) -> Vec<(Duration, Value)> {
 }
 
 fn stream_reply(out: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
-    out.write_all(
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
-          Transfer-Encoding: chunked\r\n\r\n",
-    )?;
-    out.flush()?;
+    start_chunks(out, "text/event-stream")?;
     for (wait, c) in chunks(reply) {
         if !wait.is_zero() {
             std::thread::sleep(wait);
         }
-        write_chunk(out, format!("data: {c}\n\n").as_bytes())?;
+        chunk(out, format!("data: {c}\n\n").as_bytes())?;
     }
-    write_chunk(out, b"data: [DONE]\n\n")?;
-    out.write_all(b"0\r\n\r\n")?;
-    out.flush()
-}
-
-fn write_chunk(out: &mut TcpStream, data: &[u8]) -> std::io::Result<()> {
-    out.write_all(format!("{:x}\r\n", data.len()).as_bytes())?;
-    out.write_all(data)?;
-    out.write_all(b"\r\n")
+    chunk(out, b"data: [DONE]\n\n")?;
+    end_chunks(out)
 }
 
 /// The same reply unstreamed (`stream: false`).
@@ -634,12 +546,6 @@ fn whole_reply(reply: &Reply) -> Value {
 }
 
 fn send_json(out: &mut TcpStream, status: u16, body: &Value) -> std::io::Result<()> {
-    let body = body.to_string();
-    let reason = if status == 200 { "OK" } else { "Not Found" };
-    write!(
-        out,
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )?;
-    out.flush()
+    let status = if status == 200 { "200 OK" } else { "404 Not Found" };
+    respond(out, status, &[("Content-Type", "application/json")], body.to_string().as_bytes())
 }

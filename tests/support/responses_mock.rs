@@ -5,13 +5,14 @@
 //! server's `namespace`) or the `apply_patch` custom tool call.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+
+use crate::mock_http::{respond, Request, Server};
 
 /// What the model answers.
 #[derive(Clone, Debug)]
@@ -53,9 +54,8 @@ struct State {
 }
 
 pub struct ResponsesMock {
-    port: u16,
+    server: Server,
     state: Arc<State>,
-    stop: Arc<AtomicBool>,
 }
 
 pub const DEFAULT_TEXT: &str = "Mock model: nothing to do.";
@@ -63,26 +63,15 @@ pub const DEFAULT_AFTER_TOOL: &str = "Mock model: done.";
 
 impl ResponsesMock {
     pub fn start() -> ResponsesMock {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the mock model's port");
-        let port = listener.local_addr().unwrap().port();
-        let (state, stop) = (Arc::new(State::default()), Arc::new(AtomicBool::new(false)));
-        let (st, sp) = (state.clone(), stop.clone());
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if sp.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Ok(stream) = stream else { continue };
-                let st = st.clone();
-                std::thread::spawn(move || serve(stream, &st));
-            }
-        });
-        ResponsesMock { port, state, stop }
+        let state = Arc::new(State::default());
+        let st = state.clone();
+        let server = Server::start(move |request, out| answer(&st, request, out));
+        ResponsesMock { server, state }
     }
 
     /// The provider's base URL (`http://127.0.0.1:<port>/v1`).
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
+        format!("http://127.0.0.1:{}/v1", self.server.port)
     }
 
     /// When the user's text contains `text`, answer `reply` (the first matching rule wins).
@@ -122,13 +111,6 @@ impl ResponsesMock {
     /// The names of the tools (and MCP namespaces' tools) of the latest request.
     pub fn offered_tools(&self) -> String {
         self.state.requests.lock().unwrap().last().map(|b| b["tools"].to_string()).unwrap_or_default()
-    }
-}
-
-impl Drop for ResponsesMock {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
     }
 }
 
@@ -172,51 +154,15 @@ fn decide(state: &State, body: &Value) -> Reply {
     }
 }
 
-fn serve(stream: TcpStream, state: &State) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut out = stream;
-    while let Some((method, path, body)) = read_request(&mut reader) {
-        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        let sent = if method == "POST" && path.ends_with("/responses") {
-            let reply = decide(state, &body);
-            state.requests.lock().unwrap().push(body);
-            state.arrived.notify_all();
-            send(&mut out, "200 OK", "text/event-stream", &events(&reply))
-        } else {
-            send(&mut out, "404 Not Found", "application/json", "{}")
-        };
-        if sent.is_err() {
-            return;
-        }
+fn answer(state: &State, request: &Request, out: &mut TcpStream) -> std::io::Result<()> {
+    if request.method != "POST" || !request.target.ends_with("/responses") {
+        return respond(out, "404 Not Found", &[("Content-Type", "application/json")], b"{}");
     }
-}
-
-fn read_request(r: &mut impl BufRead) -> Option<(String, String, Vec<u8>)> {
-    let mut line = String::new();
-    if r.read_line(&mut line).ok()? == 0 {
-        return None;
-    }
-    let mut parts = line.split_whitespace();
-    let (method, path) = (parts.next()?.to_owned(), parts.next()?.to_owned());
-    let (mut length, mut chunked) = (0usize, false);
-    loop {
-        let mut h = String::new();
-        if r.read_line(&mut h).ok()? == 0 {
-            return None;
-        }
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        let (name, value) = h.split_once(':')?;
-        match name.trim().to_ascii_lowercase().as_str() {
-            "content-length" => length = value.trim().parse().ok()?,
-            "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
-            _ => {}
-        }
-    }
-    let body = crate::http_body::read_body(r, chunked, length)?;
-    Some((method, path, body))
+    let body = request.json();
+    let reply = decide(state, &body);
+    state.requests.lock().unwrap().push(body);
+    state.arrived.notify_all();
+    respond(out, "200 OK", &[("Content-Type", "text/event-stream")], events(&reply).as_bytes())
 }
 
 static IDS: AtomicU64 = AtomicU64::new(1);
@@ -245,9 +191,4 @@ fn events(reply: &Reply) -> String {
         "output_tokens_details": null, "total_tokens": 15});
     evs.push(json!({"type": "response.completed", "response": {"id": format!("resp_{n}"), "usage": usage}}));
     evs.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())).collect()
-}
-
-fn send(out: &mut TcpStream, status: &str, kind: &str, body: &str) -> std::io::Result<()> {
-    write!(out, "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n\r\n{body}", body.len())?;
-    out.flush()
 }

@@ -98,16 +98,12 @@ end
 ---@param info table require("pi-ide").info()
 function M.health(info)
   local h = vim.health
-  local values = require("pi-ide.core.config").values
-  -- A launch from Neovim serves it with the option off.
-  local side = info.running and (info.served or {}).copilot
-  if not values.copilot and not side then
-    return h.info("Copilot CLI off (option copilot; :PiIde open copilot serves it for its launch)")
-  elseif not info.running then
-    return h.info("Copilot CLI on; the server is not running")
-  elseif not side then
-    return h.warn("Copilot CLI on, but the running server was started without it: :PiIde stop, then :PiIde start")
+  local side = require("pi-ide.agents").check_served(info, "copilot", "Copilot CLI")
+  if not side then
+    return
   end
+  -- A launch from Neovim serves it with the option off.
+  local values = require("pi-ide.core.config").values
   local why = values.copilot and "on" or "served for :PiIde open copilot"
   local trusted = options(values).trust_workspace and " (workspace trusted)" or ""
   h.ok(("Copilot CLI %s: socket %s, lockfile %s%s"):format(why, side.socket, side.lockfile, trusted))

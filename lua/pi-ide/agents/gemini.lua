@@ -95,14 +95,9 @@ end
 ---@param info table require("pi-ide").info()
 function M.health(info)
   local h = vim.health
-  local values = require("pi-ide.core.config").values
-  local side = info.running and (info.served or {}).gemini
-  if not values.gemini and not side then
-    return h.info("Gemini CLI's IDE mode off (option gemini; :PiIde open gemini serves it for its launch)")
-  elseif not info.running then
-    return h.info("Gemini CLI's IDE mode on; the server is not running")
-  elseif not side then
-    return h.warn("Gemini CLI's IDE mode on, but the running server was started without it: :PiIde stop, then :PiIde start")
+  local side = require("pi-ide.agents").check_served(info, "gemini", "Gemini CLI's IDE mode")
+  if not side then
+    return
   end
   h.ok(("Gemini CLI's IDE mode served: http://%s/mcp, discovery file %s"):format(side.socket, side.lockfile))
   h.info("the CLI connects with its IDE mode on (/ide enable in it, or ide.enabled in its settings)")

@@ -128,4 +128,23 @@ function M.serve(name, options)
   return side
 end
 
+--- For :checkhealth, of an agent served on request (its option `name`, or a launch from
+--- Neovim): says why it is not served, if it is not (the option off, no server, or a server
+--- started without it), naming it `title`; else returns its side, for its own checks.
+---@param info table require("pi-ide").info()
+---@return table? side
+function M.check_served(info, name, title)
+  local h = vim.health
+  local side = info.running and (info.served or {})[name]
+  if not require("pi-ide.core.config").values[name] and not side then
+    h.info(("%s off (option %s; :PiIde open %s serves it for its launch)"):format(title, name, name))
+  elseif not info.running then
+    h.info(title .. " on; the server is not running")
+  elseif not side then
+    h.warn(title .. " on, but the running server was started without it: :PiIde stop, then :PiIde start")
+  else
+    return side
+  end
+end
+
 return M

@@ -1,0 +1,101 @@
+//! The rig the real ACP agents that Neovim's chat starts share (copilot_acp.rs, codex_acp.rs,
+//! opencode_acp.rs): a real Neovim whose chat runs the agent, the agent's model a loopback mock,
+//! and the steps every test takes in the chat: open it, send a prompt, read it, wait for a text,
+//! a review, the turn's end. What differs per agent (how its model is told to edit, its
+//! processes) stays in its own file.
+
+use std::time::{Duration, Instant};
+
+use crate::harness::*;
+use pi_ide_testkit::nvim::Options;
+
+/// Neovim with the chat agent `agent`, and `model`, the mock that plays its model.
+pub struct Rig<M> {
+    pub nvim: Nvim,
+    pub model: M,
+    agent: &'static str,
+    /// How long anything the agent does may take (only a failing test waits this long).
+    patience: Duration,
+    /// The turns the model was asked, for a failing wait's message.
+    turns: fn(&M) -> Vec<String>,
+}
+
+/// The setup that makes the chat agent `agent` run `cmd` with `env` added to Neovim's.
+pub fn agent_setup(agent: &str, cmd: &[&str], env: &[(String, String)]) -> String {
+    let cmd: Vec<String> = cmd.iter().map(|c| format!("{c:?}")).collect();
+    let env: Vec<String> = env.iter().map(|(k, v)| format!("[{k:?}] = {v:?}")).collect();
+    format!(
+        "require('pi-ide').setup({{ chat = {{ agents = {{ {agent} = {{ cmd = {{ {} }}, env = {{ {} }} }} }} }} }})",
+        cmd.join(", "),
+        env.join(", ")
+    )
+}
+
+impl<M> Rig<M> {
+    /// Starts Neovim with `options` (the plugin's setup in `after`) and waits for its server.
+    pub fn start(agent: &'static str, patience: Duration, model: M, turns: fn(&M) -> Vec<String>, options: Options) -> Rig<M> {
+        let nvim = Nvim::start_with(options);
+        nvim.command("set columns=200").unwrap();
+        nvim.record_notify();
+        nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+        Rig { nvim, model, agent, patience, turns }
+    }
+
+    /// The chat of the agent, as a Lua expression.
+    pub fn chat(&self) -> String {
+        format!("require('pi-ide.features.chat.acp').get('{}')", self.agent)
+    }
+
+    /// `:PiIde chat <agent>`, once the agent's ACP session is there.
+    pub fn open(&self) {
+        self.nvim.command(&format!("PiIde chat {}", self.agent)).unwrap();
+        self.nvim.command("stopinsert").unwrap();
+        wait_until("the agent's ACP session", self.patience, || {
+            self.nvim.lua(&format!("return {}.session ~= nil", self.chat())) == true
+        });
+    }
+
+    pub fn send(&self, text: &str) {
+        self.nvim.lua_with(&format!("{}:send(...)", self.chat()), vec![text.into()]);
+    }
+
+    /// The chat buffer's text.
+    pub fn text(&self) -> String {
+        let v = self.nvim.lua(&format!("return require('pi-ide.features.chat.view').of('{}').text()", self.agent));
+        v.as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Waits until the chat shows `part`; on timeout, fails with the chat, the model's turns and
+    /// Neovim's notifications.
+    pub fn wait_text(&self, part: &str) {
+        let deadline = Instant::now() + self.patience;
+        while !self.text().contains(part) {
+            if Instant::now() > deadline {
+                let (turns, notes) = ((self.turns)(&self.model), self.nvim.notes());
+                panic!("no {part:?} in the chat:\n{}\nmodel turns: {turns:?}\nnotes: {notes:?}", self.text());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn review_on_screen(&self) {
+        wait_until("the review on screen", self.patience, || {
+            self.nvim.lua("return #require('pi-ide.features.review').list() == 1 and vim.b.pi_ide_review ~= nil") == true
+        });
+    }
+
+    pub fn no_review(&self) {
+        wait_until("no review", self.patience, || self.nvim.lua("return #require('pi-ide.features.review').list() == 0") == true);
+    }
+
+    pub fn idle(&self) {
+        wait_until("the turn's end", self.patience, || self.nvim.lua(&format!("return {}.state == 'idle'", self.chat())) == true);
+    }
+
+    /// The pid of the agent's process, while the chat runs it.
+    pub fn agent_pid(&self) -> Option<i32> {
+        let chat = self.chat();
+        let pid = self.nvim.lua(&format!("local c = {chat} return c.proc and require('pi-ide.core.native').get().chat_pid(c.proc.id)"));
+        pid.as_i64().map(|p| p as i32)
+    }
+}
