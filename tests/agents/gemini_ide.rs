@@ -235,6 +235,7 @@ fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later(
     let h = edit_file(&nvim, "h.txt", &["one", "two"]);
     c.call(5, "openDiff", json!({"filePath": h, "newContent": "four\ntwo\nsix\n"}));
     wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    hunks_counted(&nvim);
     type_keys(&nvim, "G:PiIde hunk reject<CR>");
     let closed = c.call(6, "closeDiff", json!({"filePath": h, "suppressNotification": true}));
     assert_eq!(closed["result"]["content"][0]["text"], r#"{"content":"four\ntwo\n"}"#);

@@ -379,6 +379,7 @@ fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was
     wait_agent("the third review", about, || reviews(&nvim) == 1);
     wait_agent("the CLI's own question", about, || tui.screen().contains("Apply this change?"));
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
+    hunks_counted(&nvim);
     type_keys(&nvim, "G:PiIde hunk reject<CR>");
     tui.press_enter();
     wait_agent("the CLI to write the text kept", about, || read(&path).as_deref() == Some("term\nnewmine\n"));
