@@ -158,6 +158,29 @@ fn a_decision_made_while_no_stream_is_open_is_sent_when_one_opens() {
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
+/// The CLI's closeDiff while Neovim's main loop is held (a prompt): answered anyway, with null
+/// (the CLI's own proposal: what the review held cannot be read), and the review goes once
+/// Neovim runs again.
+#[test]
+fn a_close_while_neovim_is_held_is_answered_and_the_review_goes_after() {
+    let tmp = temp_dir("close-held");
+    let mut nvim = start(&tmp);
+    let (_, file) = discovery(&tmp, &nvim);
+    let c = Client::connect(file["port"].as_u64().unwrap(), file["authToken"].as_str().unwrap());
+    let f = file_with(&nvim, "c.txt", "old\n");
+    c.call(2, "openDiff", json!({"filePath": f, "newContent": "new\n"}));
+    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    let held = hold_main_loop(&nvim);
+    let closed = c.call(3, "closeDiff", json!({"filePath": f, "suppressNotification": true}));
+    assert!(held.still_held(), "the answer waited for Neovim");
+    assert_eq!(closed["result"]["content"][0]["text"], r#"{"content":null}"#);
+    held.release();
+    wait_until("the review gone", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(0));
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "old\n");
+    assert!(nvim.quit(PATIENCE));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
 #[test]
 fn the_discovery_file_is_private_and_only_the_bearer_from_loopback_gets_in() {
     let tmp = temp_dir("auth");

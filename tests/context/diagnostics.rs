@@ -159,40 +159,17 @@ fn a_blocked_main_loop_does_not_stall_the_agent() {
     {
         assert!(std::time::Instant::now() < deadline, "Lua never answered");
     }
-    // Block Neovim's main loop until this test says so (a file appears); the Lua says when the
-    // block has begun.
-    let started = nvim.home.join("blocked");
-    let release = nvim.home.join("release");
-    let busy = nvim.request_async(
-        "nvim_exec_lua",
-        vec![
-            "local started, release = ... io.open(started, 'w'):close() \
-             local t = vim.uv.hrtime() \
-             while not vim.uv.fs_stat(release) and vim.uv.hrtime() - t < 60e9 do vim.uv.sleep(5) end"
-                .into(),
-            rmpv::Value::Array(vec![
-                started.to_string_lossy().to_string().into(),
-                release.to_string_lossy().to_string().into(),
-            ]),
-        ],
-    );
-    while !started.exists() {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let held = hold_main_loop(&nvim);
     let r = p.call_tool("getDiagnostics", json!({})).unwrap();
-    assert!(
-        busy.try_recv().is_err(),
-        "the answer waited for the main loop to be free"
-    );
+    assert!(held.still_held(), "the answer waited for the main loop to be free");
     assert_eq!(diagnostics(&r)[&uri][0]["message"], "known");
     // Narrowed to a uri, from the same last answer.
     let r = p
         .call_tool("getDiagnostics", json!({"uri": uri.clone()}))
         .unwrap();
     assert_eq!(diagnostics(&r).as_object().unwrap().len(), 1);
-    assert!(busy.try_recv().is_err());
-    std::fs::write(&release, "").unwrap();
-    busy.recv().unwrap().unwrap();
+    assert!(held.still_held());
+    held.release();
     // Once the loop is free, answers come from Neovim again (and the late ones were dropped).
     nvim.lua("vim.diagnostic.reset()");
     let deadline = std::time::Instant::now() + PATIENCE;

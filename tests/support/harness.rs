@@ -235,3 +235,43 @@ pub fn seed_cargo_cache(dest: &std::path::Path) {
         }
     }
 }
+
+/// Neovim's main loop held busy (as a hit-enter prompt, a blocking `input()` or a long
+/// `:!command` hold it: scheduled work waits) until [`Held::release`].
+pub struct Held {
+    release: std::path::PathBuf,
+    busy: std::sync::mpsc::Receiver<Result<rmpv::Value, String>>,
+}
+
+/// Holds `nvim`'s main loop; returns once it is held.
+pub fn hold_main_loop(nvim: &Nvim) -> Held {
+    let started = nvim.home.join("held");
+    let release = nvim.home.join("release");
+    let _ = std::fs::remove_file(&release);
+    let _ = std::fs::remove_file(&started);
+    let busy = nvim.request_async(
+        "nvim_exec_lua",
+        vec![
+            "local started, release = ... io.open(started, 'w'):close() \
+             local t = vim.uv.hrtime() \
+             while not vim.uv.fs_stat(release) and vim.uv.hrtime() - t < 60e9 do vim.uv.sleep(5) end"
+                .into(),
+            rmpv::Value::Array(vec![started.to_string_lossy().to_string().into(), release.to_string_lossy().to_string().into()]),
+        ],
+    );
+    wait_until("the main loop held", PATIENCE, || started.exists());
+    Held { release, busy }
+}
+
+impl Held {
+    /// Whether the loop is still held (nothing ran meanwhile).
+    pub fn still_held(&self) -> bool {
+        self.busy.try_recv().is_err()
+    }
+
+    /// Lets the loop go, and waits until it is free.
+    pub fn release(self) {
+        std::fs::write(&self.release, "").unwrap();
+        self.busy.recv().unwrap().unwrap();
+    }
+}
