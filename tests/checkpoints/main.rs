@@ -5,3 +5,4 @@ mod harness;
 
 mod changes_and_undo;
 mod hunks;
+mod terminal_prompts;

@@ -98,7 +98,7 @@ local M = {}
 
 ---@class PiIde.CheckpointsConfig
 ---@field enabled? boolean Record the workspace at each agent turn. (default true)
----@field idle_ms? integer An agent in a terminal starts a turn with its first request after this many milliseconds of quiet. (default 20000)
+---@field idle_ms? integer An agent in a terminal starts a turn with its first request after this many milliseconds of quiet, or with a prompt typed in it this long after a turn began. (default 20000)
 ---@field max_files? integer A workspace with more files than this is not checkpointed (a message says so; the turn goes on). (default 100000)
 ---@field max_file_mb? integer A file larger than this many MiB is left out of checkpoints (its changes are neither listed nor undone). (default 16)
 ---@field max_new_mb? integer A checkpoint that would store more new or changed MiB than this is skipped, with a message. (default 256)

@@ -291,7 +291,7 @@ local spec = {
     -- Record the workspace at each agent turn.
     enabled = opt(true, { "boolean" }),
     -- An agent in a terminal starts a turn with its first request after this many
-    -- milliseconds of quiet.
+    -- milliseconds of quiet, or with a prompt typed in it this long after a turn began.
     idle_ms = ms(20000, 0),
     -- A workspace with more files than this is not checkpointed (a message says so; the turn
     -- goes on).

@@ -17,6 +17,7 @@ local state = {
   last = nil, -- the last turn begun in this session
   written = {}, -- rel path -> ms: the user's writes in Neovim
   told = {}, -- reason -> true: a skipped checkpoint's reason, said once
+  prompted_at = nil, -- vim.uv.now() of the last prompt typed in an agent's terminal that began a turn
 }
 
 -- How long a turn waits for its checkpoint before it starts anyway.
@@ -211,16 +212,33 @@ function M.reload(folder, paths)
   end
 end
 
+-- Whether `ms` (a vim.uv.now()) is within `checkpoints.idle_ms` of now.
+local function recently(ms)
+  return ms ~= nil and vim.uv.now() - ms < cfg().idle_ms
+end
+
 --- An agent in a terminal asked something after `checkpoints.idle_ms` of quiet (the core
 --- tells): its turn begins, ending the one under way — unless a chat's turn is (a chat's agent
 --- may ask through the same server).
 function M.activity(agent)
-  if not cfg().enabled or M.chat_turn() then
-    return
+  if not cfg().enabled or M.chat_turn() or recently(state.prompted_at) then
+    return -- a prompt typed in its terminal began this turn: the agent's first request is in it
   end
   local closing = state.open
   state.open = nil
   M.before_turn(agent, nil, function() end, nil, closing)
+end
+
+--- The user sent a prompt to `agent` in its terminal (Enter there: terminal/prompts.lua): its
+--- turn begins, ending the one under way. An agent may write without asking Neovim anything (its
+--- own edits, after an "always" answer): its turn then still has a checkpoint. Not within
+--- `idle_ms` of the last turn's start (an answer to the agent's question is no new prompt).
+function M.prompt_sent(agent)
+  if not cfg().enabled or recently(state.prompted_at) or recently(state.open and state.open.began) then
+    return
+  end
+  M.activity(agent)
+  state.prompted_at = vim.uv.now()
 end
 
 --- :PiIde checkpoint: one now, by the user.

@@ -101,6 +101,7 @@ local function launch(agent, args)
   end
   running[agent] = { provider = provider, handle = handle }
   watch_exit(agent, provider, handle)
+  require("pi-ide.features.terminal.prompts").watch(agent, handle.buf)
   focus(agent)
 end
 
