@@ -223,14 +223,20 @@ impl Checkpoints {
         })
     }
 
-    /// The last turn not undone, or turn `n`.
-    pub fn pick(&self, n: Option<u64>) -> Result<Turn, String> {
+    /// Turn `n`, or the last one not undone (passing over one just begun that changed nothing
+    /// yet: `now` is the workspace's tree now).
+    pub fn pick(&self, n: Option<u64>, now: &str) -> Result<Turn, String> {
         match n {
             Some(n) => self.turn(n),
             None => {
                 let turns = self.log.read()?;
                 let none = if turns.is_empty() { "no checkpoint yet in this folder" } else { "every turn of this folder is undone" };
-                turns.into_iter().rev().find(|t| !t.undone).ok_or_else(|| none.into())
+                let mut live = turns.into_iter().rev().filter(|t| !t.undone);
+                let last = live.next().ok_or_else(|| String::from(none))?;
+                // A terminal agent's turn ends only when the next begins: one just begun that
+                // changed nothing yet is not the turn the user means.
+                let idle = last.end.is_none() && last.start == now;
+                Ok(live.next().filter(|_| idle).unwrap_or(last))
             }
         }
     }
@@ -239,8 +245,8 @@ impl Checkpoints {
     /// guarded ones first.
     pub fn changes(&self, since: Option<u64>) -> Result<(Turn, Vec<Change>), String> {
         let held = self.hold()?;
-        let from = self.pick(since)?;
         let now = self.snapshot(&held)?;
+        let from = self.pick(since, &now.tree)?;
         let entries = self.diff(&from, &from.start, &now.tree)?;
         let later: Vec<Turn> = self.log.read()?.into_iter().filter(|t| t.n >= from.n).collect();
         let open_changed = self.open_turn_changes(&later, &now.tree)?;
@@ -317,8 +323,8 @@ impl Checkpoints {
     /// What undoing turn `n` (the last one not undone, by default) would do.
     pub fn plan_undo(&self, n: Option<u64>) -> Result<Plan, String> {
         let held = self.hold()?;
-        let t = self.pick(n)?;
         let now = self.snapshot(&held)?.tree;
+        let t = self.pick(n, &now)?;
         restore::plan(&self.git, &t, &now)
     }
 

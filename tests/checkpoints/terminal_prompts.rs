@@ -56,6 +56,14 @@ fn a_prompt_typed_in_its_terminal_begins_a_turn_that_lists_what_it_wrote_unasked
     nvim.wait_for("#_G.started == 2", PATIENCE);
     nvim.wait_for("require('pi-ide').status():find('1 file changed without review') ~= nil", PATIENCE);
     assert_eq!(nvim.lua("return _G.started[1].agent"), json!("pi"));
+    // :PiIde changes, as the warning says, shows that turn (not the one just begun).
+    nvim.command("PiIde changes").unwrap();
+    nvim.wait_for("vim.fn.getqflist({ title = 0 }).title:find('since turn 1') ~= nil", PATIENCE);
+    assert_eq!(nvim.lua("return #vim.fn.getqflist()"), json!(1));
+    // :PiIde undo puts that turn back too (the one just begun has changed nothing yet).
+    nvim.command("PiIde undo!").unwrap();
+    let a = nvim.cwd.join("a.txt");
+    wait_until("a.txt put back", PATIENCE, || std::fs::read_to_string(&a).is_ok_and(|t| t == "one\n"));
 }
 
 #[test]

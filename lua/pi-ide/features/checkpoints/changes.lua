@@ -230,6 +230,7 @@ function M.run(arg)
   if arg and not n then
     return vim.notify(("pi-ide.nvim: :PiIde changes takes a turn's number (got '%s')"):format(arg), vim.log.levels.ERROR)
   end
+  n = n or checkpoints.warned_turn()
   local folder = checkpoints.folder()
   checkpoints.run({ op = "changes", n = n, folder = folder }, function(ok, r)
     if not ok then

@@ -281,6 +281,12 @@ function M.status()
   return state.warning and state.warning.text or ""
 end
 
+--- The turn the warning is about, while it stands: a terminal agent's turn is over once the
+--- next has begun, so :PiIde changes shows that one, not the newest.
+function M.warned_turn()
+  return state.warning and state.warning.n
+end
+
 --- The warning was looked at (:PiIde changes) or undone.
 function M.seen()
   if state.warning then
