@@ -80,6 +80,11 @@ impl Client {
         request(self.port, "POST", &self.headers(), &msg.to_string())
     }
 
+    /// Connected with what the discovery file `file` says.
+    fn of(file: &Value) -> Client {
+        Client::connect(file["port"].as_u64().unwrap(), file["authToken"].as_str().unwrap())
+    }
+
     fn connect(port: u64, token: &str) -> Client {
         let mut c = Client { port, token: token.into(), session: None };
         let r = c.post(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "gemini-cli-mcp-client", "version": "0"}}}));
@@ -118,6 +123,11 @@ impl Client {
     }
 }
 
+/// Waits until `n` reviews are on screen.
+fn wait_shown(nvim: &Nvim, n: u64, what: &str) {
+    wait_until(what, PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(n));
+}
+
 fn next_of(events: &std::sync::mpsc::Receiver<Value>, method: &str) -> Value {
     let deadline = std::time::Instant::now() + PATIENCE;
     loop {
@@ -146,12 +156,12 @@ fn a_decision_made_while_no_stream_is_open_is_sent_when_one_opens() {
     let tmp = temp_dir("held");
     let mut nvim = start(&tmp);
     let (_, file) = discovery(&tmp, &nvim);
-    let c = Client::connect(file["port"].as_u64().unwrap(), file["authToken"].as_str().unwrap());
+    let c = Client::of(&file);
     let f = file_with(&nvim, "h.txt", "old\n");
     c.call(2, "openDiff", json!({"filePath": f, "newContent": "new\n"}));
-    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    wait_shown(&nvim, 1, "the review on screen");
     type_keys(&nvim, ":w<CR>");
-    wait_until("the review decided", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(0));
+    wait_shown(&nvim, 0, "the review decided");
     let events = c.events();
     assert_eq!(next_diff_event(&events), json!({"method": "ide/diffAccepted", "params": {"filePath": f, "content": "new\n"}}));
     assert!(nvim.quit(PATIENCE));
@@ -166,16 +176,16 @@ fn a_close_while_neovim_is_held_is_answered_and_the_review_goes_after() {
     let tmp = temp_dir("close-held");
     let mut nvim = start(&tmp);
     let (_, file) = discovery(&tmp, &nvim);
-    let c = Client::connect(file["port"].as_u64().unwrap(), file["authToken"].as_str().unwrap());
+    let c = Client::of(&file);
     let f = file_with(&nvim, "c.txt", "old\n");
     c.call(2, "openDiff", json!({"filePath": f, "newContent": "new\n"}));
-    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    wait_shown(&nvim, 1, "the review on screen");
     let held = hold_main_loop(&nvim);
     let closed = c.call(3, "closeDiff", json!({"filePath": f, "suppressNotification": true}));
     assert!(held.still_held(), "the answer waited for Neovim");
     assert_eq!(closed["result"]["content"][0]["text"], r#"{"content":null}"#);
     held.release();
-    wait_until("the review gone", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(0));
+    wait_shown(&nvim, 0, "the review gone");
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "old\n");
     assert!(nvim.quit(PATIENCE));
     let _ = std::fs::remove_dir_all(&tmp);
@@ -227,7 +237,7 @@ fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later(
     let tmp = temp_dir("diff");
     let mut nvim = start(&tmp);
     let (path, file) = discovery(&tmp, &nvim);
-    let c = Client::connect(file["port"].as_u64().unwrap(), file["authToken"].as_str().unwrap());
+    let c = Client::of(&file);
     let events = c.events();
     let f = edit_file(&nvim, "g.txt", &["one", "two"]);
     let ctx = next_of(&events, "ide/contextUpdate");
@@ -239,7 +249,7 @@ fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later(
     // Accepted with the user's edit: the decision carries the text the user kept.
     let now = c.call(3, "openDiff", json!({"filePath": f, "newContent": "one\nTWO\n"}));
     assert_eq!(now["result"], json!({"content": []}), "answered at once");
-    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    wait_shown(&nvim, 1, "the review on screen");
     type_keys(&nvim, "ggAmine<Esc>");
     type_keys(&nvim, ":w<CR>");
     let accepted = next_of(&events, "ide/diffAccepted");
@@ -247,7 +257,7 @@ fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later(
 
     // Rejected with :q.
     c.call(4, "openDiff", json!({"filePath": f, "newContent": "three\n"}));
-    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    wait_shown(&nvim, 1, "the review on screen");
     type_keys(&nvim, ":q<CR>");
     assert_eq!(next_of(&events, "ide/diffRejected"), json!({"filePath": f}));
 
@@ -257,7 +267,7 @@ fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later(
     // The CLI then writes it, and the user's buffer of the file shows it.
     let h = edit_file(&nvim, "h.txt", &["one", "two"]);
     c.call(5, "openDiff", json!({"filePath": h, "newContent": "four\ntwo\nsix\n"}));
-    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    wait_shown(&nvim, 1, "the review on screen");
     hunks_counted(&nvim);
     type_keys(&nvim, "G:PiIde hunk reject<CR>");
     let closed = c.call(6, "closeDiff", json!({"filePath": h, "suppressNotification": true}));
@@ -265,16 +275,16 @@ fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later(
     std::fs::write(&h, "four\ntwo\n").unwrap();
     let shown = || nvim.lua_with("return vim.fn.getbufline(vim.fn.bufnr(...), 1, '$')", vec![h.clone().into()]);
     wait_until("the user's buffer to show what the CLI wrote", PATIENCE, || shown() == json!(["four", "two"]));
-    wait_until("the review gone", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(0));
+    wait_shown(&nvim, 0, "the review gone");
     let other = file_with(&nvim, "other.txt", "x\n");
     c.call(7, "openDiff", json!({"filePath": other, "newContent": "y\n"}));
-    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    wait_shown(&nvim, 1, "the review on screen");
     type_keys(&nvim, ":q<CR>");
     assert_eq!(next_diff_event(&events), json!({"method": "ide/diffRejected", "params": {"filePath": other}}));
 
     // Without suppressNotification the close is a rejection the CLI hears.
     c.call(8, "openDiff", json!({"filePath": f, "newContent": "five\n"}));
-    wait_until("the review on screen", PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(1));
+    wait_shown(&nvim, 1, "the review on screen");
     c.call(9, "closeDiff", json!({"filePath": f}));
     assert_eq!(next_diff_event(&events), json!({"method": "ide/diffRejected", "params": {"filePath": f}}));
 

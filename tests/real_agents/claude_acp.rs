@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::anthropic_mock::{result_of, system_texts, turn_of, Mock, Reply, Turn};
 use crate::harness::*;
-use pi_ide_testkit::nvim::{plugin_root, temp_dir};
+use pi_ide_testkit::nvim::temp_dir;
 
 /// Claude Code starts and answers in a few seconds; this only costs time when something is
 /// broken (two shared cores, other suites running beside).
@@ -42,17 +42,10 @@ const TOOL_LOADED: &str = "Tool loaded.";
 const AFTER_TOOL: &str = "Done with the tool.";
 const DIAGNOSTIC: &str = "pi-ide-test: an unused variable";
 
-/// `$PI_IDE_AGENTS` (scripts/ensure-agents.sh exports it), else the checkout's `.deps`.
-fn agents_bin() -> PathBuf {
-    std::env::var_os("PI_IDE_AGENTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| plugin_root().join(".deps/agents/node_modules/.bin"))
-}
-
 /// The adapter's command and the folder of the Node 22 that runs it (its `#!/usr/bin/env node`
 /// must not find an older Node first). Missing is a failure, never a skip.
 fn adapter() -> (PathBuf, PathBuf) {
-    let bin = agents_bin();
+    let bin = crate::copilot_cli::agents_bin();
     let acp = bin.join("claude-agent-acp");
     let node = bin.join("../node/bin");
     assert!(

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use crate::gemini_acp::gemini_and_node;
 use crate::gemini_mock::{GeminiMock, Reply, Turn};
 use crate::harness::*;
 use crate::terminal;
@@ -19,23 +20,6 @@ use pi_ide_testkit::nvim::{temp_dir, Options};
 /// How long anything the CLI does may take: it loads ~20 MB of JavaScript and asks the model
 /// twice a turn, on a loaded 2-core machine. Only a failing test waits this long.
 const AGENT_PATIENCE: Duration = Duration::from_secs(90);
-
-/// The folder holding the agent CLIs: `$PI_IDE_AGENTS`, else `.deps/agents/node_modules/.bin`.
-fn agents_bin() -> PathBuf {
-    std::env::var_os("PI_IDE_AGENTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| pi_ide_testkit::nvim::plugin_root().join(".deps/agents/node_modules/.bin"))
-}
-
-/// `gemini` and the folder of the Node 22 it needs first on PATH. Missing is a failure.
-fn gemini_and_node() -> (PathBuf, PathBuf) {
-    let gemini = agents_bin().join("gemini");
-    let node_dir = agents_bin().join("../node/bin");
-    for (what, path) in [("the Gemini CLI", &gemini), ("Node 22", &node_dir.join("node"))] {
-        assert!(path.exists(), "{what} is not installed at {}: run scripts/ensure-agents.sh", path.display());
-    }
-    (gemini, node_dir)
-}
 
 /// One test's folders, removed when dropped: `work` (Neovim's and the CLI's folder), `home`
 /// (the CLI's: IDE mode on in its settings, `work` trusted), `tmp` (TMPDIR of both: the

@@ -25,19 +25,11 @@ use pi_ide_testkit::nvim::{temp_dir, Options};
 /// at once. Only a failing test waits this long.
 const AGENT_PATIENCE: Duration = Duration::from_secs(60);
 
-/// The folder holding the agent CLIs: `$PI_IDE_AGENTS`, else `.deps/agents/node_modules/.bin`
-/// in this checkout (where scripts/ensure-agents.sh installs them).
-fn agents_bin() -> PathBuf {
-    std::env::var_os("PI_IDE_AGENTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| pi_ide_testkit::nvim::plugin_root().join(".deps/agents/node_modules/.bin"))
-}
-
 /// `gemini` (a Node script) and the folder of the Node 22 it needs first on PATH. Missing is
 /// a failure, never a skip: the suite installs both.
-fn gemini_and_node() -> (PathBuf, PathBuf) {
-    let gemini = agents_bin().join("gemini");
-    let node_dir = agents_bin().join("../node/bin");
+pub fn gemini_and_node() -> (PathBuf, PathBuf) {
+    let bin = crate::copilot_cli::agents_bin();
+    let (gemini, node_dir) = (bin.join("gemini"), bin.join("../node/bin"));
     for (what, path) in [("the Gemini CLI", &gemini), ("Node 22", &node_dir.join("node"))] {
         assert!(
             path.exists(),
