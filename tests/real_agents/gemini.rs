@@ -97,6 +97,11 @@ fn cli_env(dirs: &Folders, mock: &GeminiMock) -> Vec<(String, String)> {
         ("no_proxy".into(), "127.0.0.1,localhost".into()),
         ("TERM".into(), "xterm-256color".into()),
         ("LANG".into(), "C.UTF-8".into()),
+        // CI=true (or GITHUB_ACTIONS=true) makes it headless: no TUI, it exits 42 on an empty
+        // stdin. Set by a CI runner, it reached the CLI `:PiIde open` launched (Neovim's own
+        // environment plus these); a person's terminal has neither.
+        ("CI".into(), String::new()),
+        ("GITHUB_ACTIONS".into(), String::new()),
     ];
     for k in ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"] {
         env.push((k.into(), url.clone()));
@@ -224,11 +229,19 @@ impl Screen for InNeovim<'_> {
     }
 }
 
-/// Polls `cond` until it holds; on timeout, fails with `about()` (a screen).
+/// Polls `cond` until it holds; on timeout, or once Neovim's terminal says the CLI exited
+/// (looked at each second), fails with `about()` (a screen).
 fn wait_agent(what: &str, about: impl Fn() -> String, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + AGENT_PATIENCE;
+    let mut next_look = Instant::now();
     while !cond() {
-        if Instant::now() > deadline {
+        let now = Instant::now();
+        if now > next_look {
+            let screen = about();
+            assert!(!screen.contains("[Process exited"), "the CLI exited waiting for {what}\n--- the CLI's screen ---\n{screen}");
+            next_look = now + Duration::from_secs(1);
+        }
+        if now > deadline {
             panic!("timed out waiting for {what}\n--- the CLI's screen ---\n{}", about());
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -276,8 +289,12 @@ fn start_neovim(dirs: &Folders, more: &str) -> Nvim {
 /// A Neovim as [`start_neovim`] whose `:PiIde open gemini` runs the CLI offline in a split
 /// wide enough for its footer.
 fn start_launcher(dirs: &Folders, mock: &GeminiMock) -> Nvim {
+    launcher_with(dirs, cli_env(dirs, mock))
+}
+
+fn launcher_with(dirs: &Folders, env: Vec<(String, String)>) -> Nvim {
     let (gemini, _) = gemini_and_node();
-    let agent = format!("cmd = {{ {:?} }}, env = {{ {} }}", gemini.display().to_string(), terminal::lua_fields(cli_env(dirs, mock)));
+    let agent = format!("cmd = {{ {:?} }}, env = {{ {} }}", gemini.display().to_string(), terminal::lua_fields(env));
     let nvim = start_neovim(dirs, &format!(", terminal = {{ provider = 'split', width = 160, agents = {{ gemini = {{ {agent} }} }} }}"));
     nvim.command("set columns=240 lines=50").unwrap();
     nvim
@@ -440,4 +457,27 @@ fn piide_open_gemini_in_one_of_two_neovims_in_one_folder_connects_to_that_one() 
     assert!(theirs.exists());
     assert!(launcher.quit(PATIENCE) && other.quit(PATIENCE));
     assert!(!theirs.exists(), "the discovery file is removed on quit");
+}
+
+/// With CI=true in Neovim's environment (a CI runner's, or a shell that exported it) the CLI
+/// runs headless and exits at once: the note says so and what to do, not only its status.
+#[test]
+fn a_cli_made_headless_by_ci_true_says_why_it_exited() {
+    let dirs = Folders::new();
+    let mock = GeminiMock::start(script());
+    let env = cli_env(&dirs, &mock).into_iter().filter(|(k, _)| k != "CI" && k != "GITHUB_ACTIONS").collect();
+    let nvim = launcher_with(&dirs, env);
+    nvim.command("lua vim.env.CI = 'true'").unwrap();
+    nvim.record_notify();
+    nvim.command("PiIde open gemini").unwrap();
+    let deadline = Instant::now() + AGENT_PATIENCE;
+    let note = loop {
+        if let Some(n) = nvim.notes().into_iter().find(|n| n.contains("exited with status")) {
+            break n;
+        }
+        assert!(Instant::now() < deadline, "no exit note: {:?}\n{}", nvim.notes(), diagnosis(&InNeovim(&nvim), &dirs, &nvim));
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(note.contains("Gemini CLI exited with status 42: CI=true"), "{note}");
+    assert!(note.contains("unset it"), "{note}");
 }

@@ -86,6 +86,13 @@ function M.connect(launch)
   return env or nil, not env and "the Gemini CLI side has no port" or nil
 end
 
+--- CI=true (or GITHUB_ACTIONS=true) makes its TUI headless: it exits 42 on a terminal's stdin.
+function M.exit_hint(status)
+  if status == 42 and (vim.env.CI == "true" or vim.env.GITHUB_ACTIONS == "true") then
+    return "CI=true (or GITHUB_ACTIONS=true) in Neovim's environment makes it run headless; unset it"
+  end
+end
+
 function M.status_line(st)
   local side = (st.served or {}).gemini
   return side and ("  gemini: http://%s/mcp, discovery file %s"):format(side.socket, side.lockfile)

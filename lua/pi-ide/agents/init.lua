@@ -17,6 +17,7 @@
 ---@field connect? fun(launch: PiIde.Launch): table<string, string>?, string? The environment that connects a launch to this Neovim, or nil and why.
 ---@field launch_args? fun(): string[] Arguments that connect a launch to this Neovim (after cmd, before the user's).
 ---@field served_as? string The agent the core serves it as, when it speaks another's wire (default: its name).
+---@field exit_hint? fun(status: integer): string? Why its terminal ended with `status`, when it can tell.
 ---@field after_restart? string What to tell when the server restarted while a launch of it runs.
 ---@field status_line? fun(st: table): string Its line in :PiIde status.
 ---@field health_title? string Its section of :checkhealth pi-ide.

@@ -50,7 +50,10 @@ local function on_exit(agent, provider, handle, status)
     return -- the user wiped the buffer (and so ended the process): nothing to say
   end
   if status ~= 0 then
-    log.notify(("%s exited with status %d"):format(agents.get(agent).label, status), vim.log.levels.WARN)
+    local about = agents.get(agent)
+    local hint = about.exit_hint and about.exit_hint(status)
+    local msg = ("%s exited with status %d"):format(about.label, status)
+    log.notify(hint and ("%s: %s"):format(msg, hint) or msg, vim.log.levels.WARN)
   elseif require("pi-ide.core.config").values.terminal.close_on_exit then
     provider.close(handle)
   end
