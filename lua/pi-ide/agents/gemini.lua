@@ -88,8 +88,9 @@ end
 
 --- CI=true (or GITHUB_ACTIONS=true) makes its TUI headless: it exits 42 on a terminal's stdin.
 function M.exit_hint(status)
-  if status == 42 and (vim.env.CI == "true" or vim.env.GITHUB_ACTIONS == "true") then
-    return "CI=true (or GITHUB_ACTIONS=true) in Neovim's environment makes it run headless; unset it"
+  local var = vim.env.CI == "true" and "CI" or vim.env.GITHUB_ACTIONS == "true" and "GITHUB_ACTIONS" or nil
+  if status == 42 and var then
+    return ("%s=true makes it headless; :let $%s = '' and open it again"):format(var, var)
   end
 end
 
