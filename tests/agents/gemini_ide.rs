@@ -124,6 +124,13 @@ impl Client {
 }
 
 /// Waits until `n` reviews are on screen.
+/// The CLI's openDiff of `path` with `text`, once the review is on screen; its answer.
+fn propose(c: &Client, nvim: &Nvim, id: u64, path: &str, text: &str) -> Value {
+    let answer = c.call(id, "openDiff", json!({"filePath": path, "newContent": text}));
+    wait_shown(nvim, 1, "the review on screen");
+    answer
+}
+
 fn wait_shown(nvim: &Nvim, n: u64, what: &str) {
     wait_until(what, PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(n));
 }
@@ -158,8 +165,7 @@ fn a_decision_made_while_no_stream_is_open_is_sent_when_one_opens() {
     let (_, file) = discovery(&tmp, &nvim);
     let c = Client::of(&file);
     let f = file_with(&nvim, "h.txt", "old\n");
-    c.call(2, "openDiff", json!({"filePath": f, "newContent": "new\n"}));
-    wait_shown(&nvim, 1, "the review on screen");
+    propose(&c, &nvim, 2, &f, "new\n");
     type_keys(&nvim, ":w<CR>");
     wait_shown(&nvim, 0, "the review decided");
     let events = c.events();
@@ -178,8 +184,7 @@ fn a_close_while_neovim_is_held_is_answered_and_the_review_goes_after() {
     let (_, file) = discovery(&tmp, &nvim);
     let c = Client::of(&file);
     let f = file_with(&nvim, "c.txt", "old\n");
-    c.call(2, "openDiff", json!({"filePath": f, "newContent": "new\n"}));
-    wait_shown(&nvim, 1, "the review on screen");
+    propose(&c, &nvim, 2, &f, "new\n");
     let held = hold_main_loop(&nvim);
     let closed = c.call(3, "closeDiff", json!({"filePath": f, "suppressNotification": true}));
     assert!(held.still_held(), "the answer waited for Neovim");
@@ -247,17 +252,15 @@ fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later(
     assert_eq!(active["cursor"]["line"], 1, "1-based: {ctx}");
 
     // Accepted with the user's edit: the decision carries the text the user kept.
-    let now = c.call(3, "openDiff", json!({"filePath": f, "newContent": "one\nTWO\n"}));
+    let now = propose(&c, &nvim, 3, &f, "one\nTWO\n");
     assert_eq!(now["result"], json!({"content": []}), "answered at once");
-    wait_shown(&nvim, 1, "the review on screen");
     type_keys(&nvim, "ggAmine<Esc>");
     type_keys(&nvim, ":w<CR>");
     let accepted = next_of(&events, "ide/diffAccepted");
     assert_eq!(accepted, json!({"filePath": f, "content": "onemine\nTWO\n"}));
 
     // Rejected with :q.
-    c.call(4, "openDiff", json!({"filePath": f, "newContent": "three\n"}));
-    wait_shown(&nvim, 1, "the review on screen");
+    propose(&c, &nvim, 4, &f, "three\n");
     type_keys(&nvim, ":q<CR>");
     assert_eq!(next_of(&events, "ide/diffRejected"), json!({"filePath": f}));
 
@@ -266,8 +269,7 @@ fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later(
     // suppressNotification no rejection follows (it would race the CLI's own answer).
     // The CLI then writes it, and the user's buffer of the file shows it.
     let h = edit_file(&nvim, "h.txt", &["one", "two"]);
-    c.call(5, "openDiff", json!({"filePath": h, "newContent": "four\ntwo\nsix\n"}));
-    wait_shown(&nvim, 1, "the review on screen");
+    propose(&c, &nvim, 5, &h, "four\ntwo\nsix\n");
     hunks_counted(&nvim);
     type_keys(&nvim, "G:PiIde hunk reject<CR>");
     let closed = c.call(6, "closeDiff", json!({"filePath": h, "suppressNotification": true}));
@@ -277,14 +279,12 @@ fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later(
     wait_until("the user's buffer to show what the CLI wrote", PATIENCE, || shown() == json!(["four", "two"]));
     wait_shown(&nvim, 0, "the review gone");
     let other = file_with(&nvim, "other.txt", "x\n");
-    c.call(7, "openDiff", json!({"filePath": other, "newContent": "y\n"}));
-    wait_shown(&nvim, 1, "the review on screen");
+    propose(&c, &nvim, 7, &other, "y\n");
     type_keys(&nvim, ":q<CR>");
     assert_eq!(next_diff_event(&events), json!({"method": "ide/diffRejected", "params": {"filePath": other}}));
 
     // Without suppressNotification the close is a rejection the CLI hears.
-    c.call(8, "openDiff", json!({"filePath": f, "newContent": "five\n"}));
-    wait_shown(&nvim, 1, "the review on screen");
+    propose(&c, &nvim, 8, &f, "five\n");
     c.call(9, "closeDiff", json!({"filePath": f}));
     assert_eq!(next_diff_event(&events), json!({"method": "ide/diffRejected", "params": {"filePath": f}}));
 

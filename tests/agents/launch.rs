@@ -347,8 +347,7 @@ fn external_provider_runs_the_template_with_the_whole_command() {
 fn send_focuses_the_agent_unless_told_not_to() {
     let r = rig();
     let nvim = &r.nvim;
-    std::fs::write(nvim.cwd.join("a.txt"), "one\ntwo\n").unwrap();
-    nvim.command("edit!").unwrap();
+    edit_file(nvim, "a.txt", &["one", "two"]);
     let mut peer = nvim.peer();
     peer.initialize().unwrap();
     nvim.command("PiIde open").unwrap();
@@ -374,8 +373,7 @@ fn send_focuses_the_agent_unless_told_not_to() {
 fn an_agent_launched_from_a_file_first_hears_of_that_file() {
     let r = rig();
     let nvim = &r.nvim;
-    std::fs::write(nvim.cwd.join("a.txt"), "one\ntwo\n").unwrap();
-    nvim.command("edit!").unwrap();
+    edit_file(nvim, "a.txt", &["one", "two"]);
     nvim.command("PiIde open").unwrap();
     r.report("pi");
     assert_eq!(r.term("pi")["current"], true);
