@@ -13,7 +13,7 @@ local state = {
   waiting = {}, -- job id -> callback(ok, value_or_error)
   open = nil, -- the turn under way here: { n, agent, reviewed = { [rel path] = blob id or true } }
   starting = {}, -- agent -> callbacks waiting for its checkpoint
-  warning = nil, -- { n, text }: the last turn's files changed without review
+  warning = nil, -- { n, text, other_text }: the last turn's files changed without review
   last = nil, -- the last turn begun in this session
   written = {}, -- rel path -> ms: the user's writes in Neovim
   told = {}, -- reason -> true: a skipped checkpoint's reason, said once
@@ -113,7 +113,7 @@ end
 
 local function settled(t)
   if t and M.warning_of(t) then
-    state.warning = { n = t.n, text = M.warning_of(t) }
+    state.warning = { n = t.n, text = M.warning_of(t), other_text = t.other_text or {} }
     vim.cmd.redrawstatus({ bang = true })
   end
 end
@@ -331,10 +331,12 @@ local function on_review_closed(ev)
 end
 
 -- A chat's agent wrote other text than the user accepted (read back when its call ended):
--- the statusline says so at once; the turn's end lists it as not reviewed.
+-- the statusline says so at once; the turn's end lists it as not reviewed. Told after that end
+-- (its read-back raced it), it leaves the end's fuller warning, which already names the file.
 local function on_wrote_other(ev)
   local rel = M.relative((ev.data or {}).path or "")
-  if rel then
+  local told = state.warning and vim.tbl_contains(state.warning.other_text or {}, rel)
+  if rel and not told then
     state.warning = { n = state.open and state.open.n, text = ("⚠ %s: other text than you accepted: :PiIde changes"):format(rel) }
     vim.cmd.redrawstatus({ bang = true })
   end
