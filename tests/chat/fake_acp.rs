@@ -524,7 +524,10 @@ fn an_id_reused_while_its_question_waits_is_refused_and_the_accepted_text_lands_
     wait_until("the accepted write", PATIENCE, || first.exists());
     assert_eq!(std::fs::read_to_string(&first).unwrap(), "first\n");
     assert!(!second.exists(), "nothing lands in the other file");
-    let answers: Vec<_> = rig.received().into_iter().filter(|m| m["id"] == 7777).collect();
+    // The file is written before its answer is sent: the agent may not have read it yet.
+    let answers = || rig.received().into_iter().filter(|m| m["id"] == 7777).collect::<Vec<_>>();
+    wait_until("the agent to read the write's answer", PATIENCE, || answers().len() >= 2);
+    let answers = answers();
     assert_eq!(answers.len(), 2, "{answers:?}");
     assert_eq!(answers[0]["error"]["code"], -32600, "{answers:?}");
     assert!(answers[1]["result"].is_null() && answers[1].get("error").is_none(), "{answers:?}");
