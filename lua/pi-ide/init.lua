@@ -62,12 +62,13 @@ function M.status()
   local review = package.loaded["pi-ide.features.review"]
   -- Only reviews on screen count as "to review": `:PiIde reject` must find what the status
   -- promises. One that is not shown yet (held while you type) is "waiting".
-  local shown, waiting = 0, 0
+  local shown, waiting, unvisited = 0, 0, 0
   if review then
-    shown, waiting = review.count()
+    shown, waiting, unvisited = review.count()
   end
   if shown > 0 then
-    table.insert(parts, ("%d to review"):format(shown))
+    -- One that opened while the user typed did not take the focus: how to go to it.
+    table.insert(parts, ("%d to review%s"):format(shown, unvisited > 0 and " (:PiIde review)" or ""))
   end
   if waiting > 0 then
     table.insert(parts, ("%d waiting"):format(waiting))

@@ -25,6 +25,7 @@ require("pi-ide.core.parts").declare({
     reject = "pi-ide.features.review",
     hunk = "pi-ide.features.review",
     panes = "pi-ide.features.review",
+    review = "pi-ide.features.review",
     suggest = "pi-ide.features.suggest",
     toggle = "pi-ide.features.suggest",
     stats = "pi-ide.features.suggest",

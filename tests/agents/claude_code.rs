@@ -174,7 +174,7 @@ fn with_pi_and_claude_code_connected_each_keeps_its_reviews_and_its_diagnostics_
     c.call_tool("close_tab", json!({"tab_name": "pi-edit:1"})).unwrap();
     assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(1));
     // Pi's review is still there for the user: :w accepts it.
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(
         texts(&pi.wait_response(&json!("p")).unwrap()),
         vec!["FILE_SAVED".to_string(), "y\n".to_string()]

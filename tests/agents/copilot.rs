@@ -183,7 +183,7 @@ fn open_diff_is_an_editable_review_answered_saved_or_rejected() {
     let bar = nvim.lua("return vim.wo.winbar").as_str().unwrap().to_owned();
     assert!(bar.contains("agent+you") && bar.contains(":w accept"), "{bar}");
     assert_eq!(nvim.lua("return vim.fn.strdisplaywidth(vim.wo.winbar) <= vim.api.nvim_win_get_width(0)"), json!(true), "{bar}");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     let a = answer(rx);
     assert_eq!(a["success"], true);
     assert_eq!(a["result"], "SAVED");
@@ -210,7 +210,7 @@ fn accept_all_but_the_middle_hunk(nvim: &Nvim, c: &mut CopilotClient, path: &str
     let rx = open_review(nvim, c, path, PROPOSAL, tab, 1);
     nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
     type_keys(nvim, "4G:PiIde hunk reject<CR>");
-    type_keys(nvim, ":w<CR>");
+    type_accept(nvim, ":w<CR>");
     let a = answer(rx);
     assert_eq!((a["result"].as_str(), a["trigger"].as_str()), (Some("SAVED"), Some("accepted_in_editor")), "{a}");
     a
@@ -269,7 +269,7 @@ fn other_text_or_a_link_is_never_overwritten_and_a_full_rejection_is_a_rejection
     let path = file_with(&nvim, "r.txt", SEVEN);
     let rx = open_review(&nvim, &mut c, &path, PROPOSAL, "tab-r", 1);
     nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
-    type_keys(&nvim, "1G:PiIde hunk reject<CR>4G:PiIde hunk reject<CR>7G:PiIde hunk reject<CR>:w<CR>");
+    type_accept(&nvim, "1G:PiIde hunk reject<CR>4G:PiIde hunk reject<CR>7G:PiIde hunk reject<CR>:w<CR>");
     assert_eq!(answer(rx)["result"], "REJECTED");
 }
 
@@ -384,7 +384,7 @@ fn sessions_keep_their_reviews_and_names_apart() {
     assert!(status.contains("“Fix the login”") && status.contains("“Write docs”"), "{status}");
     let lines = nvim.lua("return table.concat(require('pi-ide.core.status').lines(), '\\n')");
     assert!(lines.as_str().unwrap().contains("session \"Fix the login\""), "{lines}");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(answer(ra)["result"], "SAVED");
 }
 
@@ -521,7 +521,7 @@ fn a_review_closed_while_it_was_staged_never_shows_and_the_next_does() {
     assert_eq!((a["result"].as_str(), a["trigger"].as_str()), (Some("REJECTED"), Some("closed_via_tool")), "{a}");
     assert_eq!(nvim.t("reviews_shown", json!([])), json!(0));
     let second = open_review(&nvim, &mut c, &path, "two\n", "tab-2", 1);
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     let b = answer(second);
     assert_eq!(b["result"], "SAVED", "{b}");
 }

@@ -166,7 +166,7 @@ fn a_decision_made_while_no_stream_is_open_is_sent_when_one_opens() {
     let c = Client::of(&file);
     let f = file_with(&nvim, "h.txt", "old\n");
     propose(&c, &nvim, 2, &f, "new\n");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     wait_shown(&nvim, 0, "the review decided");
     let events = c.events();
     assert_eq!(next_diff_event(&events), json!({"method": "ide/diffAccepted", "params": {"filePath": f, "content": "new\n"}}));
@@ -255,7 +255,7 @@ fn context_on_the_stream_and_open_diff_answered_at_once_its_decision_told_later(
     let now = propose(&c, &nvim, 3, &f, "one\nTWO\n");
     assert_eq!(now["result"], json!({"content": []}), "answered at once");
     type_keys(&nvim, "ggAmine<Esc>");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     let accepted = next_of(&events, "ide/diffAccepted");
     assert_eq!(accepted, json!({"filePath": f, "content": "onemine\nTWO\n"}));
 

@@ -249,7 +249,7 @@ fn open_diff_is_accepted_by_w_and_rejected_by_q() {
     let mut b = Bridge::start(&run_dir(&nvim), &nvim.cwd, &[]);
     b.initialize("reviewer");
     let id = open_review(&nvim, &mut b, &path, "hello world\n", "hello.txt");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     let a = b.answer(id);
     assert_eq!(texts(&a), ["FILE_SAVED", "hello world\n"], "{a}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "hello\n", "the editor never writes it");

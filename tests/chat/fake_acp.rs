@@ -118,7 +118,7 @@ fn a_change_opens_an_editable_review_and_lands_only_after_a_typed_w() {
     assert_eq!(panes.len(), 2, "both panes are the review's: {panes:?}");
     assert!(panes.iter().any(|p| p[1] == "one|2|three" && p[0] == true), "the whole file as it will be, editable: {panes:?}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\nthree\n", "nothing written before the :w");
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.wait_text("[allowed]");
     rig.idle();
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\n2\nthree\n");
@@ -140,7 +140,7 @@ impl Rig {
         self.review_on_screen();
         self.nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
         assert_eq!(self.nvim.lua("return vim.bo.modifiable"), json!(true), "the review is editable");
-        type_keys(&self.nvim, "4G:PiIde hunk reject<CR>:w<CR>");
+        type_accept(&self.nvim, "4G:PiIde hunk reject<CR>:w<CR>");
         self.no_review();
     }
 }
@@ -191,7 +191,7 @@ fn a_partial_acceptance_never_overwrites_what_the_agent_did_not_write_as_propose
     rig.send(&format!("rewrite {path} {PROPOSAL}"));
     rig.review_on_screen();
     rig.nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
-    type_keys(&rig.nvim, "1G:PiIde hunk reject<CR>4G:PiIde hunk reject<CR>7G:PiIde hunk reject<CR>:w<CR>");
+    type_accept(&rig.nvim, "1G:PiIde hunk reject<CR>4G:PiIde hunk reject<CR>7G:PiIde hunk reject<CR>:w<CR>");
     rig.wait_text("[rejected]");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), SEVEN);
 }
@@ -218,7 +218,7 @@ fn a_new_file_and_a_unified_diff_are_reviewed_whole() {
     rig.review_on_screen();
     let proposal = rig.nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '|')");
     assert_eq!(proposal, "hello");
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.wait_text("[allowed]");
     rig.idle();
     assert_eq!(std::fs::read_to_string(&created).unwrap(), "hello\n");
@@ -278,7 +278,7 @@ fn a_write_through_the_client_reads_unsaved_text_and_writes_the_users_edit() {
     assert_eq!(proposal[1], "a|unsaved|b");
     // The user makes it their own, then :w.
     type_keys(&rig.nvim, "Gomine<Esc>");
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.wait_text("allowed, write: null");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "a\nunsaved\nb\nmine\n");
     let read = rig.received().into_iter().find(|m| m.pointer("/result/content").is_some()).unwrap();
@@ -310,7 +310,7 @@ fn fs_write_alone_is_an_editable_review_and_q_answers_an_error() {
     assert!(!std::path::Path::new(&path).exists());
     rig.send(&format!("write {path} hi"));
     rig.review_on_screen();
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.wait_text("write: null");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "hi\n");
 }
@@ -519,7 +519,7 @@ fn an_id_reused_while_its_question_waits_is_refused_and_the_accepted_text_lands_
     rig.review_on_screen();
     assert_eq!(rig.nvim.lua("return #require('pi-ide.features.review').list()"), 1, "one review: the first");
     assert!(rig.text().contains("first.txt") && !rig.text().contains("⚖ review: second.txt"), "{}", rig.text());
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.no_review();
     wait_until("the accepted write", PATIENCE, || first.exists());
     assert_eq!(std::fs::read_to_string(&first).unwrap(), "first\n");
@@ -542,20 +542,20 @@ fn an_agent_that_writes_other_text_than_accepted_is_caught_when_its_call_ends_or
     // Honest: read back, and said to be as accepted.
     rig.send(&format!("edit {path} two 2"));
     rig.review_on_screen();
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.wait_text("✎ Fake wrote a.txt, as you accepted it");
     rig.idle();
     // Lying, and saying so (its call completes): told at once.
     rig.send(&format!("lie {path} 2 3 EVIL"));
     rig.review_on_screen();
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.wait_text("⚠ a.txt: Fake wrote other text than you accepted");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\nEVIL\n");
     rig.idle();
     // Lying, and never saying its call ended: told when its turn ends.
     rig.send(&format!("lie {path} EVIL 4 WORSE late"));
     rig.review_on_screen();
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     wait_until("two warnings", PATIENCE, || rig.text().matches("wrote other text than you accepted").count() == 2);
     assert_eq!(rig.nvim.lua("return #_G.other"), 2);
     assert_eq!(rig.text().matches("wrote other text").count(), 2, "the honest edit is not flagged: {}", rig.text());
@@ -576,7 +576,7 @@ fn an_accept_is_refused_when_a_link_or_a_pipe_was_swapped_in_since_the_review() 
     rig.nvim.wait_for("(require('pi-ide.features.review').current() or {}).stats ~= nil", PATIENCE);
     std::fs::remove_file(&path).unwrap();
     std::os::unix::fs::symlink(&outside, &path).unwrap();
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.nvim.wait_t("has_note", json!(["w.txt changed on disk since this review opened"]), PATIENCE);
     type_keys(&rig.nvim, ":PiIde reject<CR>");
     rig.wait_text("write: {\"error\"");
@@ -592,7 +592,7 @@ fn an_accept_is_refused_when_a_link_or_a_pipe_was_swapped_in_since_the_review() 
     let c = std::ffi::CString::new(fifo.clone()).unwrap();
     // SAFETY: a valid C string.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.nvim.wait_t("has_note", json!(["p.txt changed on disk since this review opened"]), PATIENCE);
     type_keys(&rig.nvim, ":PiIde reject<CR>");
     rig.idle();
@@ -626,6 +626,10 @@ fn a_prompt_sent_from_insert_mode_leaves_it_so_the_review_shows_and_a_waiting_re
     // The chat's line and the review's entry come on turns of the loop of their own.
     rig.nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
     type_keys(&rig.nvim, "<Esc>");
+    // It waited for them in their file: it opens without the focus, and they go to it.
+    rig.nvim.wait_for("require('pi-ide.features.review').count() == 1", PATIENCE);
+    assert_eq!(rig.nvim.lua("return vim.b.pi_ide_review == nil and vim.api.nvim_get_mode().mode"), "n");
+    type_keys(&rig.nvim, ":PiIde review<CR>");
     rig.review_on_screen();
 }
 
@@ -640,7 +644,7 @@ fn the_mirror_of_an_allowed_change_is_answered_at_once_and_the_accepted_text_sta
     rig.send(&format!("mirror {path} A|b|c|d|e|f|G|"));
     rig.review_on_screen();
     rig.nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
-    type_keys(&rig.nvim, "7G:PiIde hunk reject<CR>:w<CR>");
+    type_accept(&rig.nvim, "7G:PiIde hunk reject<CR>:w<CR>");
     rig.wait_text("allowed, mirror: null");
     rig.wait_text("your accepted text was written over it");
     rig.idle();

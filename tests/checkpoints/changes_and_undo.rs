@@ -92,7 +92,7 @@ fn a_shell_write_is_listed_taken_back_hunk_by_hunk_and_the_repository_is_untouch
     assert!(!nvim.lua("return require('pi-ide').status()").as_str().unwrap().contains("⚠"));
     // The hunk taken back with `do` in the file's window, and :w typed as the user does.
     type_keys(&nvim, "2Gdo");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     nvim.wait_for("not vim.bo.modified", PATIENCE);
     assert_eq!(std::fs::read(dir.join("a.txt")).unwrap(), b"one\ntwo\n");
     // :cnext: the view follows, the next file beside its checkpoint.
@@ -138,7 +138,7 @@ fn a_file_changed_after_the_turn_is_put_back_only_when_its_name_is_typed() {
     turn(&nvim, "shell echo agent > a.txt && echo agent > b.txt", 1);
     // The user edits a.txt in Neovim after the turn, and writes it as a person does.
     nvim.command("wincmd p | edit a.txt").unwrap();
-    type_keys(&nvim, "ccmine<Esc>:w<CR>");
+    type_accept(&nvim, "ccmine<Esc>:w<CR>");
     nvim.wait_for("not vim.bo.modified", PATIENCE);
     nvim.lua("vim.fn.input = function() return '' end");
     nvim.command("PiIde undo!").unwrap();
@@ -152,7 +152,7 @@ fn a_reviewed_change_is_not_counted_and_a_workspace_over_the_cap_skips_the_check
     let nvim = rig("");
     turn(&nvim, &format!("create {} hello", nvim.cwd.join("r.txt").display()), 0);
     nvim.wait_for("#require('pi-ide.features.review').list() == 1 and vim.b.pi_ide_review ~= nil", PATIENCE);
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     nvim.wait_for("#_G.checked >= 1", PATIENCE);
     let checked = nvim.lua("return _G.checked[1]");
     assert_eq!((checked["changed"].clone(), checked["unreviewed"].clone()), (serde_json::json!(["r.txt"]), serde_json::json!([])));
@@ -462,7 +462,7 @@ fn an_agent_that_writes_other_text_than_accepted_is_not_reviewed_and_is_undone_a
     let lie = format!("lie {} two 2 EVIL", dir.join("a.txt").display());
     nvim.lua_with("require('pi-ide.features.chat.acp').get('fake'):send(...)", vec![lie.into()]);
     nvim.wait_for("#require('pi-ide.features.review').list() == 1 and vim.b.pi_ide_review ~= nil", PATIENCE);
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     wait_until("the warning", PATIENCE, || chat_text(&nvim).contains("⚠ a.txt: Fake wrote other text than you accepted"));
     let status = nvim.lua("return require('pi-ide').status()");
     // Said at once: on its own ("⚠ a.txt: …"), or in the turn's warning if the turn ended first.
@@ -495,7 +495,7 @@ fn an_agent_that_writes_other_text_than_accepted_is_not_reviewed_and_is_undone_a
     std::fs::write(dir.join("b.txt"), "agent\n").unwrap();
     nvim.command("tabnew c.txt").unwrap();
     nvim.lua("vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'mine' })");
-    type_keys(&nvim, ":w<CR>:w d.txt<CR>");
+    type_accept(&nvim, ":w<CR>:w d.txt<CR>");
     nvim.wait_for("#_G.checked >= 2", PATIENCE);
     let second = nvim.lua("return _G.checked[2]");
     let mut changed: Vec<String> = serde_json::from_value(second["changed"].clone()).unwrap();
@@ -524,7 +524,7 @@ fn a_terminal_agent_that_writes_other_text_than_it_showed_is_not_reviewed_and_on
         p.send_json(&serde_json::json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "openDiff", "arguments": args}})).unwrap();
         nvim.wait_for("#_G.started == 1 and #require('pi-ide.features.review').list() == 1", PATIENCE);
         nvim.wait_for("vim.b.pi_ide_review ~= nil", PATIENCE);
-        type_keys(&nvim, ":w<CR>");
+        type_accept(&nvim, ":w<CR>");
         assert_eq!(texts(&p.wait_response(&serde_json::json!(i)).unwrap())[0], "FILE_SAVED");
     }
     std::fs::write(&a, "not what was shown\n").unwrap();

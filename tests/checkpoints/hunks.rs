@@ -47,7 +47,7 @@ fn a_shell_change_is_taken_back_hunk_by_hunk_and_written_by_the_users_w() {
     type_keys(&nvim, "G:PiIde hunk accept<CR>");
     nvim.wait_t("has_note", json!(["nothing to accept here: the file already holds this change"]), PATIENCE);
     assert_eq!(lines(&nvim)[6], json!("G"));
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     nvim.wait_for("not vim.bo.modified", PATIENCE);
     assert_eq!(std::fs::read_to_string(dir.join("a.txt")).unwrap(), "A\nb\nc\nd\ne\nf\nG\n");
     // Closed: the buffer has the user's ]h again, and none of the view's keys.
@@ -69,7 +69,7 @@ fn crlf_lines_added_and_removed_are_taken_back_byte_exact() {
     // The removed line: on the line before its filler lines; then the added one.
     type_keys(&nvim, "gg:PiIde hunk reject<CR>G:PiIde hunk reject<CR>");
     assert_eq!(lines(&nvim), json!(["a", "b", "c", "d"]));
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     nvim.wait_for("not vim.bo.modified", PATIENCE);
     assert_eq!(std::fs::read(dir.join("c.txt")).unwrap(), b"a\r\nb\r\nc\r\nd\r\n");
 }

@@ -271,6 +271,10 @@ fn a_throwing_autocmd_of_another_plugin_does_not_block_reviews() {
         });
         assert_eq!(nvim.lua_through_prompts("return vim.bo.buftype"), json!("acwrite"), "{event}");
         assert_eq!(nvim.lua_through_prompts("return vim.wo.diff"), json!(true), "{event}");
+        // Once it has been on screen long enough to be seen (review.seen_ms), as a user would.
+        wait_until("the review seen", PATIENCE, || {
+            nvim.lua_through_prompts("return require('pi_ide_test.review').takes_accept()") == json!(true)
+        });
         nvim.request("nvim_input", vec![":w<CR>".into()]).unwrap();
         nvim.lua_through_prompts("return true");
         let r = p.wait_response(&json!(id)).unwrap();

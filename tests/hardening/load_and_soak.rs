@@ -186,12 +186,12 @@ fn mixed_round(nvim: &Nvim, p: &mut Peer, i: u64, path: &str) {
         let id = format!("d{i}");
         p.send_json(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"openDiff","arguments":{
         "old_file_path": path, "new_file_path": path, "new_file_contents": format!("round {i}\n"), "tab_name": format!("pi-edit:{i}")}}})).unwrap();
-        nvim.wait_for(
-            "#require('pi-ide.features.review').list() == 1 and vim.bo.buftype == 'acwrite'",
-            PATIENCE,
-        );
+        // Just after the user typed, it opens without the focus: they go to it.
+        nvim.wait_for("require('pi-ide.features.review').count() == 1", PATIENCE);
+        go_to_review(nvim);
+        nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
         if i % 2 == 0 {
-            type_keys(nvim, ":w<CR>");
+            type_accept(nvim, ":w<CR>");
         } else {
             nvim.command("PiIde reject").unwrap();
         }

@@ -176,11 +176,14 @@ fn statusline_text_follows_the_state() {
         "{:?}",
         nvim.notes()
     );
+    // Opened without the focus (they were typing): the status says how to go to it.
     type_keys(&nvim, "<Esc>");
     nvim.wait_for(
-        "require('pi-ide').status() == 'π pi-ide · 1 to review'",
+        "require('pi-ide').status() == 'π pi-ide · 1 to review (:PiIde review)'",
         PATIENCE,
     );
+    type_keys(&nvim, ":PiIde review<CR>");
+    nvim.wait_for("require('pi-ide').status() == 'π pi-ide · 1 to review'", PATIENCE);
     nvim.command("PiIde reject").unwrap();
     assert_eq!(texts(&p.wait_response(&json!("w")).unwrap())[0], "DIFF_REJECTED");
     nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", PATIENCE);

@@ -105,7 +105,7 @@ fn the_readme_spec_loads_it_and_reviews_accept_with_w_and_reject_with_q() {
     open_diff(&mut p, "w", &path, "local a = 2\n", "pi-edit:w");
     nvim.wait_for("require('pi_ide_test').count_events('PiIdeReviewOpened') == 1", PATIENCE);
     assert_eq!(nvim.lua("return vim.bo.buftype"), json!("acwrite"));
-    type_keys(&nvim, "ggA -- mine<Esc>:w<CR>");
+    type_accept(&nvim, "ggA -- mine<Esc>:w<CR>");
     let r = p.wait_response(&json!("w")).unwrap();
     assert_eq!(
         texts(&r),
@@ -480,7 +480,7 @@ fn changes_behind_the_reviews_are_listed_taken_back_and_undone_in_lazyvim() {
     type_keys(&nvim, ":PiIde changes<CR>");
     nvim.wait_for("require('pi_ide_test').count_events('PiIdeChanges') == 1 and vim.fn.getqflist({ winid = 0 }).winid ~= 0", PATIENCE);
     nvim.wait_for("vim.wo.diff and vim.api.nvim_buf_get_name(0):match('a.lua$') ~= nil", PATIENCE);
-    type_keys(&nvim, "ggdo:w<CR>");
+    type_accept(&nvim, "ggdo:w<CR>");
     nvim.wait_for("not vim.bo.modified", PATIENCE);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "local a = 1\nreturn a\n");
     type_keys(&nvim, ":PiIde undo!<CR>");

@@ -483,7 +483,7 @@ fn real_claude_code_writes_through_a_review_in_neovim_and_hears_a_rejection() {
     });
     assert!(!hello.exists(), "written before the review was decided");
     type_keys(nvim, &format!("Go{USER_LINE}<Esc>"));
-    type_keys(nvim, ":w<CR>");
+    type_accept(nvim, ":w<CR>");
     let accepted = format!("{PROPOSED}{USER_LINE}\n");
     rig.wait("Claude Code wrote the accepted contents", || {
         std::fs::read_to_string(&hello).ok().as_deref() == Some(accepted.as_str())
@@ -562,7 +562,7 @@ fn real_claude_code_writes_only_the_hunks_accepted_in_neovim() {
     hunks_counted(&nvim);
     type_keys(nvim, "gg]h:PiIde hunk reject<CR>");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), H_BEFORE, "written before :w");
-    type_keys(nvim, ":w<CR>");
+    type_accept(nvim, ":w<CR>");
     rig.wait("Claude Code wrote hunks 1 and 3", || {
         std::fs::read_to_string(&file).ok().as_deref() == Some("A\nb\nc\nd\ne\nf\nG\n")
     });
@@ -630,7 +630,7 @@ fn real_claude_code_launched_in_lazyvim_by_piide_open_connects_to_that_neovim_on
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     let hello = nvim.cwd.join("hello.txt");
     assert!(!hello.exists(), "written before the review was decided");
-    type_keys(nvim, ":w<CR>");
+    type_accept(nvim, ":w<CR>");
     rig.wait("Claude Code wrote the accepted contents", || {
         std::fs::read_to_string(&hello).ok().as_deref() == Some(PROPOSED)
     });

@@ -338,7 +338,7 @@ fn an_edit_is_reviewed_whole_and_claude_writes_it_only_after_a_typed_w() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\nthree\n", "written before the :w");
     assert!(rig.mock.turns().iter().all(|t| result_of(t, "Edit").is_none()), "the Edit ran before the :w");
 
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.wait("Claude Code wrote the accepted change", || std::fs::read_to_string(&path).unwrap() == "one\n2\nthree\n");
     let result = rig.result_for("Edit");
     assert_ne!(result["is_error"], json!(true), "{result}");
@@ -365,7 +365,7 @@ fn a_partial_acceptance_lands_as_accepted_and_the_next_prompt_tells_claude() {
     rig.send(REWRITE);
     rig.review_on_screen();
     rig.wait("the hunks counted", || rig.lua_true("(require('pi-ide.features.review').current() or {}).hunks ~= nil"));
-    type_keys(&rig.nvim, "4G:PiIde hunk reject<CR>:w<CR>");
+    type_accept(&rig.nvim, "4G:PiIde hunk reject<CR>:w<CR>");
     rig.wait("hunks 1 and 3 only", || std::fs::read_to_string(&path).unwrap() == "A\nb\nc\nd\ne\nf\nG\n");
     rig.wait_text("your accepted text was written over it");
     rig.idle();

@@ -108,7 +108,7 @@ fn an_edit_is_reviewed_whole_and_the_users_text_lands_after_w() {
     assert_eq!(pane, json!("one|TWO|three"), "the whole file as it will be");
     assert_eq!(read(&path), "one\ntwo\nthree\n", "nothing written before the :w");
     // The user changes the proposal, then accepts it.
-    type_keys(&rig.nvim, "Gccthree!<Esc>:w<CR>");
+    type_accept(&rig.nvim, "Gccthree!<Esc>:w<CR>");
     wait_until("the user's text on disk", CODEX_PATIENCE, || read(&path) == "one\nTWO\nthree!\n");
     rig.wait_text("The edit is done.");
     rig.idle();
@@ -122,7 +122,7 @@ fn full_access_in_codexs_config_is_put_back_in_read_only_and_edits_are_reviewed(
     rig.open_read_only();
     rig.model_patches(format!("*** Begin Patch\n*** Update File: {}\n@@\n-one\n+ONE\n*** End Patch", path.display()));
     assert_eq!(read(&path), "one\n", "nothing written before the :w");
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     wait_until("the accepted text", CODEX_PATIENCE, || read(&path) == "ONE\n");
     rig.wait_text("The edit is done.");
 }
@@ -151,7 +151,7 @@ fn a_new_file_is_reviewed_and_created_after_w() {
     rig.open_read_only();
     rig.model_patches(format!("*** Begin Patch\n*** Add File: {}\n+hello\n*** End Patch", path.display()));
     assert!(!path.exists(), "nothing written before the :w");
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     wait_until("the new file", CODEX_PATIENCE, || read(&path) == "hello\n");
     rig.wait_text("The edit is done.");
 }

@@ -130,7 +130,7 @@ fn a_review_held_past_a_minute_answers_the_users_text() {
     });
     // Codex's own default would give up after 60 s; the entry's tool_timeout_sec holds it.
     std::thread::sleep(Duration::from_secs(65));
-    type_keys(&b, "ggdd:w<CR>");
+    type_accept(&b, "ggdd:w<CR>");
     let got = rig.output_of("FILE_SAVED", "FILE_SAVED");
     assert!(got.contains("TWO") && !got.contains("one"), "the user's text: {got}");
     assert!(finish(codex).contains("Saved."));

@@ -314,7 +314,7 @@ fn an_edit_shows_in_neovim_and_w_there_makes_the_cli_write_it() {
     w.model_edits(&path, "hello", "hello world");
     // The CLI writes the file itself, once Neovim says SAVED; nothing before.
     assert_eq!(read(&path).as_deref(), Some("hello\n"));
-    type_keys(&w.nvim, ":w<CR>");
+    type_accept(&w.nvim, ":w<CR>");
     wait(&w.cli, "the CLI to write the file", || {
         read(&path).as_deref() == Some("hello world\n")
     });
@@ -338,7 +338,7 @@ fn a_partial_acceptance_is_set_over_the_clis_write_and_its_model_is_not_told() {
     wait(&w.cli, "the hunks counted", || {
         w.nvim.lua("return (require('pi-ide.features.review').current() or {}).hunks ~= nil") == json!(true)
     });
-    type_keys(&w.nvim, "4G:PiIde hunk reject<CR>:w<CR>");
+    type_accept(&w.nvim, "4G:PiIde hunk reject<CR>:w<CR>");
     wait(&w.cli, "hunks 1 and 3 only", || read(&path).as_deref() == Some("A\nb\nc\nd\ne\nf\nG\n"));
     let result = w.model_got("the result of the edit", |t| matches!(t, Turn::ToolResult { name, .. } if name == "edit"));
     assert!(!result.to_string().contains("declined"), "the model was told after all: {result}");
@@ -377,7 +377,7 @@ fn a_new_file_accepted_in_neovim_is_created_by_the_cli() {
     w.cli.wait_text(&format!("Do you want to create {path}?"));
     w.wait_reviews(1);
     assert_eq!(read(&path), None, "created before the review was answered");
-    type_keys(&w.nvim, ":w<CR>");
+    type_accept(&w.nvim, ":w<CR>");
     wait(&w.cli, "the CLI to create the file", || {
         read(&path).as_deref() == Some("brand new\n")
     });
@@ -507,7 +507,7 @@ fn the_cli_launched_in_lazyvim_by_piide_open_connects_and_its_edit_is_reviewed()
     wait_for("the review", &|| nvim.t("reviews_shown", json!([])) == json!(1));
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert_eq!(read(&path).as_deref(), Some("hello\n"));
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     wait_for("the CLI to write the file", &|| read(&path).as_deref() == Some("hello world\n"));
     wait_for("the CLI to hear it", &|| screen().contains("The edit is done."));
 

@@ -73,7 +73,7 @@ fn an_edit_is_reviewed_whole_and_lands_only_after_w() {
     let pane = rig.nvim.lua("return { vim.bo.modifiable, table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '|') }");
     assert_eq!(pane, json!([true, "one|TWO|three"]), "the whole file as it will be, editable");
     assert_eq!(read(&path), "one\ntwo\nthree\n", "nothing written before the :w");
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     wait_until("Copilot's write", AGENT_PATIENCE, || read(&path) == "one\nTWO\nthree\n");
     rig.wait_text("The edit is done.");
     assert!(!rig.edit_result().to_lowercase().contains("denied"));
@@ -91,7 +91,7 @@ fn a_partial_acceptance_lands_as_accepted_and_the_next_prompt_tells_copilot() {
     wait_until("the hunks counted", AGENT_PATIENCE, || {
         rig.nvim.lua("return (require('pi-ide.features.review').current() or {}).hunks ~= nil") == true
     });
-    type_keys(&rig.nvim, "4G:PiIde hunk reject<CR>:w<CR>");
+    type_accept(&rig.nvim, "4G:PiIde hunk reject<CR>:w<CR>");
     wait_until("hunks 1 and 3 only", AGENT_PATIENCE, || read(&path) == "A\nb\nc\nd\ne\nf\nG\n");
     rig.wait_text("your accepted text was written over it");
     rig.idle();

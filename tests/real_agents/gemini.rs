@@ -359,7 +359,7 @@ fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was
     assert_eq!(read(&path).as_deref(), Some("old\n"));
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     type_keys(&nvim, "ggAmine<Esc>");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     wait_agent("the CLI to write the accepted text", about, || read(&path).as_deref() == Some("newmine\n"));
     wait_agent("the turn to end", about, || tui.screen().contains("Done with write_file."));
     assert_eq!(reviews(&nvim), 0);
@@ -446,7 +446,7 @@ fn piide_open_gemini_in_one_of_two_neovims_in_one_folder_connects_to_that_one() 
     launcher.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert_eq!(read(&path).as_deref(), Some("old\n"));
     type_keys(&launcher, "ggAmine<Esc>");
-    type_keys(&launcher, ":w<CR>");
+    type_accept(&launcher, ":w<CR>");
     wait_agent("the CLI to write the accepted text", about, || read(&path).as_deref() == Some("newmine\n"));
     wait_agent("the turn to end", about, || cli.screen().contains("Done with write_file."));
     assert!(mock.outside().is_empty(), "{:?}", mock.outside());

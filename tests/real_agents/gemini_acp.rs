@@ -297,7 +297,7 @@ fn a_change_is_reviewed_and_the_users_edit_of_it_is_written() {
     // The user makes it their own: still nothing on disk until :w.
     type_keys(&w.nvim, "Gomine<Esc>");
     assert_eq!(read(&path), "one\ntwo\nthree\n", "an edit of the proposal is not a :w");
-    type_keys(&w.nvim, ":w<CR>");
+    type_accept(&w.nvim, ":w<CR>");
     w.wait(&format!("{path} to hold the user's text"), || {
         read(&path) == "one\nTWO\nthree\nmine\n"
     });
@@ -343,7 +343,7 @@ fn part_of_a_change_accepted_hunk_by_hunk_is_what_is_written_and_gemini_is_told(
     });
     type_keys(&w.nvim, "gg]h:PiIde hunk reject<CR>");
     assert_eq!(read(&path), "a\nb\nc\nd\ne\nf\ng\n", "nothing written before the :w");
-    type_keys(&w.nvim, ":w<CR>");
+    type_accept(&w.nvim, ":w<CR>");
     w.wait(&format!("{path} to hold hunks 1 and 3"), || {
         read(&path) == "A\nb\nc\nd\ne\nf\nG\n"
     });

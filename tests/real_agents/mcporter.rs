@@ -96,7 +96,7 @@ fn mcporter_gets_file_saved_after_w_and_diff_rejected_after_q() {
     let (nvim, config) = setup();
     let path = file_with(&nvim, "hello.txt", "hello\n");
     let child = start_review(&nvim, &config, &path, "hello mcporter", "600000");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     let out = output_of(child);
     assert_eq!(out["content"][0]["text"], "FILE_SAVED", "{out}");
     assert_eq!(out["content"][1]["text"], "hello mcporter", "{out}");

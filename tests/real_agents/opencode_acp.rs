@@ -152,7 +152,7 @@ fn an_edit_is_reviewed_once_and_the_users_text_is_what_stays() {
     let pane = rig.nvim.lua("return { vim.bo.modifiable, table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '|') }");
     assert_eq!(pane, json!([true, "one|TWO|three"]), "the whole file as it will be, editable");
     assert_eq!(read(&path), "one\ntwo\nthree\n", "nothing written before the :w");
-    type_keys(&rig.nvim, "Gomine<Esc>:w<CR>");
+    type_accept(&rig.nvim, "Gomine<Esc>:w<CR>");
     rig.wait_text("The edit is done.");
     rig.idle();
     wait_until("the user's text over opencode's write", AGENT_PATIENCE, || read(&path) == "one\nTWO\nthree\nmine\n");
@@ -194,7 +194,7 @@ fn a_new_file_is_reviewed_and_created_after_w() {
     rig.model_calls("please-create", "write", json!({"filePath": path, "content": "fresh\n"}), "Created.");
     rig.review_on_screen();
     assert!(!std::path::Path::new(&path).exists(), "nothing before the :w");
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.wait_text("Created.");
     rig.idle();
     assert_eq!(read(&path), "fresh\n");

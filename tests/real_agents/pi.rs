@@ -300,7 +300,7 @@ fn a_write_accepted_with_w_in_neovim_is_written_by_pi_with_the_users_edits() {
     assert_eq!(read(&hello), None, "written before the review was decided");
     // The user adds a line to the proposal and accepts it.
     type_keys(&rig.nvim, "Goadded in the review<Esc>");
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.wait("Pi to write the accepted text", || {
         read(&hello).as_deref() == Some("hello from pi\nadded in the review\n")
     });
@@ -350,7 +350,7 @@ fn edits_are_reviewed_in_neovim_accepted_with_w_and_rejected_with_q() {
         json!(["one", "TWO", "three"])
     );
     assert_eq!(read(&notes).as_deref(), Some("one\ntwo\nthree\n"));
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.wait("Pi to apply the accepted edit", || {
         read(&notes).as_deref() == Some("one\nTWO\nthree\n")
     });
@@ -405,7 +405,7 @@ fn part_of_pis_edit_accepted_hunk_by_hunk_is_what_pi_writes() {
         json!(["A", "b", "c", "d", "e", "f", "G"])
     );
     assert_eq!(read(&file).as_deref(), Some("a\nb\nc\nd\ne\nf\ng\n"));
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.wait("Pi to write hunks 1 and 3", || {
         read(&file).as_deref() == Some("A\nb\nc\nd\ne\nf\nG\n")
     });
@@ -545,7 +545,7 @@ fn pi_launched_in_lazyvim_by_piide_open_connects_to_that_neovim_and_its_write_is
     wait("the review on screen", &|| nvim.t("reviews_shown", json!([])) == json!(1));
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert!(!hello.exists(), "written before the review was decided");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     wait("Pi to write the accepted file", &|| read(&hello).as_deref() == Some("hello from pi\n"));
     wait("Pi to show the model's answer", &|| terminal::text(&nvim, "pi").contains("the write is over"));
 

@@ -289,7 +289,7 @@ fn a_write_of_pis_is_reviewed_in_neovim_and_accepted_with_w() {
     assert!(!t.contains("Mock model: the write is over."), "{t}");
     // Accepted: Pi writes it, its tool block says so, the model hears of it and goes on.
     type_keys(&rig.nvim, "<Esc>");
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.wait("Pi to write the accepted file", || {
         std::fs::read_to_string(&hello).ok().as_deref() == Some("hello from the chat\n")
     });
@@ -445,7 +445,7 @@ fn extension_dialogs_are_answered_in_neovim() {
          vim.api.nvim_set_current_win(vim.fn.bufwinid(b))",
         vec![buf.into()],
     );
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     let said = r#"Pi: ui-test: confirm=true select="beta" input="typed in nvim" editor="edited line 1\nedited line 2""#;
     rig.wait("Pi's notify of what was answered", || {
         rig.notes().iter().any(|n| n == said)

@@ -13,7 +13,7 @@ fn middle_rejected(file: &str, proposal: &str) -> String {
     hunks_counted(&nvim);
     type_keys(&nvim, "4G:PiIde hunk reject<CR>");
     assert!(winbar(&nvim).contains("2 of 3 hunks kept"), "{}", winbar(&nvim));
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     let texts = review_answer(&mut p, "m");
     assert_eq!(texts[0], "FILE_SAVED");
     texts[1].clone()
@@ -52,7 +52,7 @@ fn a_file_changed_on_disk_meanwhile_is_said_at_the_next_decision_and_its_accept_
     nvim.wait_t("has_note", json!(["d.txt changed on disk since this review opened"]), PATIENCE);
     assert!(winbar(&nvim).contains("⚠ changed on disk since it opened: cannot be accepted"), "{}", winbar(&nvim));
     // :w is refused: no answer, the review stays open; :PiIde reject rejects it.
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(1));
     assert_eq!(nvim.lua("return vim.bo.modified"), json!(true));
     type_keys(&nvim, ":PiIde reject<CR>");
@@ -68,7 +68,7 @@ fn a_file_only_touched_meanwhile_is_accepted_as_decided() {
     let path = one_rejected(&nvim, &mut p, "t.txt");
     let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
     std::fs::File::options().write(true).open(&path).unwrap().set_modified(later).unwrap();
-    type_keys(&nvim, "G:PiIde hunk reject<CR>:w<CR>");
+    type_accept(&nvim, "G:PiIde hunk reject<CR>:w<CR>");
     assert_eq!(review_answer(&mut p, "t.txt"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\ng\n".to_string()]);
     assert!(!nvim.notes().iter().any(|n| n.contains("changed on disk")), "{:?}", nvim.notes());
 }
@@ -91,7 +91,7 @@ fn hunks_over_the_users_unsaved_edits_are_marked_and_the_edits_are_kept_after_th
     assert_eq!(marks, json!([[4, "⚠ overlaps your unsaved edits"]]));
     assert!(winbar(&nvim).contains("your buffer has unsaved edits (kept; this diff is against the disk); hunk 2 overlaps them"), "{}", winbar(&nvim));
     // The first hunk rejected, the rest accepted; the agent then writes the file.
-    type_keys(&nvim, "gg:PiIde hunk reject<CR>:w<CR>");
+    type_accept(&nvim, "gg:PiIde hunk reject<CR>:w<CR>");
     assert_eq!(review_answer(&mut p, "u"), vec!["FILE_SAVED".to_string(), "a\nb\nc\nD\ne\nf\nG\n".to_string()]);
     std::fs::write(&path, "a\nb\nc\nD\ne\nf\nG\n").unwrap();
     nvim.wait_t("has_note", json!(["but your buffer has unsaved edits: it is left as it is"]), PATIENCE);
@@ -114,13 +114,13 @@ fn a_proposal_that_only_adds_the_final_newline_has_it_as_a_hunk_on_the_last_line
     assert_eq!(nvim.t("review.hunk_marks", json!([])), json!([[3, "✗ rejected (the final newline)"]]));
     assert!(winbar(&nvim).contains("0 of 1 hunk kept"), "{}", winbar(&nvim));
     // Rejected, then accepted again: the proposal's final newline is what is saved.
-    type_keys(&nvim, ":PiIde hunk accept<CR>:w<CR>");
+    type_accept(&nvim, ":PiIde hunk accept<CR>:w<CR>");
     assert_eq!(review_answer(&mut p, "n"), vec!["FILE_SAVED".to_string(), "a\nb\nc\n".to_string()]);
     // Rejected alone: nothing of the agent's is left, a rejection.
     let mut q = nvim.peer();
     open_review(&nvim, &mut q, "o", &path, "a\nb\nc\n", "pi-edit:o", 1);
     hunks_counted(&nvim);
-    type_keys(&nvim, "G:PiIde hunk reject<CR>:w<CR>");
+    type_accept(&nvim, "G:PiIde hunk reject<CR>:w<CR>");
     assert_eq!(review_answer(&mut q, "o"), vec!["DIFF_REJECTED".to_string(), "pi-edit:o".to_string()]);
 }
 
@@ -138,7 +138,7 @@ fn the_final_newline_goes_with_the_hunk_that_ends_the_file_and_follows_its_undo(
     // u brings its line back, and the final newline with it.
     type_keys(&nvim, "u");
     assert_eq!(nvim.lua("return { vim.bo.eol, vim.fn.getline('$') }"), json!([true, "C"]));
-    type_keys(&nvim, ":PiIde hunk reject<CR>:w<CR>");
+    type_accept(&nvim, ":PiIde hunk reject<CR>:w<CR>");
     assert_eq!(review_answer(&mut p, "e"), vec!["FILE_SAVED".to_string(), "A\nb\nc".to_string()]);
 }
 
@@ -149,6 +149,6 @@ fn a_removed_final_newline_rejected_on_its_own_keeps_the_files() {
     let mut p = nvim.peer();
     open_review(&nvim, &mut p, "r", &path, "A\r\nb\r\nc", "pi-edit:r", 1);
     hunks_counted(&nvim);
-    type_keys(&nvim, "G:PiIde hunk reject<CR>:w<CR>");
+    type_accept(&nvim, "G:PiIde hunk reject<CR>:w<CR>");
     assert_eq!(review_answer(&mut p, "r"), vec!["FILE_SAVED".to_string(), "A\r\nb\r\nc\r\n".to_string()]);
 }

@@ -30,7 +30,7 @@ fn a_suspended_agent_gets_its_answer_however_long_the_user_types_meanwhile() {
     let sent = nvim.t("typing_pauses", json!([5000, 2000]));
     assert_eq!(sent, json!(5000));
     // The user accepts the review.
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     // Pi resumes and reads what waited for it: the answer, and a connection still open.
     let r = p.wait_response(&json!("d1")).expect("the answer survived");
@@ -213,7 +213,7 @@ fn the_handshake_and_client_caps_never_touch_an_open_review() {
     drop(idle);
     // The review was not touched: the user accepts it, and the agent hears it.
     assert_eq!(nvim.t("reviews_shown", json!([])), json!(1));
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     let r = p.wait_response(&json!("d1")).unwrap();
     assert_eq!(texts(&r), vec!["FILE_SAVED".to_string(), "new\n".into()]);
 }

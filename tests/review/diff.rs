@@ -45,7 +45,7 @@ fn accept_with_w_sends_the_users_edits_and_never_writes_the_file() {
     // The proposal is the current window, editable; the user changes a line, then :w.
     assert_eq!(nvim.lua("return vim.bo.buftype"), json!("acwrite"));
     nvim.lua("vim.api.nvim_buf_set_lines(0, 1, 2, false, {'fn b() { 2 }'})");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(
         review_answer(&mut p, "d1"),
         vec![
@@ -73,7 +73,7 @@ fn the_old_event_names_fire_too_until_the_next_release() {
     nvim.t("record_events", json!(["PiIdeReviewOpened", "PiIdeReviewClosed", "PiIdeDiffOpened", "PiIdeDiffClosed"]));
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "o1", &path, "b\n", "pi-edit:o");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "o1"), vec!["FILE_SAVED".to_string(), "b\n".to_string()]);
     wait_until("the old name of the close", PATIENCE, || {
         nvim.t("count_events", json!(["PiIdeDiffClosed", "result", "accepted"])) == json!(1)
@@ -92,7 +92,7 @@ fn accept_by_key_and_by_command() {
     let path = setup(&nvim, "k.txt", "one\n");
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "k", &path, "two\n", "pi-write:k");
-    type_keys(&nvim, " pa");
+    type_accept(&nvim, " pa");
     assert_eq!(review_answer(&mut p, "k")[0], "FILE_SAVED");
     open_diff(&nvim, &mut p, "c", &path, "three\n", "pi-write:c");
     // From the left pane too.
@@ -239,7 +239,7 @@ fn the_same_tab_name_twice_rejects_the_first() {
     );
     nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(
         review_answer(&mut p, "second"),
         vec!["FILE_SAVED".to_string(), "z\n".to_string()]
@@ -266,7 +266,7 @@ fn an_id_that_waits_already_is_refused_at_once_and_each_review_keeps_its_own_fil
         .unwrap();
     let r = p.wait_response(&json!("d1")).unwrap();
     assert_eq!(r["error"]["code"], -32600, "{r}");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "d1"), vec!["FILE_SAVED".to_string(), "A\n".to_string()]);
 }
 
@@ -351,7 +351,7 @@ fn a_new_file_is_reviewed_against_nothing() {
         nvim.lua("return {vim.wo.foldmethod, vim.bo.modified}"),
         json!(["diff", false])
     );
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(
         review_answer(&mut p, "n"),
         vec!["FILE_SAVED".to_string(), "print(1)\n".to_string()]
@@ -382,7 +382,7 @@ fn the_users_unsaved_edits_are_kept_and_warned_about() {
         .as_str()
         .unwrap()
         .contains("unsaved edits"));
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "e")[0], "FILE_SAVED");
     // The agent writes the file; the user's modified buffer is left alone, with a warning.
     nvim.record_notify();
@@ -409,7 +409,7 @@ fn an_unmodified_buffer_reloads_when_the_agent_writes() {
     nvim.command(&format!("edit {path}")).unwrap();
     let mut p = nvim.peer();
     open_diff(&nvim, &mut p, "w", &path, "new\n", "pi-edit:w");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     review_answer(&mut p, "w");
     std::fs::write(&path, "new\n").unwrap();
     nvim.wait_for(
@@ -434,7 +434,7 @@ fn the_layout_comes_back_and_splitright_does_not_flip_the_panes() {
     // Left pane: the disk; right pane: the proposal, current, cursor on the first hunk.
     let panes = nvim.lua("local l = vim.fn.win_getid(vim.fn.winnr('h')) return {vim.bo[vim.api.nvim_win_get_buf(l)].buftype, vim.bo.buftype, vim.api.nvim_win_get_cursor(0)[1], vim.wo.diff}");
     assert_eq!(panes, json!(["nofile", "acwrite", 4, true]));
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     review_answer(&mut p, "l");
     nvim.wait_for(
         "#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 2",
@@ -489,7 +489,7 @@ fn two_reviews_at_once_each_answered_once() {
         .unwrap()
         .get("result")
         .is_some());
-    type_keys(&nvim, ":w<CR>"); // B, the current one
+    type_accept(&nvim, ":w<CR>"); // B, the current one
     assert_eq!(
         review_answer(&mut p, "B"),
         vec!["FILE_SAVED".to_string(), "B\n".to_string()]
@@ -529,7 +529,7 @@ fn crlf_and_missing_final_newline_round_trip_byte_exact() {
     {
         let id = format!("e{i}");
         open_diff(&nvim, &mut p, &id, &path, text, &format!("pi-write:{i}"));
-        type_keys(&nvim, ":w<CR>");
+        type_accept(&nvim, ":w<CR>");
         assert_eq!(
             review_answer(&mut p, &id),
             vec!["FILE_SAVED".to_string(), text.to_string()],
@@ -556,7 +556,7 @@ fn a_large_file_is_reviewed_and_accepted_whole() {
         json!(30001)
     );
     nvim.wait_for("vim.wo.winbar:find('+2 −2 ', 1, true) ~= nil and vim.wo.winbar:find('2 hunks', 1, true) ~= nil", PATIENCE);
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     let t = review_answer(&mut p, "big");
     assert_eq!(t[1].len(), new.len());
     assert!(t[1] == new);
@@ -579,7 +579,7 @@ fn review_false_accepts_at_once_without_showing_anything() {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "z\n", "tab_name": "on"}}})).unwrap();
     nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "on"), vec!["FILE_SAVED".to_string(), "z\n".to_string()]);
     // ...and off again.
     nvim.lua("require('pi-ide').setup({review = {enabled = false}})");
@@ -601,9 +601,12 @@ fn a_review_waits_while_the_user_types_in_insert_mode() {
     type_keys(&nvim, " world");
     assert_eq!(nvim.lua("return {vim.api.nvim_get_mode().mode, vim.api.nvim_get_current_line(), #vim.api.nvim_list_tabpages()}"), json!(["i", "hello worldx", 1]));
     type_keys(&nvim, "<Esc>");
+    // It waited for them: it opens without taking the focus, and they go to it.
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
+    assert_eq!(nvim.lua("return vim.fn.tabpagenr()"), json!(1));
+    type_keys(&nvim, ":PiIde review<CR>");
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "i")[0], "FILE_SAVED");
 }
 
@@ -652,8 +655,11 @@ fn a_waiting_review_opens_once_when_the_user_leaves_two_modes_in_one_burst() {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "y\n", "tab_name": "pi-write:b"}}})).unwrap();
     nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
     type_keys(&nvim, "<Esc>:w<CR>");
-    nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     wait_until("the review on screen", PATIENCE, || opened(&nvim) == 1);
+    // It waited for the user: it opened without the focus, and their :w wrote their file.
+    assert_eq!(nvim.lua("return vim.bo.buftype"), json!(""));
+    type_keys(&nvim, ":PiIde review<CR>");
+    nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     // Whatever was still scheduled has run: a second opening would have failed by now.
     nvim.lua("return vim.fn.getchar(1)");
     nvim.lua("vim.wait(200)");
@@ -665,7 +671,7 @@ fn a_waiting_review_opens_once_when_the_user_leaves_two_modes_in_one_burst() {
         json!(0),
         "the review was closed before the user decided"
     );
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "b"), vec!["FILE_SAVED".to_string(), "y\n".to_string()]);
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 1", PATIENCE);
     // Nothing of the review is left behind.
@@ -742,7 +748,7 @@ fn review_panes_have_names_people_read_that_are_never_files() {
     type_keys(&nvim, ":1w!<CR>");
     nvim.wait_t("has_note", json!(["a part of the proposal cannot be accepted"]), PATIENCE);
     // :w there still accepts: the agent gets the proposal, and no file is written anywhere.
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(
         review_answer(&mut p, "h"),
         vec!["FILE_SAVED".to_string(), "hello, world\nand more\n".to_string()]
@@ -814,7 +820,7 @@ fn reviews_of_files_with_the_same_name_are_told_apart() {
             &format!("(vim.b.pi_ide_review or {{}}).tab_name == 'pi-edit:{id}' and vim.b.pi_ide_review.pane == 'proposal'"),
             PATIENCE,
         );
-        type_keys(&nvim, ":w<CR>");
+        type_accept(&nvim, ":w<CR>");
         assert_eq!(review_answer(&mut p, id), vec!["FILE_SAVED".to_string(), text.to_string()]);
     }
     nvim.wait_for("#require('pi-ide.features.review').list() == 0 and #vim.api.nvim_list_tabpages() == 1", PATIENCE);

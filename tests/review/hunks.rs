@@ -34,7 +34,7 @@ fn reject_the_middle_one(nvim: &Nvim) {
     assert_eq!(proposal_lines(nvim), json!(["A", "b", "c", "d", "e", "f", "G"]));
     assert_eq!(marks(nvim), json!([[4, "✗ rejected"]]));
     assert!(winbar(nvim).contains("  ·  2 of 3 hunks kept"), "{}", winbar(nvim));
-    type_keys(nvim, ":w<CR>");
+    type_accept(nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "h"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\nG\n".to_string()]);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), FILE, "the plugin wrote the file");
 }
@@ -76,7 +76,7 @@ fn rejected_then_accepted_again_from_the_left_pane_the_proposal_is_back() {
     // [h goes back from the last hunk to the middle one, in the proposal too.
     type_keys(&nvim, "G[h");
     assert_eq!(nvim.lua("return vim.fn.line('.')"), json!(4));
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "r"), vec!["FILE_SAVED".to_string(), PROPOSAL.to_string()]);
 }
 
@@ -96,7 +96,7 @@ fn edits_elsewhere_do_not_move_a_decision_and_an_edited_hunk_is_left_as_typed() 
     nvim.wait_t("has_note", json!(["edited by hand"]), PATIENCE);
     assert_eq!(proposal_lines(&nvim)[8], json!("mine"));
     assert_eq!(marks(&nvim), json!([[6, "✗ rejected"], [9, "✎ edited"]]));
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(
         review_answer(&mut p, "e"),
         vec!["FILE_SAVED".to_string(), "A\nb\nnew\nlines\nc\nd\ne\nf\nmine\n".to_string()]
@@ -112,7 +112,7 @@ fn every_hunk_rejected_answers_as_a_rejection() {
     hunks_counted(&nvim);
     type_keys(&nvim, "gg hr]h hr]h hr");
     assert!(winbar(&nvim).contains("0 of 3 hunks kept"), "{}", winbar(&nvim));
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "all"), vec!["DIFF_REJECTED".to_string(), "pi-edit:all".to_string()]);
 }
 
@@ -141,7 +141,7 @@ fn crlf_without_a_final_newline_partially_accepted_stays_byte_exact() {
     hunks_counted(&nvim);
     // The middle and the last hunk (the line without a newline) rejected, the first kept.
     type_keys(&nvim, "3G:PiIde hunk reject<CR>5G:PiIde hunk reject<CR>");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "c"), vec!["FILE_SAVED".to_string(), "A\r\nb\r\nc\r\nd\r\ne".to_string()]);
 }
 

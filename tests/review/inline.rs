@@ -111,6 +111,22 @@ fn goes_to_two_panes(nvim: &Nvim, p: &mut Peer, id: &str, path: &str, contents: 
 }
 
 #[test]
+fn a_buffer_left_behind_by_the_disk_away_from_the_hunks_is_never_drawn_as_the_review() {
+    // The file is open and unmodified; another program rewrote line 2 behind Neovim. The agent
+    // changes line 1 of the disk's text: drawn inline, the stale line 2 would be shown while the
+    // answer carries the disk's. It goes to two panes, which show the disk, and says why.
+    let nvim = inline_nvim();
+    let mut p = nvim.peer();
+    let path = edit_file(&nvim, "stale.txt", &["a", "b", "c"]);
+    std::fs::write(&path, "a\nrm -rf ~  # EVIL\nc\n").unwrap();
+    goes_to_two_panes(&nvim, &mut p, "stale", &path, "A\nrm -rf ~  # EVIL\nc\n", "your buffer differs from the disk");
+    // Only the final newline differs: two panes too.
+    let eol = edit_file(&nvim, "eol.txt", &["a", "b"]);
+    std::fs::write(&eol, "a\nb").unwrap();
+    goes_to_two_panes(&nvim, &mut p, "eol", &eol, "A\nb", "your buffer differs from the disk");
+}
+
+#[test]
 fn what_cannot_be_shown_inline_goes_to_two_panes_and_says_why() {
     let nvim = inline_nvim();
     let mut p = nvim.peer();
@@ -139,11 +155,15 @@ fn the_file_edited_meanwhile_moves_the_review_to_two_panes_with_its_decisions() 
     nvim.wait_for("#require('pi_ide_test.review').inline_marks() == 0", PATIENCE);
     assert_eq!(nvim.lua("return #vim.api.nvim_list_tabpages()"), json!(1));
     type_keys(&nvim, "<Esc>");
-    nvim.wait_for("#vim.api.nvim_list_tabpages() == 2 and vim.wo.diff", PATIENCE);
+    // It waited for them: the panes open without taking the focus; they go there.
+    nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
     nvim.wait_t("has_note", json!(["in two panes: the file was edited"]), PATIENCE);
+    assert_eq!(nvim.lua("return vim.fn.tabpagenr()"), json!(1));
+    type_keys(&nvim, ":PiIde review<CR>");
+    nvim.wait_for("vim.wo.diff", PATIENCE);
     assert!(winbar(&nvim).contains("2 of 3 hunks kept"), "{}", winbar(&nvim));
     assert!(winbar(&nvim).contains("unsaved edits"), "{}", winbar(&nvim));
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "m"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\nG\n".to_string()]);
     no_review_left(&nvim);
     assert_eq!(nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, 1, false)[1]"), json!("xa"), "the edit is kept");
@@ -158,7 +178,7 @@ fn piide_panes_moves_it_to_two_panes_on_request() {
     type_keys(&nvim, ":PiIde panes<CR>");
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2 and vim.wo.diff", PATIENCE);
     assert_eq!(nvim.lua("return vim.b.pi_ide_review.pane"), json!("proposal"));
-    type_keys(&nvim, "Gcwmine<Esc>:w<CR>");
+    type_accept(&nvim, "Gcwmine<Esc>:w<CR>");
     assert_eq!(review_answer(&mut p, "p"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nD\ne\nf\nmine\n".to_string()]);
 }
 

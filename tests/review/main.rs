@@ -7,6 +7,7 @@ mod harness;
 mod bad_input;
 mod close_paths;
 mod diff;
+mod focus;
 mod hunks;
 mod inline;
 mod what_is_accepted;

@@ -23,7 +23,7 @@ fn reject_and_answer(nvim: &Nvim, p: &mut Peer, id: &str) -> String {
 }
 
 fn accepted_bytes(nvim: &Nvim, p: &mut Peer, id: &str, keys: &str) -> Vec<u8> {
-    type_keys(nvim, keys);
+    type_accept(nvim, keys);
     let a = review_answer(p, id);
     assert_eq!(a[0], "FILE_SAVED", "{keys}");
     nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
@@ -64,7 +64,7 @@ fn an_edit_that_is_not_utf8_is_refused_with_a_message_and_the_review_stays() {
     let id = review(&nvim, &mut p, 1, &path, "one\ntwo\n");
     // Bytes pasted from a Latin-1 register.
     nvim.lua("vim.api.nvim_buf_set_lines(0, 1, 2, false, { 't\\233l\\233' })");
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     nvim.wait_t("has_note", json!(["not valid UTF-8", "line 2"]), PATIENCE);
     assert_eq!(nvim.t("reviews_shown", json!([])), json!(1), "the review stays open");
     // Fixed, it is accepted.

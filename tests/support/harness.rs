@@ -35,6 +35,14 @@ pub fn type_keys(nvim: &Nvim, keys: &str) {
     nvim.lua("return vim.fn.getchar(1)");
 }
 
+/// Types an accept (`:w<CR>`, `ZZ`, the accept key) as a user would: once the review they are in
+/// has been on screen long enough to be seen (`review.seen_ms`: an accept typed sooner was aimed
+/// elsewhere and accepts nothing). Outside a review, at once.
+pub fn type_accept(nvim: &Nvim, keys: &str) {
+    nvim.wait_t("review.takes_accept", json!([]), PATIENCE);
+    type_keys(nvim, keys);
+}
+
 /// Opens a file with the given lines in the current window; returns its absolute path.
 pub fn edit_file(nvim: &Nvim, name: &str, lines: &[&str]) -> String {
     let path = nvim.cwd.join(name);
@@ -61,6 +69,15 @@ pub fn open_review(nvim: &Nvim, p: &mut Peer, id: &str, path: &str, contents: &s
     wait_until("the review on screen", PATIENCE, || {
         nvim.t("reviews_shown", json!([])).as_u64() == Some(shown)
     });
+    go_to_review(nvim);
+}
+
+/// A review that opened while the user had just typed in a buffer of theirs does not take the
+/// focus, and says so: they go to it (`:PiIde review`), as a user would. In one already, nothing.
+pub fn go_to_review(nvim: &Nvim) {
+    if nvim.lua("return require('pi-ide.features.review').current() == nil") == json!(true) {
+        type_keys(nvim, ":PiIde review<CR>");
+    }
 }
 
 /// The texts of the answer to review `id` (FILE_SAVED and the text, or DIFF_REJECTED); never

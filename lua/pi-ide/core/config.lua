@@ -26,6 +26,7 @@ local M = {}
 ---@class PiIde.ReviewConfig
 ---@field enabled? boolean false: accept every proposal at once, without showing it (the agent writes unreviewed). Takes effect at once when setup() is called again while the server runs. (default true)
 ---@field layout? "tab"|"vsplit"|"inline" "tab": a new tab page; "vsplit": two new windows in the current tab; "inline": inside the file's own window (removed lines highlighted, added ones as virtual lines under them; not editable there). A file not open in this tab, a new file, a buffer with unsaved edits, an agent that writes the file itself or a change of more than 3,000 lines goes to a tab. (default "tab")
+---@field seen_ms? integer A review that opens by itself takes a typed accept (:w, ZZ, your save key, the accept key) only once it has been on screen this long: one begun sooner was aimed elsewhere and accepts nothing. One that becomes ready while you type opens without taking the focus (:PiIde review goes to it, and there an accept counts at once). (default 400)
 ---@field keys? PiIde.ReviewKeysConfig Buffer-local Normal-mode keys in both panes of a review; false turns one off. Inline: in the file's buffer while its review is up, except a key you mapped in that buffer yourself.
 
 ---@class PiIde.ReviewKeysConfig

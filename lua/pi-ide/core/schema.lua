@@ -113,6 +113,11 @@ local spec = {
     -- editable there). A file not open in this tab, a new file, a buffer with unsaved edits, an
     -- agent that writes the file itself or a change of more than 3,000 lines goes to a tab.
     layout = opt("tab", { "string" }, one_of("tab", "vsplit", "inline")),
+    -- A review that opens by itself takes a typed accept (:w, ZZ, your save key, the accept
+    -- key) only once it has been on screen this long: one begun sooner was aimed elsewhere and
+    -- accepts nothing. One that becomes ready while you type opens without taking the focus
+    -- (:PiIde review goes to it, and there an accept counts at once).
+    seen_ms = ms(400, 0),
     -- Buffer-local Normal-mode keys in both panes of a review; false turns one off. Inline: in
     -- the file's buffer while its review is up, except a key you mapped in that buffer yourself.
     keys = {

@@ -7,11 +7,22 @@ local log = require("pi-ide.core.log")
 local M = {}
 
 local ns = vim.api.nvim_create_namespace("pi-ide.core.typing")
-local last = 0
+local last -- nil: no key yet (uv.now() counts from Neovim's start, so 0 would be recent)
+
+-- Whether that key was typed where the user talks with an agent: a review's pane, a chat, a
+-- terminal (an agent's prompt): what the agent sends next is the answer they wait for.
+local last_with_agent = false
+
+local function with_agent()
+  local b, bo = vim.b, vim.bo
+  local chat = b.pi_ide_chat ~= nil or b.pi_ide_chat_agent ~= nil or bo.filetype:sub(1, 11) == "pi-ide-chat"
+  return chat or b.pi_ide_review ~= nil or bo.buftype == "terminal"
+end
 
 function M.attach()
   vim.on_key(function()
     last = vim.uv.now()
+    last_with_agent = with_agent()
   end, ns)
 end
 
@@ -21,7 +32,13 @@ end
 
 --- Whether a key was typed in the last `ms` milliseconds.
 function M.within(ms)
-  return vim.uv.now() - last < ms
+  return last ~= nil and vim.uv.now() - last < ms
+end
+
+--- Whether the last key was typed in a buffer of the user's own (not a review, a chat or a
+--- terminal).
+function M.last_key_was_theirs()
+  return last ~= nil and not last_with_agent
 end
 
 --- In Insert, Visual, Command-line mode... (or Neovim waits for input): not now.

@@ -67,4 +67,11 @@ function M.inline_untouched()
   return { vim.b.changedtick, vim.bo.modified, vim.fn.undotree().seq_last, #diffs }
 end
 
+--- Whether a typed accept would count now: outside a review, or in one that has been on screen
+--- long enough to be seen (review.seen_ms) or that the user came to.
+function M.takes_accept()
+  local review = require("pi-ide.features.review")
+  return review.current() == nil or review.armed()
+end
+
 return M

@@ -286,11 +286,21 @@ end
 
 --- For the statusline: how many reviews are on screen (the user can decide them now), and how
 --- many are still waiting to be shown (being built, or held while the user is in Insert mode).
+--- The third: how many of those on screen opened without the focus and wait for the user to
+--- go to them (:PiIde review).
 function M.count()
-  local shown = #vim.tbl_filter(function(r)
-    return r.shown
-  end, in_order())
-  return shown, #order - shown
+  local shown, unvisited = 0, 0
+  for _, r in ipairs(in_order()) do
+    shown = shown + (r.shown and 1 or 0)
+    unvisited = unvisited + (r.shown and r.quiet and 1 or 0)
+  end
+  return shown, #order - shown, unvisited
+end
+
+--- Whether the review the user is in takes a typed accept now (review/arming.lua).
+function M.armed()
+  local r = M.current()
+  return r ~= nil and require("pi-ide.features.review.arming").armed(r)
 end
 
 --- Open reviews, oldest first: { tab_name, path }.
@@ -313,7 +323,52 @@ function M.status_lines()
   for _, r in ipairs(M.list()) do
     table.insert(lines, ("    %s  %s"):format(r.tab_name, vim.fn.fnamemodify(r.path, ":~:.")))
   end
+  local _, _, unvisited = M.count()
+  if unvisited > 0 then
+    table.insert(lines, ("    %d opened while you typed: :PiIde review goes to it"):format(unvisited))
+  end
   return lines
+end
+
+-- The review :PiIde review goes to: the oldest on screen that the user has not been to, else
+-- the oldest on screen.
+local function to_visit()
+  local first
+  for _, r in ipairs(in_order()) do
+    if r.shown and r.quiet then
+      return r
+    end
+    first = first or (r.shown and r or nil)
+  end
+  return first
+end
+
+-- :PiIde review: the user goes to a review (one that opened without the focus); their own
+-- move, so a typed accept counts there at once. A review still waiting opens with the focus.
+local function go_to_review()
+  local r = to_visit()
+  if not r then
+    for _, waiting in ipairs(in_order()) do
+      waiting.asked = true
+    end
+    local msg = #order > 0 and "the review opens when you are back in Normal mode" or "no review is open"
+    return vim.notify("pi-ide.nvim: " .. msg, vim.log.levels.INFO)
+  end
+  if r.ui.inline then
+    local win = vim.fn.bufwinid(r.ui.inline.buf)
+    if win ~= -1 then
+      vim.api.nvim_set_current_win(win)
+    end
+  else
+    if r.ui.tab and vim.api.nvim_tabpage_is_valid(r.ui.tab) then
+      vim.api.nvim_set_current_tabpage(r.ui.tab)
+    end
+    if vim.api.nvim_win_is_valid(r.ui.right_win) then
+      vim.api.nvim_set_current_win(r.ui.right_win)
+    end
+  end
+  require("pi-ide.features.review.arming").came(r)
+  refresh_winbars()
 end
 
 -- :PiIde accept / reject act on the review the user is in.
@@ -359,6 +414,7 @@ local function panes()
   if not (r and r.ui and r.ui.inline) then
     return vim.notify("pi-ide.nvim: not in an inline review", vim.log.levels.WARN)
   end
+  r.asked = true
   r.ui.inline.moved("you asked for them")
 end
 
@@ -367,6 +423,7 @@ M.commands = {
   accept = { run = function() in_review("accept") end },
   reject = { run = function() in_review("reject") end },
   panes = { run = panes },
+  review = { run = go_to_review },
   hunk = { run = hunk, complete = require("pi-ide.core.commands").first_of({ "accept", "reject", "next", "prev" }) },
 }
 

@@ -57,20 +57,16 @@ function M.cannot(r)
   return nil, { buf = buf, win = win }
 end
 
--- Whether the file's buffer holds the text on disk where the hunks are (it was not left
--- behind by a change on disk): the same number of lines, the same lines in each hunk.
+-- Whether the file's buffer holds exactly the text on disk the answer is computed from (it was
+-- not left behind by a change on disk): every line, and the final newline. What is drawn is
+-- then what is sent; a buffer that differs anywhere, even away from the hunks, would show
+-- lines the agent never gets.
 local function lines_up(r, buf)
   local disk = r.proposal_bufs[1]
-  if vim.api.nvim_buf_line_count(buf) ~= vim.api.nvim_buf_line_count(disk) then
+  if vim.api.nvim_buf_line_count(buf) ~= vim.api.nvim_buf_line_count(disk) or vim.bo[buf].eol ~= vim.bo[disk].eol then
     return false
   end
-  for _, h in ipairs(r.hunks.list) do
-    local here = vim.api.nvim_buf_get_lines(buf, h.left_row, h.left_row + h.left_count, false)
-    if not vim.deep_equal(here, h.file) then
-      return false
-    end
-  end
-  return true
+  return vim.deep_equal(vim.api.nvim_buf_get_lines(buf, 0, -1, false), vim.api.nvim_buf_get_lines(disk, 0, -1, false))
 end
 
 --- Why review `r`, its hunks counted, cannot be shown inline now; else nil and its file.
@@ -196,7 +192,8 @@ end
 local function take_keys(r, v, view)
   local keys = config.values.review.keys
   local actions = require("pi-ide.features.review.hunk_keys").actions(r, view)
-  table.insert(actions, { keys.accept, function() view.accept(r) end, "accept this proposal", true })
+  local arming = require("pi-ide.features.review.arming")
+  table.insert(actions, { keys.accept, function() if arming.allows(r) then view.accept(r) end end, "accept this proposal", true })
   table.insert(actions, { keys.reject, function() view.reject(r) end, "reject this proposal", true })
   local theirs = {}
   vim.api.nvim_buf_call(v.buf, function()

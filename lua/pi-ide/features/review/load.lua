@@ -28,6 +28,19 @@ function M.read_into(buf, path, opts)
   end
 end
 
+--- Whether the file at `path` ends with a line break (an empty or unreadable one: true, as
+--- Neovim takes it).
+function M.ends_with_newline(path)
+  local fd = vim.uv.fs_open(path, "r", 0)
+  if not fd then
+    return true
+  end
+  local size = (vim.uv.fs_fstat(fd) or {}).size or 0
+  local last = size > 0 and vim.uv.fs_read(fd, 1, size - 1) or "\n"
+  vim.uv.fs_close(fd)
+  return last == "\n"
+end
+
 --- Sets how the text is written back: line breaks, final newline, byte order mark.
 function M.set_form(buf, form)
   vim.bo[buf].fileformat = form.crlf and "dos" or "unix"

@@ -24,6 +24,8 @@ local function make_left(r)
   if r.old.file then
     -- Decoded as Neovim would decode the file itself; UTF-8 when it is (like the proposal).
     load.read_into(left, r.old.file, { utf8 = r.old.utf8 })
+    -- Its final newline, as a buffer of the file would have it (the inline view compares).
+    vim.bo[left].eol = load.ends_with_newline(r.old.file)
     vim.bo[left].bomb = r.old.bom and true or false
   end
   vim.bo[left].modifiable = false
@@ -54,10 +56,25 @@ local function make_right(r, built)
 end
 
 local function attach(r, view)
+  local arming = require("pi-ide.features.review.arming")
   local group = vim.api.nvim_create_augroup("PiIdeReview_" .. r.ui.right_buf, { clear = true })
-  require("pi-ide.features.review.intent").attach(r, group, function()
-    view.accept(r)
-  end)
+  -- A typed accept counts only once the user has come to the review (arming.lua).
+  local function typed_accept()
+    if arming.allows(r) then
+      view.accept(r)
+    end
+  end
+  require("pi-ide.features.review.intent").attach(r, group, typed_accept)
+  vim.api.nvim_create_autocmd("WinEnter", {
+    group = group,
+    callback = function()
+      local win = vim.api.nvim_get_current_win()
+      if r.ui and (win == r.ui.left_win or win == r.ui.right_win) then
+        arming.came(r)
+        view.refresh()
+      end
+    end,
+  })
   -- The key hints shown depend on the window's width.
   vim.api.nvim_create_autocmd({ "VimResized", "WinResized" }, {
     group = group,
@@ -76,8 +93,8 @@ local function attach(r, view)
   for _, buf in ipairs({ r.ui.left_buf, r.ui.right_buf }) do
     for action, lhs in pairs({ accept = keys.accept, reject = keys.reject }) do
       if lhs then
-        vim.keymap.set("n", lhs, function()
-          view[action](r)
+        vim.keymap.set("n", lhs, action == "accept" and typed_accept or function()
+          view.reject(r)
         end, { buffer = buf, nowait = true, desc = ("pi-ide: %s this proposal"):format(action) })
       end
     end
@@ -114,7 +131,29 @@ local function right_diff(r, view)
   view.shown(r)
 end
 
+-- A review that opens without the focus leaves the user where they are (`tab`, `win`), and
+-- says in one line where it is.
+local function stay(r, tab, win)
+  if vim.api.nvim_tabpage_is_valid(tab) then
+    vim.api.nvim_set_current_tabpage(tab)
+  end
+  if vim.api.nvim_win_is_valid(win) then
+    vim.api.nvim_set_current_win(win)
+  end
+  local where = r.ui.tab and ("in tab %d"):format(vim.api.nvim_tabpage_get_number(r.ui.tab)) or "beside"
+  local msg = "pi-ide.nvim: review of %s " .. where .. " (you were typing): :PiIde review goes to it"
+  local name = require("pi-ide.features.review.winbar").display_name(r.path)
+  if vim.fn.strdisplaywidth(msg:format(name)) >= vim.v.echospace then
+    name = vim.fn.fnamemodify(r.path, ":t")
+  end
+  log.info(msg, name)
+  vim.notify(msg:format(name), vim.log.levels.INFO)
+end
+
 local function open_windows(r, built, view)
+  local arming = require("pi-ide.features.review.arming")
+  local focus = arming.takes_focus(r)
+  local here_tab, here_win = vim.api.nvim_get_current_tabpage(), vim.api.nvim_get_current_win()
   -- Explicit directions, so 'splitright'/'splitbelow' never flip the panes.
   if vim.api.nvim_win_is_valid(built.origin_win) then
     vim.api.nvim_set_current_win(built.origin_win)
@@ -131,6 +170,10 @@ local function open_windows(r, built, view)
   r.ui = built
   diff_on(r, built.left_win)
   attach(r, view)
+  arming.opened(r, focus)
+  if not focus then
+    stay(r, here_tab, here_win)
+  end
   if (r.new.bytes or 0) <= LARGE then
     right_diff(r, view)
   end
@@ -199,6 +242,7 @@ local function to_panes(r, built, view, why)
   end
   local typing = require("pi-ide.core.typing")
   if typing.busy_mode() then
+    r.waited = true
     typing.say_waiting("the review of " .. vim.fn.fnamemodify(r.path, ":t") .. " in two panes")
     return typing.when_normal("moving a review to two panes", go)
   end
@@ -221,6 +265,7 @@ local function inline_step(r, built, view)
     end
     local typing = require("pi-ide.core.typing")
     if typing.busy_mode() then
+      r.waited = true
       return typing.when_normal("showing a review inline", function()
         run(r, built, { step }, 1, view)
       end)
@@ -231,6 +276,8 @@ local function inline_step(r, built, view)
     end
     r.ui = built
     attach(r, view)
+    -- Drawn where the user is: it takes no focus, but is seen before it takes an accept.
+    require("pi-ide.features.review.arming").opened(r, true)
     inline.show(r, file, view, function(moved_why)
       to_panes(r, built, view, moved_why)
     end)
@@ -317,6 +364,7 @@ function M.when_ready(r, view)
     return
   end
   if typing_in_terminal() then
+    -- Once the keyboard is quiet it opens with the focus: the agent's answer to that prompt.
     -- One shot, armed again while the typing goes on: never two callbacks for one timer.
     local timer = assert(vim.uv.new_timer())
     timer:start(TERMINAL_QUIET_MS, 0, vim.schedule_wrap(function()
@@ -329,6 +377,7 @@ function M.when_ready(r, view)
   if not typing.busy_mode() then
     return show(r, view)
   end
+  r.waited = true
   typing.say_waiting("the review of " .. require("pi-ide.features.review.winbar").display_name(r.path))
   -- Once: a second opening would find the staged proposal gone (deleted once read) and
   -- reject the review.
