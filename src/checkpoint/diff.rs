@@ -19,7 +19,7 @@ pub struct Entry {
 }
 
 /// A blob that is all zeros: "no file on this side".
-pub const NONE: &str = "0000000000000000000000000000000000000000";
+pub const NONE: &str = crate::support::blob::NO_FILE;
 
 /// The files that differ between trees `a` and `b`, in git's order (by path).
 pub fn between(git: &Git, a: &str, b: &str) -> Result<Vec<Entry>, String> {

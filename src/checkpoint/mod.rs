@@ -36,11 +36,26 @@ use self::turns::{now_ms, Log};
 
 /// A file whose change the user saw (a review they accepted, their own write in Neovim), and
 /// the blob id of the text they saw, when it is known: the turn's end must hold that very text.
+/// `left`: the blob id of what the (first) review showed as "before" (NO_FILE: no file), when
+/// known: the turn's start must hold it, or what changed before the review was never shown.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reviewed {
     pub path: Name,
     pub blob: Option<String>,
+    pub left: Option<String>,
 }
+
+/// What a turn changed, judged (see [`Checkpoints::judge`]).
+struct Judged {
+    changed: Vec<Name>,
+    unreviewed: Vec<Name>,
+    other_text: Vec<Name>,
+    guarded: Vec<Name>,
+}
+
+/// What the log calls the changes found between two turns (a chat's turn had ended, the next
+/// had not begun): no agent's turn, written by no review and not by the user in Neovim.
+const BETWEEN_TURNS: &str = "between turns";
 
 /// How long an operation waits for another Neovim's on the same folder.
 const LOCK_PATIENCE: Duration = Duration::from_secs(30);
@@ -79,6 +94,9 @@ pub struct Checkpoints {
     guard: Guard,
     /// The user's repository holding the folder, if it is theirs.
     users: Option<git::UsersRepository>,
+    /// When this Neovim opened them: a gap between turns is looked for after a turn that ended
+    /// since (what changed while no Neovim of ours ran is the user's own business).
+    opened_ms: u64,
 }
 
 impl Checkpoints {
@@ -96,7 +114,7 @@ impl Checkpoints {
         git.excludes_file = git::users_excludes_file(&git.git_dir);
         let _ = std::fs::write(dir.join("folder"), folder.as_os_str().as_encoded_bytes());
         let guard = Guard::new(&dir, &folder, users.clone());
-        let cp = Checkpoints { git, log: Log::at(&dir), limits, dir, guard, users };
+        let cp = Checkpoints { git, log: Log::at(&dir), limits, dir, guard, users, opened_ms: now_ms() };
         cp.maintain(&held);
         Ok(cp)
     }
@@ -136,12 +154,15 @@ impl Checkpoints {
 
     /// Starts turn n+1 for `agent`: a snapshot, which is also the end of a turn left open (an
     /// agent in a terminal says no end), answered settled beside the new one (`reviewed`: what
-    /// the user saw of that one's changes, see [`Checkpoints::end`]). Turns past the last
-    /// `limits.turns` are dropped.
+    /// the user saw of that one's changes, see [`Checkpoints::end`]). With no turn open, what
+    /// changed since the last one ended and no one showed (`reviewed`: the user's writes in
+    /// Neovim meanwhile) is a turn of its own, [`BETWEEN_TURNS`], answered in its place. Turns
+    /// past the last `limits.turns` are dropped.
     pub fn begin(&self, agent: &str, prompt: Option<String>, reviewed: &[Reviewed]) -> Result<(Turn, Option<Turn>), String> {
         let held = self.hold()?;
         let snap = self.snapshot(&held)?;
         let prints = self.guard.fingerprints(&self.git, &snap.tree);
+        let gap = self.gap(&snap, &prints, reviewed)?;
         let mut closing = None;
         let keep = self.limits.turns.max(1);
         let turn = self.log.update(&held, |turns| {
@@ -152,6 +173,7 @@ impl Checkpoints {
                 open.guarded_end = prints.clone();
                 open.ended_ms = Some(now_ms());
             }
+            turns.extend(gap.clone());
             let n = turns.last().map_or(1, |t| t.n + 1);
             let (start, skipped, guarded_start) = (snap.tree.clone(), snap.skipped.clone(), prints.clone());
             let t = Turn { n, agent: agent.into(), prompt, started_ms: now_ms(), start, skipped, guarded_start, ..Turn::default() };
@@ -160,9 +182,41 @@ impl Checkpoints {
             turns.drain(..over);
             Ok(t)
         })?;
-        let closed = closing.map(|n| self.settle(&held, n, reviewed)).transpose()?;
+        let closed = closing.map(|n| self.settle(&held, n, reviewed)).transpose()?.or(gap);
         self.maintain(&held);
         Ok((turn, closed))
+    }
+
+    /// The changes since the last turn ended (or its undo), when it ended while this Neovim ran,
+    /// as a turn of their own: only when some of them no one showed.
+    fn gap(&self, snap: &snapshot::Snapshot, prints: &[(Name, String)], reviewed: &[Reviewed]) -> Result<Option<Turn>, String> {
+        // A log that cannot be read is the update's to report (and set aside).
+        let Some(last) = self.log.read().ok().and_then(|mut turns| turns.pop()) else { return Ok(None) };
+        let (Some(end), Some(ended_ms)) = (last.end.clone(), last.ended_ms) else { return Ok(None) };
+        let start = last.after_undo.clone().unwrap_or(end);
+        if ended_ms < self.opened_ms || (start == snap.tree && guarded::changed(&last.guarded_end, prints).is_empty()) {
+            return Ok(None);
+        }
+        let mut t = Turn {
+            n: last.n + 1,
+            agent: BETWEEN_TURNS.into(),
+            between: true,
+            started_ms: ended_ms,
+            start,
+            skipped: last.end_skipped.clone(),
+            guarded_start: last.guarded_end.clone(),
+            end: Some(snap.tree.clone()),
+            end_skipped: snap.skipped.clone(),
+            guarded_end: prints.to_vec(),
+            ended_ms: Some(now_ms()),
+            ..Turn::default()
+        };
+        let j = self.judge(&t, reviewed)?;
+        if j.unreviewed.is_empty() && j.guarded.is_empty() {
+            return Ok(None);
+        }
+        (t.changed, t.unreviewed, t.other_text, t.guarded) = (j.changed, j.unreviewed, j.other_text, j.guarded);
+        Ok(Some(t))
     }
 
     /// Ends turn `n` now; `reviewed`: files whose change the user saw (a review they accepted,
@@ -184,22 +238,32 @@ impl Checkpoints {
         self.settle(&held, n, reviewed)
     }
 
-    /// Records what turn `n` changed (start → end), which of those no review showed (or showed
-    /// other text than the end holds), and which guarded files it changed.
+    /// Records what turn `n` changed (start → end), judged.
     fn settle(&self, held: &Held, n: u64, reviewed: &[Reviewed]) -> Result<Turn, String> {
-        let t = self.turn(n)?;
-        let end = t.end.clone().unwrap_or_else(|| t.start.clone());
-        let entries = self.diff(&t, &t.start, &end)?;
-        let seen = |e: &diff::Entry| reviewed.iter().find(|r| r.path == e.path).map(|r| r.blob.as_ref().is_none_or(|b| *b == e.new_blob));
-        let names = |keep: &dyn Fn(Option<bool>) -> bool| entries.iter().filter(|e| keep(seen(e))).map(|e| e.path.clone()).collect::<Vec<_>>();
-        let (unreviewed, other_text) = (names(&|s| s != Some(true)), names(&|s| s == Some(false)));
-        let changed: Vec<Name> = entries.into_iter().map(|e| e.path).collect();
-        let guarded = guarded::changed(&t.guarded_start, &t.guarded_end).into_iter().filter(|g| !changed.contains(g)).collect();
+        let j = self.judge(&self.turn(n)?, reviewed)?;
         self.log.update(held, |turns| {
             let t = turns.iter_mut().find(|t| t.n == n).ok_or(format!("no turn {n}"))?;
-            (t.changed, t.unreviewed, t.other_text, t.guarded) = (changed, unreviewed, other_text, guarded);
+            (t.changed, t.unreviewed, t.other_text, t.guarded) = (j.changed, j.unreviewed, j.other_text, j.guarded);
             Ok(t.clone())
         })
+    }
+
+    /// What turn `t` changed (start → end), which of those no review showed, and which guarded
+    /// files it changed. A review showed a change only from what its left pane showed to the
+    /// text accepted: a file whose start is not that left side (changed before the review, by
+    /// a shell), or whose end is another text (the agent wrote other text than it showed), was
+    /// not reviewed.
+    fn judge(&self, t: &Turn, reviewed: &[Reviewed]) -> Result<Judged, String> {
+        let end = t.end.clone().unwrap_or_else(|| t.start.clone());
+        let entries = self.diff(t, &t.start, &end)?;
+        let find = |e: &diff::Entry| reviewed.iter().find(|r| r.path == e.path);
+        let other = |e: &diff::Entry| find(e).is_some_and(|r| r.blob.as_ref().is_some_and(|b| *b != e.new_blob));
+        let before_shown = |e: &diff::Entry| find(e).is_some_and(|r| r.left.as_ref().is_none_or(|l| *l == e.old_blob));
+        let names = |keep: &dyn Fn(&diff::Entry) -> bool| entries.iter().filter(|e| keep(e)).map(|e| e.path.clone()).collect::<Vec<_>>();
+        let (unreviewed, other_text) = (names(&|e| !before_shown(e) || other(e)), names(&other));
+        let changed: Vec<Name> = entries.into_iter().map(|e| e.path).collect();
+        let guarded = guarded::changed(&t.guarded_start, &t.guarded_end).into_iter().filter(|g| !changed.contains(g)).collect();
+        Ok(Judged { changed, unreviewed, other_text, guarded })
     }
 
     /// The diff of two trees of turn `t`, or what it has lost.
@@ -334,9 +398,14 @@ impl Checkpoints {
         let t = self.turn(n)?;
         let now = self.snapshot(&held)?.tree;
         let report = restore::put_back(&self.git, &t, &now, paths)?;
+        // What the undo wrote is no one's change between turns.
+        let after = self.snapshot(&held)?.tree;
         self.log.update(&held, |turns| {
             if let Some(t) = turns.iter_mut().find(|t| t.n == n) {
                 t.undone = true;
+            }
+            if let Some(last) = turns.last_mut().filter(|t| t.end.is_some()) {
+                last.after_undo = Some(after);
             }
             Ok(())
         })?;

@@ -89,15 +89,36 @@ fn a_change_after_the_turn_is_flagged_and_a_deleted_then_recreated_file_is_one_c
     let t = cp.begin("pi", None, &[]).unwrap().0;
     std::fs::remove_file(ws.join("a.txt")).unwrap();
     std::fs::write(ws.join("a.txt"), "agent\n").unwrap();
-    cp.end(t.n, &[Reviewed { path: "a.txt".into(), blob: None }]).unwrap();
+    cp.end(t.n, &[Reviewed { path: "a.txt".into(), blob: None, left: None }]).unwrap();
     std::fs::write(ws.join("a.txt"), "user\n").unwrap();
     let (_, changes) = cp.changes(None).unwrap();
     assert_eq!((changes.len(), changes[0].status, changes[0].unreviewed), (1, 'M', false));
     let plan = cp.plan_undo(None).unwrap();
     assert!(plan.files[0].changed_since);
-    // A later turn opens: the next checkpoint of a terminal agent closes it.
-    let t2 = cp.begin("other", None, &[]).unwrap().0;
+    // A later turn opens (the user's write since is theirs: no changes between turns).
+    let users = Reviewed { path: "a.txt".into(), blob: Some(crate::support::blob::blob_id(b"user\n")), left: None };
+    let t2 = cp.begin("other", None, &[users]).unwrap().0;
     assert_eq!(t2.n, t.n + 1);
+}
+
+#[test]
+fn a_write_between_turns_is_a_turn_of_its_own_and_an_undos_writes_are_not() {
+    let (ws, state) = rig("cp-between", false);
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    let t = cp.begin("chat", None, &[]).unwrap().0;
+    std::fs::write(ws.join("a.txt"), "agent\n").unwrap();
+    cp.end(t.n, &[]).unwrap();
+    // Undone after its end: what the undo wrote is no one's change.
+    cp.undo(t.n, &[Name::from("a.txt")]).unwrap();
+    let (t2, between) = cp.begin("chat", None, &[]).unwrap();
+    assert_eq!((t2.n, between), (t.n + 1, None));
+    cp.end(t2.n, &[]).unwrap();
+    // Written after its end by no one the user saw: a turn of its own, before the next.
+    std::fs::write(ws.join("a.txt"), "background\n").unwrap();
+    let (t3, between) = cp.begin("chat", None, &[]).unwrap();
+    let between = between.expect("the write between turns");
+    assert_eq!((between.n, between.between, t3.n), (t2.n + 1, true, t2.n + 2));
+    assert_eq!((between.changed, between.unreviewed), (vec![Name::from("a.txt")], vec![Name::from("a.txt")]));
 }
 
 #[test]
@@ -108,7 +129,7 @@ fn a_file_the_user_saw_whose_end_holds_other_text_is_not_reviewed_and_says_so() 
     for (name, text) in [("a.txt", "accepted\n"), ("b.txt", "evil\n"), ("c.txt", "mine\n")] {
         std::fs::write(ws.join(name), text).unwrap();
     }
-    let saw = |p: &str, text: Option<&[u8]>| Reviewed { path: p.into(), blob: text.map(crate::support::blob::blob_id) };
+    let saw = |p: &str, text: Option<&[u8]>| Reviewed { path: p.into(), blob: text.map(crate::support::blob::blob_id), left: None };
     // a.txt as accepted; b.txt accepted as "accepted\n" but the agent wrote other text; c.txt
     // the user's own write (its text unknown: trusted).
     let reviewed = [saw("a.txt", Some(b"accepted\n")), saw("b.txt", Some(b"accepted\n")), saw("c.txt", None)];
@@ -383,8 +404,8 @@ fn two_checkpoints_of_one_folder_racing_turns_lose_none() {
             std::thread::spawn(move || {
                 let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
                 for i in 0..12 {
-                    std::fs::write(ws.join(format!("f{k}")), format!("{i}\n")).unwrap();
                     let t = cp.begin(&format!("agent{k}"), None, &[]).unwrap().0;
+                    std::fs::write(ws.join(format!("f{k}")), format!("{i}\n")).unwrap();
                     cp.end(t.n, &[]).unwrap();
                 }
             })
@@ -396,7 +417,9 @@ fn two_checkpoints_of_one_folder_racing_turns_lose_none() {
     let turns = Checkpoints::open(&ws, &state, Limits::default()).unwrap().turns().unwrap();
     let mut ns: Vec<u64> = turns.iter().map(|t| t.n).collect();
     ns.dedup();
-    assert_eq!(ns, (1..=24).collect::<Vec<_>>());
+    assert_eq!(ns, (1..=turns.len() as u64).collect::<Vec<_>>());
+    // Every agent's turn; a write of one racing the other's turn may be found between turns.
+    assert_eq!(turns.iter().filter(|t| !t.between).count(), 24);
     assert!(turns.iter().all(|t| t.end.is_some()));
 }
 

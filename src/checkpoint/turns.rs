@@ -56,6 +56,14 @@ pub struct Turn {
     /// Put back by `:PiIde undo`.
     #[serde(default)]
     pub undone: bool,
+    /// No agent's turn: what changed between the end of one and the start of the next that no
+    /// one showed (mod.rs' BETWEEN_TURNS).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub between: bool,
+    /// The tree after an undo made since this turn ended (it was the last): the gap to the next
+    /// turn counts from it, so what the undo wrote back is no one's change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_undo: Option<String>,
 }
 
 pub struct Log {

@@ -182,11 +182,13 @@ fn run(open: &mut HashMap<(Vec<u8>, Vec<u8>), Checkpoints>, job: &Job) -> Result
     }
     let cp = &open[&key];
     let n = job.fields.get("n").and_then(Json::as_u64);
-    // `reviewed_blobs`: in the order of `reviewed`, the blob id of the text the user saw of
-    // each ("" when unknown).
-    let blobs = job.fields.get("reviewed_blobs").and_then(Json::as_array).cloned().unwrap_or_default();
-    let blob = |i: usize| blobs.get(i).and_then(Json::as_str).filter(|b| !b.is_empty()).map(str::to_owned);
-    let reviewed: Vec<Reviewed> = names("reviewed").into_iter().enumerate().map(|(i, path)| Reviewed { path, blob: blob(i) }).collect();
+    // `reviewed_blobs` and `reviewed_lefts`: in the order of `reviewed`, the blob id of the
+    // text the user saw of each, and of what its review showed before ("" when unknown).
+    let ids = |k: &str| job.fields.get(k).and_then(Json::as_array).cloned().unwrap_or_default();
+    let (blobs, lefts) = (ids("reviewed_blobs"), ids("reviewed_lefts"));
+    let id = |list: &[Json], i: usize| list.get(i).and_then(Json::as_str).filter(|b| !b.is_empty()).map(str::to_owned);
+    let reviewed: Vec<Reviewed> =
+        names("reviewed").into_iter().enumerate().map(|(i, path)| Reviewed { path, blob: id(&blobs, i), left: id(&lefts, i) }).collect();
     Ok(match text("op").as_deref() {
         Some("begin") => {
             let (turn, closed) = cp.begin(&text("agent").unwrap_or_default(), text("prompt"), &reviewed)?;
@@ -228,7 +230,7 @@ fn object(plain: Json, more: Vec<(&str, Out)>) -> Out {
 
 /// A turn as Lua reads it (its trees and fingerprints stay here).
 fn turn_out(t: &Turn) -> Out {
-    let plain = json!({"n": t.n, "agent": t.agent, "prompt": t.prompt, "started_ms": t.started_ms, "ended_ms": t.ended_ms, "undone": t.undone});
+    let plain = json!({"n": t.n, "agent": t.agent, "prompt": t.prompt, "started_ms": t.started_ms, "ended_ms": t.ended_ms, "undone": t.undone, "between": t.between});
     let names = [("changed", &t.changed), ("unreviewed", &t.unreviewed), ("other_text", &t.other_text), ("skipped", &t.skipped), ("guarded", &t.guarded)];
     object(plain, names.into_iter().map(|(k, v)| (k, Out::Names(v.clone()))).collect())
 }

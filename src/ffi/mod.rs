@@ -230,13 +230,16 @@ fn staged_loaded(_: &Lua, req: u64) -> LuaResult<()> {
 
 /// The user accepted review `req` with this text (exactly as they left it; `note`: the hunks
 /// they declined or edited, told to an agent that writes its own proposal): the text's git blob
-/// id (what the file must hold once the agent has written it). Nil when the review had ended
-/// already: nothing was sent.
-fn review_accept(_: &Lua, (req, text, note): (u64, mlua::LuaString, Option<String>)) -> LuaResult<Option<String>> {
+/// id (what the file must hold once the agent has written it), and that of the file its left
+/// pane showed (nil when it was not read). Nil when the review had ended already: nothing was
+/// sent.
+fn review_accept(_: &Lua, (req, text, note): (u64, mlua::LuaString, Option<String>)) -> LuaResult<(Option<String>, Option<String>)> {
     let text = text.to_str().map_err(|_| err("pi-ide: the accepted text is not UTF-8"))?.to_owned();
     let blob = crate::support::blob::blob_id(text.as_bytes());
-    let sent = with_server(|s| s.shared.accept(req, text, note)).unwrap_or(false);
-    Ok(sent.then_some(blob))
+    match with_server(|s| s.shared.accept(req, text, note)).flatten() {
+        Some(left) => Ok((Some(blob), left)),
+        None => Ok((None, None)),
+    }
 }
 
 /// The user rejected review `req` (or its panes went away). False when it had ended already.

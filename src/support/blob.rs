@@ -4,6 +4,10 @@
 
 use sha1::{Digest, Sha1};
 
+/// The id git gives no file at all (`git diff --raw`'s all zeros): what a review showed of a
+/// file that was not there.
+pub const NO_FILE: &str = "0000000000000000000000000000000000000000";
+
 /// The id git gives `bytes` as a blob, in lowercase hex.
 pub fn blob_id(bytes: &[u8]) -> String {
     let mut h = Sha1::new();

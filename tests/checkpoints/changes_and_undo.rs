@@ -148,6 +148,31 @@ fn a_file_changed_after_the_turn_is_put_back_only_when_its_name_is_typed() {
 }
 
 #[test]
+fn a_write_between_two_chat_turns_is_said_at_the_next_turns_start_and_listed_as_between_turns() {
+    let nvim = rig("");
+    let dir = nvim.cwd.clone();
+    std::fs::write(dir.join("bg.txt"), "before\n").unwrap();
+    std::fs::write(dir.join("mine.txt"), "mine\n").unwrap();
+    turn(&nvim, "stream 3", 1);
+    // After that turn's end the agent's background job writes bg.txt, and the user writes
+    // mine.txt in Neovim: only the job's write is no one's.
+    std::fs::write(dir.join("bg.txt"), "from the background\n").unwrap();
+    nvim.command("wincmd p | edit mine.txt").unwrap();
+    type_keys(&nvim, "ccedited<Esc>:w<CR>");
+    nvim.wait_for("not vim.bo.modified", PATIENCE);
+    turn(&nvim, "stream 3", 2);
+    let status = nvim.lua("return require('pi-ide').status()");
+    assert!(status.as_str().unwrap().ends_with("⚠ 1 file changed without review between turns: :PiIde changes"), "{status}");
+    nvim.command("PiIde changes").unwrap();
+    nvim.wait_for("#vim.fn.getqflist() == 2 and vim.t.pi_ide_changes == true", PATIENCE);
+    let qf = quickfix(&nvim);
+    assert!(qf[0].0.ends_with("bg.txt") && qf[0].2 == "changed · turn 2 between turns · without review (+1 −1)", "{qf:?}");
+    assert!(qf[1].0.ends_with("mine.txt") && qf[1].2 == "changed · turn 2 between turns · edited in Neovim (+1 −1)", "{qf:?}");
+    // The turn after it is the chat's, which changed nothing.
+    assert_eq!(nvim.lua("return _G.checked[2].turn"), json!(3));
+}
+
+#[test]
 fn a_reviewed_change_is_not_counted_and_a_workspace_over_the_cap_skips_the_checkpoint_with_a_message() {
     let nvim = rig("");
     turn(&nvim, &format!("create {} hello", nvim.cwd.join("r.txt").display()), 0);
@@ -504,8 +529,9 @@ fn an_agent_that_writes_other_text_than_accepted_is_not_reviewed_and_is_undone_a
     assert_eq!(second["unreviewed"], serde_json::json!(["b.txt"]), "{second}");
 }
 
-#[test]
-fn a_terminal_agent_that_writes_other_text_than_it_showed_is_not_reviewed_and_one_that_writes_what_it_showed_is() {
+/// A Neovim where an agent in a terminal (played by a client of ours) has one turn until the
+/// user's checkpoint: its first request begins it, the next come within idle_ms.
+fn terminal_rig() -> Nvim {
     let nvim = Nvim::start_with(Options {
         after: Some("require('pi-ide').setup({ checkpoints = { idle_ms = 600000 } })".into()),
         ..Default::default()
@@ -513,19 +539,31 @@ fn a_terminal_agent_that_writes_other_text_than_it_showed_is_not_reviewed_and_on
     nvim.lua("_G.started = {} vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeCheckpoint', callback = function(e) table.insert(_G.started, e.data) end })");
     nvim.record_notify();
     nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    nvim
+}
+
+/// The agent's review of `path` with `text` (call `id`), accepted with :w as the user does.
+fn accepted(nvim: &Nvim, p: &mut pi_ide_testkit::Peer, id: u64, path: &Path, text: &str) {
+    let args = json!({"old_file_path": path, "new_file_path": path, "new_file_contents": text, "tab_name": format!("t{id}")});
+    p.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "openDiff", "arguments": args}})).unwrap();
+    nvim.wait_for("#_G.started == 1 and require('pi-ide.features.review').count() == 1", PATIENCE);
+    go_to_review(nvim);
+    nvim.wait_for("vim.b.pi_ide_review ~= nil", PATIENCE);
+    type_accept(nvim, ":w<CR>");
+    assert_eq!(texts(&p.wait_response(&json!(id)).unwrap())[0], "FILE_SAVED");
+}
+
+#[test]
+fn a_terminal_agent_that_writes_other_text_than_it_showed_is_not_reviewed_and_one_that_writes_what_it_showed_is() {
+    let nvim = terminal_rig();
     let (a, b) = (nvim.cwd.join("a.txt"), nvim.cwd.join("b.txt"));
     std::fs::write(&a, "one\n").unwrap();
     std::fs::write(&b, "one\n").unwrap();
     let mut p = nvim.peer();
-    // Its first request begins its turn (its next come within idle_ms: the same turn). Its
-    // review of each file, accepted with :w; it writes b.txt as shown, a.txt otherwise.
+    // Its first request begins its turn. Its review of each file; it writes b.txt as shown,
+    // a.txt otherwise.
     for (i, path) in [&a, &b].into_iter().enumerate() {
-        let args = serde_json::json!({"old_file_path": path, "new_file_path": path, "new_file_contents": "shown\n", "tab_name": format!("t{i}")});
-        p.send_json(&serde_json::json!({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "openDiff", "arguments": args}})).unwrap();
-        nvim.wait_for("#_G.started == 1 and #require('pi-ide.features.review').list() == 1", PATIENCE);
-        nvim.wait_for("vim.b.pi_ide_review ~= nil", PATIENCE);
-        type_accept(&nvim, ":w<CR>");
-        assert_eq!(texts(&p.wait_response(&serde_json::json!(i)).unwrap())[0], "FILE_SAVED");
+        accepted(&nvim, &mut p, i as u64, path, "shown\n");
     }
     std::fs::write(&a, "not what was shown\n").unwrap();
     std::fs::write(&b, "shown\n").unwrap();
@@ -534,4 +572,34 @@ fn a_terminal_agent_that_writes_other_text_than_it_showed_is_not_reviewed_and_on
     nvim.wait_for("#_G.started == 2", PATIENCE);
     let status = nvim.lua("return require('pi-ide').status()");
     assert!(status.as_str().unwrap().ends_with("⚠ 1 file changed without review (a.txt: other text than you accepted): :PiIde changes"), "{status}");
+}
+
+#[test]
+fn a_shell_change_before_a_review_is_without_review_though_the_review_was_accepted_and_reviews_in_a_row_are_reviewed() {
+    let nvim = terminal_rig();
+    let (f, g) = (nvim.cwd.join("f.txt"), nvim.cwd.join("g.txt"));
+    std::fs::write(&f, "1\n2\n3\n4\n").unwrap();
+    std::fs::write(&g, "one\n").unwrap();
+    let mut p = nvim.peer();
+    p.call_tool("getDiagnostics", json!({})).unwrap();
+    nvim.wait_for("#_G.started == 1", PATIENCE);
+    // Its shell changes line 2 of f.txt; then it proposes the text on disk with line 4 changed:
+    // the review shows line 4 only.
+    std::fs::write(&f, "1\nSHELL\n3\n4\n").unwrap();
+    accepted(&nvim, &mut p, 1, &f, "1\nSHELL\n3\nFOUR\n");
+    std::fs::write(&f, "1\nSHELL\n3\nFOUR\n").unwrap();
+    // g.txt reviewed twice, each written as shown: the second review starts from the first's text.
+    for (id, text) in [(2, "two\n"), (3, "three\n")] {
+        accepted(&nvim, &mut p, id, &g, text);
+        std::fs::write(&g, text).unwrap();
+    }
+    nvim.command("PiIde checkpoint").unwrap();
+    nvim.wait_for("#_G.started == 2", PATIENCE);
+    let status = nvim.lua("return require('pi-ide').status()");
+    assert!(status.as_str().unwrap().ends_with("⚠ 1 file changed without review: :PiIde changes"), "{status}");
+    nvim.command("PiIde changes 1").unwrap();
+    nvim.wait_for("#vim.fn.getqflist() == 2 and vim.t.pi_ide_changes == true", PATIENCE);
+    let qf = quickfix(&nvim);
+    assert!(qf[0].0.ends_with("f.txt") && qf[0].2 == "changed · turn 1 pi · without review (+2 −2)", "{qf:?}");
+    assert!(qf[1].0.ends_with("g.txt") && !qf[1].2.contains("without review"), "{qf:?}");
 }

@@ -82,3 +82,30 @@ fn prompts_within_idle_ms_of_a_turns_start_begin_no_other_and_outside_a_terminal
     nvim.wait_for("#_G.started == 2", PATIENCE);
     assert_eq!(nvim.lua("return _G.started[2].agent"), json!("checkpoint"));
 }
+
+#[test]
+fn a_file_the_user_wrote_while_a_terminal_turn_is_under_way_is_put_back_only_when_its_name_is_typed() {
+    let nvim = neovim(600_000);
+    nvim.record_notify();
+    std::fs::write(nvim.cwd.join("a.txt"), "one\n").unwrap();
+    std::fs::write(nvim.cwd.join("mine.txt"), "mine\n").unwrap();
+    nvim.command("PiIde open pi").unwrap();
+    type_prompt(&nvim, "write");
+    nvim.wait_for("#_G.started == 1", PATIENCE);
+    // While its turn is under way, the user edits mine.txt in Neovim and writes it.
+    type_keys(&nvim, "<C-\\><C-n>");
+    nvim.command("wincmd p | edit mine.txt").unwrap();
+    type_keys(&nvim, "ccedited<Esc>:w<CR>");
+    nvim.wait_for("not vim.bo.modified", PATIENCE);
+    std::fs::write(nvim.lua("return vim.env.GO").as_str().unwrap(), "").unwrap();
+    let a = nvim.cwd.join("a.txt");
+    wait_until("the agent's write", PATIENCE, || std::fs::read_to_string(&a).is_ok_and(|t| t == "changed\n"));
+    // Its undo asks for mine.txt by name (none typed): the agent's a.txt goes back, mine stays.
+    nvim.lua("_G.asked = {} vim.fn.input = function(q) table.insert(_G.asked, q) return '' end");
+    nvim.command("PiIde undo!").unwrap();
+    wait_until("the report", PATIENCE, || nvim.notes().iter().any(|n| n.contains("left as they are mine.txt")));
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "one\n");
+    assert_eq!(std::fs::read_to_string(nvim.cwd.join("mine.txt")).unwrap(), "edited\n");
+    let asked = nvim.lua("return _G.asked");
+    assert_eq!(asked, json!(["mine.txt changed since turn 1; type its name to put it back anyway: "]));
+}

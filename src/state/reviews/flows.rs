@@ -36,11 +36,10 @@ impl Shared {
 
     /// The user accepted review `req` with `text` (`note`: what they did not keep as proposed).
     /// When its agent writes its own proposal unannounced, the file is set to `text` once that
-    /// write lands (own_write.rs). False when it had ended already: nothing is sent.
-    pub fn accept(self: &Arc<Self>, req: u64, text: String, note: Option<String>) -> bool {
-        let Some(mut r) = self.reviews.take(req) else {
-            return false;
-        };
+    /// write lands (own_write.rs). The blob id of the file its left pane showed, when it was
+    /// read (what the user saw as "before"); None when it had ended already: nothing is sent.
+    pub fn accept(self: &Arc<Self>, req: u64, text: String, note: Option<String>) -> Option<Option<String>> {
+        let mut r = self.reviews.take(req)?;
         // The user's hunks and edits may add up to the proposal again: nothing to tell then.
         let note = note.filter(|_| r.watched.as_ref().is_none_or(|w| w.proposal != text));
         let verdict = Verdict::Accepted(text, note);
@@ -49,7 +48,7 @@ impl Shared {
         if let (Some(w), Some(Writes::ProposalWatched { model_told }), Verdict::Accepted(text, _)) = (r.watched.take(), writes, verdict) {
             super::own_write::start(self, w, text, model_told);
         }
-        true
+        Some(r.left.take())
     }
 
     /// Lua has read the files staged for review `req`: they go now.
@@ -100,7 +99,7 @@ mod tests {
         let begin = Begin { req, client: 1, id: Id::from_u64(req), tool, tab, size: 1, max_bytes: 1 << 20 };
         assert!(shared.reviews.begin(begin).unwrap().is_none());
         if shown {
-            assert!(shared.reviews.staged(req, StagedFiles::default(), 1));
+            assert!(shared.reviews.staged(req, StagedFiles::default(), 1, None));
         }
     }
 
@@ -130,7 +129,7 @@ mod tests {
         assert!(closed && event.is_none(), "Lua never had it");
         let a = answer(&outbox);
         assert_eq!(a["result"]["content"][0]["text"], "DIFF_REJECTED");
-        assert!(!shared.reviews.staged(7, StagedFiles::default(), 1), "its staging ends to nothing");
+        assert!(!shared.reviews.staged(7, StagedFiles::default(), 1, None), "its staging ends to nothing");
     }
 
     #[test]

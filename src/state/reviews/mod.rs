@@ -59,6 +59,8 @@ pub struct Review {
     files: StagedFiles,
     /// What they hold (while staging: the proposal's size).
     bytes: u64,
+    /// The blob id of the file its left pane shows (see stage.rs' `Staged::left`).
+    left: Option<String>,
     /// The file and the proposal, when its agent writes its own proposal and the core watches
     /// for that write (own_write.rs).
     watched: Option<own_write::Watched>,
@@ -100,20 +102,21 @@ impl Reviews {
             return Err(format!("the agent's waiting reviews hold {held} MiB already (at most {max} MiB)"));
         }
         let Begin { req, client, id, tool, size, .. } = new;
-        let review = Review { req, client, id, tool, tab: key.1.clone(), stage: Stage::Staging, files: StagedFiles::default(), bytes: size, watched: None };
+        let review = Review { req, client, id, tool, tab: key.1.clone(), stage: Stage::Staging, files: StagedFiles::default(), bytes: size, left: None, watched: None };
         map.insert(key, review);
         Ok(superseded)
     }
 
-    /// Staging of `req` ended: it waits for the user now, owning `files`. False when it was
-    /// ended meanwhile (the files go at once).
-    pub fn staged(&self, req: u64, files: StagedFiles, bytes: u64) -> bool {
+    /// Staging of `req` ended: it waits for the user now, owning `files`, its left pane showing
+    /// the blob `left`. False when it was ended meanwhile (the files go at once).
+    pub fn staged(&self, req: u64, files: StagedFiles, bytes: u64, left: Option<String>) -> bool {
         let mut map = self.map.lock();
         match map.values_mut().find(|r| r.req == req) {
             Some(r) => {
                 r.stage = Stage::Waiting;
                 r.files = files;
                 r.bytes = bytes;
+                r.left = left;
                 true
             }
             None => false,
@@ -220,8 +223,8 @@ mod tests {
         assert!(r.begin(begin(2, 8, "t", 1)).unwrap().is_none(), "another client's name is its own");
         let old = r.begin(begin(3, 7, "t", 1)).unwrap().expect("superseded");
         assert_eq!(old.req, 1);
-        assert!(!r.staged(1, StagedFiles::default(), 0), "ended while staging");
-        assert!(r.staged(3, StagedFiles::default(), 0));
+        assert!(!r.staged(1, StagedFiles::default(), 0, None), "ended while staging");
+        assert!(r.staged(3, StagedFiles::default(), 0, None));
         assert_eq!(r.take_named(7, "t").map(|r| (r.req, r.stage)), Some((3, Stage::Waiting)));
         assert!(r.take(3).is_none(), "taken once");
         assert_eq!(r.take_client(8).len(), 1);
@@ -238,7 +241,7 @@ mod tests {
         assert!(r.begin(begin(99, 2, "x", 60)).is_ok());
         assert!(r.begin(begin(100, 2, "y", 60)).unwrap_err().contains("MiB already"));
         // Read by Lua: its bytes no longer count.
-        assert!(r.staged(99, StagedFiles::default(), 60));
+        assert!(r.staged(99, StagedFiles::default(), 60, None));
         r.release_staged(99);
         assert!(r.begin(begin(100, 2, "y", 60)).is_ok());
         assert_eq!(r.count_by_client()[&1], MAX_PENDING);
@@ -259,13 +262,13 @@ mod tests {
         let ((a, fa), (b, fb), (c, fc)) = (file("a"), file("b"), file("c"));
         for (req, files) in [(1, fa), (2, fb)] {
             r.begin(begin(req, 1, &req.to_string(), 1)).unwrap();
-            assert!(r.staged(req, files, 1));
+            assert!(r.staged(req, files, 1, None));
         }
         r.release_staged(1);
         assert!(!a.exists(), "read by Lua: gone while the review still waits");
         drop(r.take(2));
         assert!(!b.exists(), "answered: gone");
-        assert!(!r.staged(3, fc, 1), "no such review");
+        assert!(!r.staged(3, fc, 1, None), "no such review");
         assert!(!c.exists(), "a staging whose review ended leaves nothing");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -172,12 +172,12 @@ async fn stage_on_worker(shared: &Arc<Shared>, path: &str, contents: String, wat
 /// the blob of the file as read: an accept after the file changed on disk is refused). A
 /// staging that was refused (not a file to review) or failed is rejected instead.
 async fn hand_to_lua(shared: &Arc<Shared>, (req, client): (u64, u64), review: &ReviewArgs, p: Proposal, staged: Staged) {
-    let Staged { view, old, contents, refused, files } = staged;
+    let Staged { view, old, contents, left, refused, files } = staged;
     if let Some(why) = view.stage_error.clone() {
         return fail(shared, req, Some(format!("{why}; the change was rejected"))).await;
     }
     let bytes = (old.len() + contents.len()) as u64;
-    if !shared.reviews.staged(req, files, bytes) {
+    if !shared.reviews.staged(req, files, bytes, left) {
         return; // ended while staging (closed, superseded, its client gone): answered already
     }
     let (tab_name, path, old_path, agent_writes) = (p.tab, p.path, p.old_path, review.writes.its_proposal());

@@ -19,6 +19,9 @@ pub struct Staged {
     /// The file as it is now, and the proposal (both without a byte order mark).
     pub old: Vec<u8>,
     pub contents: String,
+    /// The blob id of the file as its left pane shows it (NO_FILE: there was none; None: not
+    /// read): what the review showed as "before" (checkpoints judge what came before it).
+    pub left: Option<String>,
     /// Refused up front: no stats to count.
     pub refused: bool,
     pub files: StagedFiles,
@@ -46,7 +49,7 @@ fn refused(why: String) -> Staged {
         stage_error: Some(why),
         ..StagedView::default()
     };
-    Staged { view, old: Vec::new(), contents: String::new(), refused: true, files: StagedFiles::default() }
+    Staged { view, old: Vec::new(), contents: String::new(), left: None, refused: true, files: StagedFiles::default() }
 }
 
 /// A text without its UTF-8 byte order mark, and whether it had one.
@@ -81,6 +84,11 @@ fn finish(file: PathBuf, contents: String, old: Old) -> Staged {
         Old::Unreadable(e) => (true, Vec::new(), Some(e)),
         Old::Refused(_) => unreachable!("handled by stage"),
     };
+    let left = match (exists, &error) {
+        (false, _) => Some(crate::support::blob::NO_FILE.to_owned()),
+        (true, None) => Some(crate::support::blob::blob_id(&old_bytes)),
+        (true, Some(_)) => None,
+    };
     let (new_text, new_bom) = without_bom(contents.as_bytes());
     let (old_text, old_bom) = without_bom(&old_bytes);
     let e = endings(new_text);
@@ -104,7 +112,7 @@ fn finish(file: PathBuf, contents: String, old: Old) -> Staged {
     }
     let old = old_text.to_vec();
     let contents = if new_bom { contents[BOM.len()..].to_owned() } else { contents };
-    Staged { view, old, contents, refused: false, files }
+    Staged { view, old, contents, left, refused: false, files }
 }
 
 /// Writes the proposal in `file` and the file on disk (when readable) beside it; returns where

@@ -11,7 +11,8 @@ local M = {}
 local state = {
   async = nil, -- the uv_async_t the worker wakes us through
   waiting = {}, -- job id -> callback(ok, value_or_error)
-  open = nil, -- the turn under way here: { n, agent, reviewed = { [rel path] = blob id or true } }
+  open = nil, -- the turn under way here: { n, agent, reviewed = { [rel path] = seen } } (seen: see on_review_closed)
+  between = {}, -- rel path -> seen: the user's writes while no turn is under way (a chat's turn had ended)
   starting = {}, -- agent -> callbacks waiting for its checkpoint
   warning = nil, -- { n, text, other_text }: the last turn's files changed without review
   last = nil, -- the last turn begun in this session
@@ -88,26 +89,32 @@ end
 
 --- "⚠ 2 files changed without review: :PiIde changes" for turn `t`, or nil. Files that run
 --- code or hold secrets (.git/config, hooks, .env) count, and are said apart: no undo puts
---- them back; so are files written with other text than the user accepted.
+--- them back; so are files written with other text than the user accepted. A turn of changes
+--- found between two turns (`between`) says so.
 function M.warning_of(t)
   local guarded, other = #(t.guarded or {}), #(t.other_text or {})
   local n = #(t.unreviewed or {}) + guarded
   if n > 0 and not t.undone then
     local apart = guarded > 0 and (" (%d not undoable: %s)"):format(guarded, table.concat(t.guarded, ", ")) or ""
     local lied = other > 0 and (" (%s: other text than you accepted)"):format(table.concat(t.other_text, ", ")) or ""
-    return ("⚠ %s changed without review%s%s: :PiIde changes"):format(plural(n, "file"), lied, apart)
+    -- Changes no turn made (a chat's agent's background job after its turn ended) say so.
+    local when = t.between and " between turns" or ""
+    return ("⚠ %s changed without review%s%s%s: :PiIde changes"):format(plural(n, "file"), when, lied, apart)
   end
 end
 
---- The files of turn `open` whose change the user saw, for the job that ends it: `reviewed`
---- (names) and `reviewed_blobs` (in the same order, the blob id of the text they saw, "" when
---- unknown).
+--- The files of turn `open` whose change the user saw, for the job that ends it (with no turn
+--- open, those the user wrote since the last one ended): `reviewed` (names), and in the same
+--- order `reviewed_blobs` (the blob id of the text they saw) and `reviewed_lefts` (of what
+--- their review showed before), "" when unknown.
 local function reviewed_fields(job, open)
-  job.reviewed, job.reviewed_blobs = {}, {}
-  for rel, blob in pairs(open and open.reviewed or {}) do
+  job.reviewed, job.reviewed_blobs, job.reviewed_lefts = {}, {}, {}
+  for rel, seen in pairs(open and open.reviewed or state.between) do
     table.insert(job.reviewed, rel)
-    table.insert(job.reviewed_blobs, type(blob) == "string" and blob or "")
+    table.insert(job.reviewed_blobs, seen.blob or "")
+    table.insert(job.reviewed_lefts, seen.left or "")
   end
+  state.between = open and state.between or {}
   return job
 end
 
@@ -306,6 +313,11 @@ function M.now_ms()
   return s * 1000 + math.floor(us / 1000)
 end
 
+-- What the user saw of the files of the turn under way (or, with none, since the last ended).
+local function seen_files()
+  return state.open and state.open.reviewed or state.between
+end
+
 -- The user wrote a file in Neovim: its text as written is what they saw. The file written
 -- (`:w other.txt` writes other.txt, not the buffer's file), hashed from disk at once (a later
 -- write of the agent's is not the user's); one over the size cap is not recorded anyway.
@@ -314,19 +326,25 @@ local function on_write(ev)
   local rel = M.relative(file)
   if rel then
     state.written[rel] = M.now_ms()
-    if state.open then
-      local native = require("pi-ide.core.native").get()
-      state.open.reviewed[rel] = native and native.blob_of_file(file, cfg().max_file_mb * 1024 * 1024) or true
-    end
+    local native, seen = require("pi-ide.core.native").get(), seen_files()
+    local blob = native and native.blob_of_file(file, cfg().max_file_mb * 1024 * 1024)
+    seen[rel] = { blob = blob, left = seen[rel] and seen[rel].left }
   end
 end
 
--- An accepted review: the text accepted is what the file must hold when the turn ends.
+-- An accepted review: the text accepted (`blob`) is what the file must hold when the turn
+-- ends, and what it showed before (`left`) what it held when the turn began. A review whose
+-- left side is what the user saw last of the file (an earlier review, their write) goes on
+-- from there: the turn's start must be the first one's left side.
 local function on_review_closed(ev)
   local d = ev.data or {}
   local rel = d.result == "accepted" and d.path and M.relative(d.path)
   if rel and state.open then
-    state.open.reviewed[rel] = type(d.blob) == "string" and d.blob or true
+    local before, left = state.open.reviewed[rel], type(d.old_blob) == "string" and d.old_blob or nil
+    if before and before.blob and before.blob == left then
+      left = before.left
+    end
+    state.open.reviewed[rel] = { blob = type(d.blob) == "string" and d.blob or nil, left = left }
   end
 end
 

@@ -1,20 +1,22 @@
 -- :PiIde undo[!]: puts back every file the last turn changed as it was at its start (deleted
 -- files come back, created ones go), after a confirmation that lists them (! skips it). A file
--- changed since the turn ended (by you, or after it) is put back only if you type its name. The
--- chat that ran the turn gets its prompt back in its prompt area.
+-- changed since the turn ended (by you, or after it), or that you wrote in Neovim while it was
+-- under way, is yours: put back only if you type its name. The chat that ran the turn gets its
+-- prompt back in its prompt area.
 local checkpoints = require("pi-ide.features.checkpoints")
 
 local M = {}
 
 local ACTION = { restore = "put back", delete = "delete (created by the turn)" }
 
--- Changed since the turn: the worker says so, or Neovim knows (a write after its end, or a
--- buffer with unsaved edits).
+-- Changed since the turn: the worker says so, or Neovim knows (the user's write since the turn
+-- began, under way or after its end: an open turn has no end yet, and what they wrote is
+-- theirs; or a buffer with unsaved edits).
 local function changed_since(turn, f, folder)
   local wrote = checkpoints.written(f.path)
   local buf = require("pi-ide.core.buffers").find(folder .. "/" .. f.path)
   local unsaved = buf and vim.api.nvim_buf_is_loaded(buf) and vim.bo[buf].modified
-  return f.changed_since or unsaved or (wrote and turn.ended_ms and wrote > turn.ended_ms)
+  return f.changed_since or unsaved or (wrote and wrote >= turn.started_ms)
 end
 
 -- The files to put back: those changed since the turn only when the user types their name.

@@ -60,8 +60,9 @@ end
 --- The view of a review that ended: PiIdeReviewClosed, then the windows go on the next turn of
 --- the loop (it may be ending from inside one of its own autocmds). result: "accepted",
 --- "rejected" or "abandoned"; `blob`: the git blob id of the text accepted (what the file must
---- hold once the agent has written it).
-local function ended(r, result, blob)
+--- hold once the agent has written it); `old_blob`: that of the file its left pane showed (the
+--- all-zeros id: there was none).
+local function ended(r, result, blob, old_blob)
   if r.ended then
     return
   end
@@ -70,7 +71,7 @@ local function ended(r, result, blob)
   -- The inline view goes at once (Neovim may be quitting: the user's winbar must be back).
   require("pi-ide.features.review.inline").close(r)
   log.info("review %s of %s: %s", r.tab_name, r.path, result)
-  review_event("Closed", { tab_name = r.tab_name, path = r.path, result = result, blob = blob })
+  review_event("Closed", { tab_name = r.tab_name, path = r.path, result = result, blob = blob, old_blob = old_blob })
   vim.schedule(function()
     ui.close(r)
     refresh_winbars()
@@ -91,10 +92,13 @@ local function decide(r, accepted, text, note)
     end
     return ended(r, "rejected")
   end
-  local blob = core and core.review_accept(r.req, text, note)
+  local blob, old_blob
+  if core then
+    blob, old_blob = core.review_accept(r.req, text, note)
+  end
   if blob then
     require("pi-ide.features.review.reload").when_written(r.path)
-    return ended(r, "accepted", blob)
+    return ended(r, "accepted", blob, old_blob)
   end
   log.notify(("the agent's call for %s had ended: your accept was not sent"):format(display_name(r.path)), vim.log.levels.WARN)
   ended(r, "abandoned")
