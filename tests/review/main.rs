@@ -9,4 +9,5 @@ mod close_paths;
 mod diff;
 mod hunks;
 mod inline;
+mod links;
 mod what_is_accepted;
