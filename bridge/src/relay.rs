@@ -1,5 +1,6 @@
 //! The connection to a Neovim, made when a call needs one: the record's socket (refused unless
-//! its peer is this user: peer.rs), an `initialize` of our own (carrying the client's name, so Neovim shows it), then the client's calls relayed
+//! its peer is this user: peer.rs), an `initialize` of our own (carrying the client's name, so Neovim shows it, and
+//! our folder, which its relative paths are relative to), then the client's calls relayed
 //! line for line. Answers come back on a thread of their own. When the connection drops (Neovim
 //! quit), the calls still waiting are answered with an error result, and the next call looks
 //! for a Neovim again.
@@ -91,6 +92,7 @@ impl Relay {
         // Before anything is sent: the socket must be this user's.
         crate::peer::check(&stream, &record)?;
         let params = self.init.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_else(default_init);
+        let params = with_folder(params, &cwd);
         let hello = serde_json::json!({"jsonrpc": "2.0", "id": "pi-ide-mcp/initialize", "method": "initialize", "params": params});
         let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
         write_all_line(&mut stream, hello.to_string().as_bytes())
@@ -104,6 +106,21 @@ impl Relay {
         eprintln!("pi-ide-mcp: connected to Neovim (pid {pid}, {})", record.workspace_folders.join(", "));
         Ok(Conn { stream, waiting, alive, pid })
     }
+}
+
+/// The client's `initialize` params with our folder, which the client gave us (it runs us
+/// where it works), in `_meta`: Neovim resolves the client's relative paths against it, as the
+/// client does when it writes (src/mcp/methods.rs: FOLDER_KEY).
+fn with_folder(mut params: Value, cwd: &std::path::Path) -> Value {
+    if !params.is_object() {
+        params = default_init();
+    }
+    let meta = params.as_object_mut().expect("an object").entry("_meta").or_insert_with(|| serde_json::json!({}));
+    if !meta.is_object() {
+        *meta = serde_json::json!({});
+    }
+    meta["pi-ide/cwd"] = cwd.to_string_lossy().into_owned().into();
+    params
 }
 
 fn default_init() -> Value {

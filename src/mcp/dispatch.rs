@@ -163,6 +163,7 @@ async fn initialized(client: u64, shared: &Arc<Shared>, session: &Session) -> Ve
     shared
         .clients
         .mark_initialized(client, name.clone(), version.clone());
+    shared.clients.set_folder(client, session.folder.clone());
     info!(
         "client {client} initialized: {}",
         name.as_deref().unwrap_or("(no name)")

@@ -14,6 +14,10 @@ const KNOWN_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "202
 
 pub const SERVER_NAME: &str = "pi-ide.nvim";
 
+/// The key in `initialize`'s `_meta` that names the client's folder (absolute), against which
+/// its relative paths are resolved (bridge/src/relay.rs sends it).
+pub const FOLDER_KEY: &str = "pi-ide/cwd";
+
 /// What one client told us about itself.
 #[derive(Debug, Clone)]
 pub struct Session {
@@ -21,6 +25,9 @@ pub struct Session {
     pub agent: &'static Agent,
     pub client_name: Option<String>,
     pub client_version: Option<String>,
+    /// The folder the client resolves a relative path against (its `initialize`'s
+    /// [`FOLDER_KEY`]: pi-ide-mcp sends its own, which its client gave it).
+    pub folder: Option<std::path::PathBuf>,
     /// The tools off unless asked for ([`Tool::opt_in`]) that the user turned on.
     pub opted_in: Vec<String>,
 }
@@ -31,6 +38,7 @@ impl Session {
             agent,
             client_name: None,
             client_version: None,
+            folder: None,
             opted_in: Vec::new(),
         }
     }
@@ -104,6 +112,8 @@ fn initialize(session: &mut Session, params: Option<&Value>) -> Value {
         .and_then(|i| i.get("version"))
         .and_then(Value::as_str)
         .map(str::to_owned);
+    let folder = params.and_then(|p| p.get("_meta")?.get(FOLDER_KEY)?.as_str()).map(std::path::PathBuf::from);
+    session.folder = folder.filter(|f| f.is_absolute());
     let asked = params
         .and_then(|p| p.get("protocolVersion"))
         .and_then(Value::as_str);

@@ -24,6 +24,8 @@ struct Client {
     initialized_seq: u64,
     name: Option<String>,
     version: Option<String>,
+    /// The folder its relative paths are resolved against, when it said (mcp/methods.rs).
+    folder: Option<std::path::PathBuf>,
     /// The session's title, when the agent gives one (a tool of the SessionName hook).
     session_name: Option<String>,
     connected_at: SystemTime,
@@ -76,6 +78,7 @@ impl Clients {
             initialized_seq: 0,
             name: None,
             version: None,
+            folder: None,
             session_name: None,
             connected_at: SystemTime::now(),
             last_call: None,
@@ -113,6 +116,18 @@ impl Clients {
             c.name = name;
             c.version = version;
         }
+    }
+
+    /// Notes the folder `client` resolves its relative paths against.
+    pub fn set_folder(&self, client: u64, folder: Option<std::path::PathBuf>) {
+        if let Some(c) = self.map.lock().get_mut(&client) {
+            c.folder = folder;
+        }
+    }
+
+    /// The folder `client` resolves its relative paths against, when it said.
+    pub fn folder_of(&self, client: u64) -> Option<std::path::PathBuf> {
+        self.map.lock().get(&client).and_then(|c| c.folder.clone())
     }
 
     pub fn initialized_count(&self) -> usize {

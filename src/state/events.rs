@@ -146,6 +146,13 @@ pub struct StagedView {
     pub old: OldFile,
     pub new: NewFile,
     pub format_changes: Vec<&'static str>,
+    /// Where the file really is, through every link (support/real.rs), as staging found it:
+    /// what the review judges (outside the workspace?) and what an accept checks the file
+    /// still leads to. None: it could not be told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub real_path: Option<String>,
+    /// The path is not its real target (a link on the way): the review names both.
+    pub linked: bool,
     /// Set when the review cannot be shown: Lua says so, and it is rejected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stage_error: Option<String>,

@@ -1,5 +1,5 @@
 //! What every layer uses: the log file, fail points for tests, the source stamp, waking
-//! Neovim's main loop, resolving paths off the main thread, opening folders of ours so that no
+//! Neovim's main loop, resolving paths off the main thread, where a path really leads, opening folders of ours so that no
 //! other user can slip theirs in (shared with bridge/), a text's git blob id, writing an
 //! accepted text onto the very file a review showed, and over an agent's own write of its proposal.
 
@@ -8,6 +8,7 @@ pub mod blob;
 pub mod failpoint;
 pub mod log;
 pub mod on_disk;
+pub mod real;
 pub mod own_write;
 pub mod resolve;
 pub mod reviewed_write;

@@ -49,12 +49,9 @@ impl Seen {
         if !path.is_absolute() || path.components().any(|c| matches!(c, Component::ParentDir)) {
             return Err(format!("{} is not an absolute path without `..`", path.display()));
         }
-        // A link to the file is followed now, once: the review showed the file it leads to.
-        let real = match std::fs::canonicalize(path) {
-            Ok(real) => real,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => path.to_path_buf(),
-            Err(e) => return Err(format!("cannot look at {}: {e}", path.display())),
-        };
+        // A link to the file is followed now, once: the review showed the file it leads to
+        // (and said where that is: support/real.rs, as its staging does).
+        let real = super::real::target(path).ok_or_else(|| format!("cannot tell where {} leads", path.display()))?;
         let name = real.file_name().ok_or_else(|| format!("{} names no file", path.display()))?.to_owned();
         let (mut folder, mut missing) = (real.parent().unwrap_or(Path::new("/")).to_path_buf(), Vec::new());
         while !folder.exists() {
@@ -114,6 +111,13 @@ impl Seen {
             return Err(changed(self.file.as_ref(), now.as_ref()));
         }
         at::rename(dir, tmp, &name).map_err(|e| e.to_string())
+    }
+
+    /// The file it writes: where the path led when it was looked at.
+    pub fn real(&self) -> PathBuf {
+        let mut real = self.folder.clone();
+        real.extend(&self.missing);
+        real.join(&self.name)
     }
 
     /// Whether the file is still as the review saw it (the agent has not written it yet).
@@ -201,6 +205,7 @@ fn read_whole(dir: &OwnedFd, name: &OsStr, stamp: &Stamp, limit: usize) -> Resul
 fn changed(was: Option<&Stamp>, now: Option<&Stamp>) -> String {
     match (was, now) {
         (Some(_), None) => "it was deleted since the review".into(),
+        (None, Some(n)) if n.kind == at::LINK => "a link appeared there since the review".into(),
         (None, Some(_)) => "a file appeared there since the review".into(),
         (Some(_), Some(n)) if n.kind == at::LINK => "it was replaced by a link since the review".into(),
         (Some(_), Some(n)) if n.kind != at::FILE => "it is no longer a regular file".into(),
@@ -309,6 +314,11 @@ mod tests {
         std::fs::write(&n, "theirs\n").unwrap();
         assert!(seen.write(b"mine\n").unwrap_err().contains("appeared"));
         assert_eq!(std::fs::read_to_string(&n).unwrap(), "theirs\n");
+        let l = d.join("linked.txt");
+        let seen = Seen::look(&l).unwrap();
+        std::os::unix::fs::symlink(&outside, &l).unwrap();
+        assert!(seen.write(b"mine\n").unwrap_err().contains("a link appeared there"));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "secret\n");
         let sub = d.join("sub");
         std::fs::create_dir(&sub).unwrap();
         let seen = Seen::look(&sub.join("f.txt")).unwrap();

@@ -260,6 +260,27 @@ fn open_diff_is_accepted_by_w_and_rejected_by_q() {
     nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
 }
 
+/// A client writes a relative path against its own folder (where it runs pi-ide-mcp), not
+/// Neovim's: the review is of that file, its text on the left, so what FILE_SAVED lets it write
+/// is what was shown; Neovim's file of that name is not touched.
+#[test]
+fn a_relative_new_file_path_is_the_file_in_the_clients_folder_not_in_neovims() {
+    let nvim = Nvim::start();
+    nvim.command("set columns=200").unwrap();
+    let neovims = file_with(&nvim, "rel.txt", "neovim's\n");
+    let client = temp_dir("mcp-client-folder");
+    std::fs::write(client.join("rel.txt"), "client's\n").unwrap();
+    let mut b = Bridge::start(&run_dir(&nvim), &client, &[]);
+    b.initialize("elsewhere");
+    let id = open_review(&nvim, &mut b, "rel.txt", "client's\nmore\n", "rel");
+    let shown = nvim.lua("local r = require('pi-ide.features.review').current() \
+        return { r.path, table.concat(vim.api.nvim_buf_get_lines(r.ui.left_buf, 0, -1, false), '|') }");
+    assert_eq!(shown, json!([client.join("rel.txt").to_string_lossy(), "client's"]));
+    type_keys(&nvim, ":w<CR>");
+    assert_eq!(texts(&b.answer(id)), ["FILE_SAVED", "client's\nmore\n"]);
+    assert_eq!(std::fs::read_to_string(&neovims).unwrap(), "neovim's\n");
+}
+
 #[test]
 fn a_client_that_gives_up_takes_its_review_away_with_a_message() {
     let nvim = Nvim::start();

@@ -603,6 +603,66 @@ fn an_accept_is_refused_when_a_link_or_a_pipe_was_swapped_in_since_the_review() 
     assert!(left.iter().all(|n| !n.to_string_lossy().contains("pi-ide")), "{left:?}");
 }
 
+/// How Neovim names `path` (the winbar's `:~:.`), with its links resolved.
+fn shown_as(rig: &Rig, path: &std::path::Path) -> String {
+    let real = std::fs::canonicalize(path).unwrap();
+    rig.nvim.lua_with("return vim.fn.fnamemodify(..., ':~:.')", vec![real.to_string_lossy().into()]).as_str().unwrap().to_owned()
+}
+
+/// The agent's shell plants a link to a file outside the workspace, then asks to write the
+/// link. The review names where it leads and warns that it is outside, as it warns an outside
+/// path; only then does a typed `:w` write the file it leads to (the link stays a link).
+#[test]
+fn a_write_to_a_link_the_agent_planted_names_where_it_leads_and_warns_it_is_outside_before_the_w() {
+    let rig = rig(&[]);
+    let profile = pi_ide_testkit::nvim::temp_dir("acp-planted").join("profile.sh");
+    std::fs::write(&profile, "export A=1\n").unwrap();
+    rig.open();
+    rig.send(&format!("shell ln -s {} notes.txt", profile.display()));
+    rig.wait_text("shell: done");
+    rig.idle();
+    let notes = rig.nvim.cwd.join("notes.txt");
+    rig.send(&format!("write {} hi", notes.display()));
+    rig.review_on_screen();
+    rig.nvim.wait_for("(require('pi-ide.features.review').current() or {}).stats ~= nil", PATIENCE);
+    let named = format!("notes.txt → {}", shown_as(&rig, &profile));
+    let bar = winbar(&rig.nvim);
+    assert!(bar.contains(&named) && bar.contains("⚠ outside the workspace"), "{bar}");
+    assert!(rig.text().contains(&format!("⚖ review: {named} ⚠ outside the workspace")), "{}", rig.text());
+    assert_eq!(std::fs::read_to_string(&profile).unwrap(), "export A=1\n", "nothing written before the :w");
+    type_keys(&rig.nvim, ":w<CR>");
+    rig.wait_text("write: null");
+    assert_eq!(std::fs::read_to_string(&profile).unwrap(), "hi\n");
+    assert!(std::fs::symlink_metadata(&notes).unwrap().file_type().is_symlink());
+}
+
+/// A link put in the file's place after its review opened (over a plain file, even one with
+/// the same text, or where there was none) refuses the accept: the review says where the link
+/// leads, and the file it leads to is never written.
+#[test]
+fn a_link_that_appeared_since_the_review_opened_refuses_the_accept() {
+    let rig = rig(&[]);
+    let victim = pi_ide_testkit::nvim::temp_dir("acp-appeared").join("victim.txt");
+    std::fs::write(&victim, "same\n").unwrap();
+    let plain = file(&rig, "plain.txt", "same\n");
+    let absent = rig.nvim.cwd.join("absent.txt").display().to_string();
+    rig.open();
+    for (i, (path, name)) in [(&plain, "plain.txt"), (&absent, "absent.txt")].into_iter().enumerate() {
+        rig.send(&format!("write {path} hi"));
+        rig.review_on_screen();
+        rig.nvim.wait_for("(require('pi-ide.features.review').current() or {}).stats ~= nil", PATIENCE);
+        let _ = std::fs::remove_file(path);
+        std::os::unix::fs::symlink(&victim, path).unwrap();
+        type_keys(&rig.nvim, ":w<CR>");
+        let said = format!("{name} changed on disk since this review opened: it is a link to {} now", shown_as(&rig, &victim));
+        rig.nvim.wait_t("has_note", json!([said]), PATIENCE);
+        type_keys(&rig.nvim, ":PiIde reject<CR>");
+        wait_until("the agent told", PATIENCE, || rig.text().matches("write: {\"error\"").count() == i + 1);
+        rig.idle();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "same\n");
+    }
+}
+
 #[test]
 fn a_prompt_sent_from_insert_mode_leaves_it_so_the_review_shows_and_a_waiting_review_says_why() {
     let rig = rig(&[]);

@@ -10,4 +10,5 @@ mod diff;
 mod focus;
 mod hunks;
 mod inline;
+mod links;
 mod what_is_accepted;

@@ -30,11 +30,22 @@ function M.folders()
   return out
 end
 
+local function below(p, dir)
+  return p == dir or p:sub(1, #dir + 1) == (dir:sub(-1) == "/" and dir or dir .. "/")
+end
+
 --- Whether `path` is inside one of the folders (a proposal outside them deserves a second look).
+--- A real path (links resolved, as a review's target is) is inside a folder reached through a
+--- link too.
 function M.contains(path)
   local p = vim.fs.normalize(path)
+  local native = require("pi-ide.core.native").get()
   for _, dir in ipairs(M.folders()) do
-    if p == dir or p:sub(1, #dir + 1) == (dir:sub(-1) == "/" and dir or dir .. "/") then
+    if below(p, dir) then
+      return true
+    end
+    local real = native and native.realpath(dir) -- within a deadline: a hung mount is no folder
+    if real and below(p, real) then
       return true
     end
   end

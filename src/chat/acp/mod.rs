@@ -240,9 +240,10 @@ impl Acp {
                 return Some(refused(&path, &why, Some(&call)));
             }
         };
+        let real = seen.real();
         let asked = Asked::Permission { id, options, call: call_id, path: Some(path), seen: Some(seen), through_us };
         self.state.lock().asked.insert(key.clone(), asked);
-        self.propose(key, &change, Some((&call, !through_us)))
+        self.propose(key, &change, &real, Some((&call, !through_us)))
     }
 
     fn write(self: &Arc<Self>, key: String, id: Value, params: Value) -> Option<Op> {
@@ -267,9 +268,10 @@ impl Acp {
                 return Some(refused(&path, &why, None));
             }
         };
+        let real = seen.real();
         let asked = Asked::Write { id, path: path.clone(), proposed: content.clone(), seen };
         self.state.lock().asked.insert(key.clone(), asked);
-        self.propose(key, &Change::Whole { path, text: content }, None)
+        self.propose(key, &Change::Whole { path, text: content }, &real, None)
     }
 
     /// The agent's `fs/write_text_file` of a change it was allowed to write itself: the very
@@ -330,9 +332,10 @@ impl Acp {
     }
 
     /// Works out the whole file and opens its review; a change that cannot be shown is refused
-    /// at once, and the chat says why. `permission`: the tool call it asks for, and whether the
-    /// agent writes its own proposal; None: our write.
-    fn propose(self: &Arc<Self>, key: String, change: &Change, permission: Option<(&Value, bool)>) -> Option<Op> {
+    /// at once, and the chat says why. `real`: where the file's path leads (the chat's line
+    /// names a link). `permission`: the tool call it asks for, and whether the agent writes its
+    /// own proposal; None: our write.
+    fn propose(self: &Arc<Self>, key: String, change: &Change, real: &Path, permission: Option<(&Value, bool)>) -> Option<Op> {
         let agent_writes = permission.is_some_and(|(_, a)| a);
         let path = change.path().to_owned();
         let served = self.state.lock().served.get(&path).cloned();
@@ -361,7 +364,9 @@ impl Acp {
         let me = self.clone();
         self.reviewer.review(proposal, Box::new(move |verdict| me.decided(&key, verdict)));
         let tool = permission.map(|(call, _)| tool_of(call));
-        Some(Op::Event { kind: Some("review".into()), event: json!({ "path": path, "tool": tool }) })
+        let linked = crate::support::real::leads_elsewhere(Path::new(&path), real);
+        let real = real.to_string_lossy();
+        Some(Op::Event { kind: Some("review".into()), event: json!({ "path": path, "tool": tool, "real_path": real, "linked": linked }) })
     }
 
     /// The user's verdict on question `key` (nothing if it was answered already: cancelled).

@@ -8,6 +8,7 @@
 //! configured); the editor stopping, the bounds, a refused, failed or hung staging
 //! (DIFF_REJECTED, with a notice). The rest is answered by its ways out (flows.rs, leaving.rs).
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,12 +55,20 @@ impl Proposal {
         };
         Proposal { tab: review.get(&args, review.tab).to_owned(), path, old_path, contents }
     }
+
+    /// Its paths made absolute ([`absolute`]; `folder`: the client's). Err: the file's cannot be.
+    fn make_absolute(&mut self, folder: Option<&Path>) -> Result<(), String> {
+        self.path = absolute(&self.path, folder)?;
+        self.old_path = absolute(&self.old_path, folder).unwrap_or_else(|_| self.path.clone());
+        Ok(())
+    }
 }
 
 /// Handles a call of a review tool; returns the answer to send now, if it is answered now.
 pub async fn open(client: u64, id: Id, tool: &'static Tool, args: Value, shared: &Arc<Shared>) -> Option<String> {
     let review = tool.review()?;
     let mut p = Proposal::of(review, args);
+    let named = p.make_absolute(shared.clients.folder_of(client).as_deref());
     let agent = shared.clients.agent_of(client);
     let answer_now = |verdict: Verdict| {
         let outcome = tool.owed(agent.shape(tool, review.answer(&verdict, &p.tab), Some(&p.tab)), Some(&p.tab));
@@ -71,6 +80,10 @@ pub async fn open(client: u64, id: Id, tool: &'static Tool, args: Value, shared:
     }
     if shared.is_stopping() {
         // Arrived while stopping: nothing will show it; no need to stage it.
+        return answer_now(Verdict::Rejected);
+    }
+    if let Err(why) = named {
+        shared.events.notice("review-refused", Level::Warn, format!("{why}: the change was rejected")).await;
         return answer_now(Verdict::Rejected);
     }
     let req = shared.next_id();
@@ -105,6 +118,22 @@ pub async fn open(client: u64, id: Id, tool: &'static Tool, args: Value, shared:
         Err(why) => fail(shared, req, why).await,
     }
     None
+}
+
+/// The file an agent's path names, absolute: a `file://` URI's path, `~` the home folder, a
+/// relative path below the folder the client said it works in (pi-ide-mcp says its own). A
+/// relative path of a client that said none names no file for certain (the agent writes it
+/// against a folder we do not know): Err, why.
+fn absolute(path: &str, folder: Option<&Path>) -> Result<String, String> {
+    let path = crate::protocol::tools::uri_path(path);
+    let home = || std::env::var_os("HOME").map(PathBuf::from);
+    let full = match path.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => home().map(|h| h.join(rest.trim_start_matches('/'))),
+        _ if Path::new(&path).is_absolute() => Some(PathBuf::from(&path)),
+        _ => folder.map(|f| f.join(&path)),
+    };
+    let why = || format!("cannot review a write to {path}: it is a relative path, and the agent did not say what it is relative to");
+    full.map(|f| f.to_string_lossy().into_owned()).ok_or_else(why)
 }
 
 /// Another review took the name of `old`: it is answered as closed by its agent.

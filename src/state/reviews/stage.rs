@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use super::files::{write_private, StagedFiles};
 use crate::support::on_disk::{self, OnDisk as Old};
+use crate::support::real;
 use crate::state::events::{NewFile, OldFile, StagedView};
 use super::stats::endings;
 
@@ -38,8 +39,18 @@ pub fn stage(path: &str, contents: String, file: PathBuf, limit: usize) -> Stage
     crate::support::failpoint::slow_stage();
     match on_disk::read(path, limit) {
         Old::Refused(why) => refused(format!("cannot review a write to {path}: {why}")),
-        old => finish(file, contents, old),
+        old => with_target(finish(file, contents, old), path),
     }
+}
+
+/// The review says where `path` really leads: every agent's review gets it here, once.
+fn with_target(mut staged: Staged, path: &str) -> Staged {
+    let path = std::path::Path::new(path);
+    if let Some(real) = real::target(path) {
+        staged.view.linked = real::leads_elsewhere(path, &real);
+        staged.view.real_path = Some(real.to_string_lossy().into_owned());
+    }
+    staged
 }
 
 fn refused(why: String) -> Staged {
@@ -202,6 +213,20 @@ mod tests {
         std::fs::write(&new, b"\xe9t\xe9\n").unwrap();
         let s = stage(&new.to_string_lossy(), "x\n".into(), dir.join("3.proposal"), 1 << 20);
         assert_eq!(view(&s)["old"]["utf8"], false);
+        drop(s);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_link_is_staged_with_where_it_leads_and_a_plain_file_is_not_linked() {
+        let dir = std::fs::canonicalize(crate::scratch_dir("stage-link")).unwrap();
+        std::fs::write(dir.join("profile.sh"), "export A=1\n").unwrap();
+        std::os::unix::fs::symlink(dir.join("profile.sh"), dir.join("notes.txt")).unwrap();
+        let s = stage(&dir.join("notes.txt").to_string_lossy(), "x\n".into(), dir.join("1.proposal"), 1 << 20);
+        assert_eq!(s.old, b"export A=1\n", "the file it leads to is what is shown");
+        assert_eq!((view(&s)["real_path"].as_str(), view(&s)["linked"].as_bool()), (Some(&*dir.join("profile.sh").to_string_lossy()), Some(true)));
+        let s = stage(&dir.join("profile.sh").to_string_lossy(), "x\n".into(), dir.join("2.proposal"), 1 << 20);
+        assert_eq!(view(&s)["linked"], false);
         drop(s);
         std::fs::remove_dir_all(&dir).unwrap();
     }

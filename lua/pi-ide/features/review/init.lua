@@ -177,6 +177,10 @@ function M.open(ev)
     old = ev.old,
     new = ev.new,
     format_changes = ev.format_changes,
+    -- Where the file really is, through its links, as the core staged it: what the review judges
+    -- (outside the workspace?) and what an accept checks it still leads to (stale.lua).
+    real_path = ev.real_path,
+    linked = ev.linked,
     new_file = not ev.old.exists,
     old_error = ev.old.error,
     user_edits = user_buf ~= nil and vim.api.nvim_buf_is_loaded(user_buf) and vim.bo[user_buf].modified,

@@ -18,12 +18,24 @@ function M.note(r)
   r.disk_stamp = stamp(r.path)
 end
 
+-- Where the path leads now when it is a link: its target, or what it names (dangling).
+local function link_now(path)
+  local st = vim.uv.fs_lstat(path)
+  return st and st.type == "link" and (vim.uv.fs_realpath(path) or vim.uv.fs_readlink(path)) or nil
+end
+
 -- The file is no longer the text the review shows (nil: cannot tell; its text was unreadable).
+-- A link put there since (where there was none, or a plain file, or one leading elsewhere) is
+-- a change even when it leads to the same text: a write would land in another file than the
+-- one the review judged (r.real_path, the core's).
 local function changed(r)
+  r.link_now = link_now(r.path)
   if r.old_error then
     return nil
   elseif not r.old.exists then
     return vim.uv.fs_lstat(r.path) ~= nil
+  elseif r.real_path and vim.uv.fs_realpath(r.path) ~= r.real_path then
+    return true
   end
   local native = require("pi-ide.core.native").get()
   local blob, size = r.stats and r.stats.old_blob, r.stats and r.stats.old_size
@@ -51,9 +63,14 @@ function M.look(r)
 end
 
 function M.message(r)
-  return ("%s changed on disk since this review opened: accepting would put back what it no longer has; :PiIde reject (or :q!) rejects the review, and the agent can ask again"):format(
-    vim.fn.fnamemodify(r.path, ":~:.")
-  )
+  local name = vim.fn.fnamemodify(r.path, ":~:.")
+  if r.link_now and r.link_now ~= r.real_path then
+    return ("%s changed on disk since this review opened: it is a link to %s now, and a write would land there; :PiIde reject (or :q!) rejects the review, and the agent can ask again"):format(
+      name,
+      vim.fn.fnamemodify(r.link_now, ":~:.")
+    )
+  end
+  return ("%s changed on disk since this review opened: accepting would put back what it no longer has; :PiIde reject (or :q!) rejects the review, and the agent can ask again"):format(name)
 end
 
 --- An accept of review `r` is refused when its file changed on disk: said, and true.

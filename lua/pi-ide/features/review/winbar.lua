@@ -1,7 +1,7 @@
 -- The review's winbars: on the proposal, the file, what changed, where this review stands among
 -- the open ones and the keys; on the left, the file as it is on disk. Everything the two panes
 -- cannot show (a whole file's line breaks changing, the final newline, the byte order mark, a
--- write to another path than the agent named as the old file) is said here.
+-- write to another path than the agent named as the old file, where a link leads) is said here.
 local config = require("pi-ide.core.config")
 
 local M = {}
@@ -17,6 +17,23 @@ end
 
 function M.display_name(path)
   return vim.fn.fnamemodify(path, ":~:.")
+end
+
+--- The file's name as a review says it: with where it really leads when a link is on the way
+--- (the core's `real_path` and `linked`), "notes.txt → ~/dotfiles/profile.sh".
+function M.target_name(path, real_path, linked)
+  local name = M.display_name(path)
+  return (linked and real_path) and (name .. " → " .. M.display_name(real_path)) or name
+end
+
+--- Whether the file a write to `path` lands in (its real target, when the core told it) is
+--- outside the workspace.
+function M.outside(path, real_path)
+  return not require("pi-ide.core.workspace").contains(real_path or path)
+end
+
+local function name_of(r)
+  return M.target_name(r.path, r.real_path, r.linked)
 end
 
 -- The key hints that fit whole after `head` in the window, in their order (a hint cut to "<t"
@@ -69,7 +86,7 @@ local function add_warnings(parts, r, i, n)
     table.insert(parts, "⚠ " .. change)
   end
   if r.outside == nil then
-    r.outside = not require("pi-ide.core.workspace").contains(r.path)
+    r.outside = M.outside(r.path, r.real_path)
   end
   if r.outside then
     table.insert(parts, "⚠ outside the workspace")
@@ -84,7 +101,7 @@ end
 
 local function right_bar(r, i, n)
   local keys = config.values.review.keys
-  local parts = { M.display_name(r.path) }
+  local parts = { name_of(r) }
   local counts = counts_of(r)
   vim.list_extend(parts, counts)
   add_warnings(parts, r, i, n)
@@ -109,7 +126,7 @@ local function right_bar(r, i, n)
     -- ":w accept" keeps its room.
     parts[writer_at] = "agent+you"
     parts = vim.list_slice(parts, #counts + 2)
-    table.insert(parts, 1, M.display_name(r.path))
+    table.insert(parts, 1, name_of(r))
     head = " " .. table.concat(parts, "  ·  ")
   end
   local shown = fit_hints(win, head, hints)
@@ -119,7 +136,7 @@ end
 
 local function left_bar(r)
   local state = r.old_error and ("⚠ cannot read: " .. r.old_error) or r.new_file and "new file" or "on disk"
-  local name = M.display_name(r.path)
+  local name = name_of(r)
   local text = name .. "  ·  " .. state
   if r.old_path ~= r.path then
     -- The agent named another file as the old one; what is written, and shown here, is this.
@@ -151,7 +168,7 @@ local function inline_bar(r, i, n)
   local win = r.ui.inline.win
   local room = vim.api.nvim_win_get_width(win)
   local function text()
-    local parts = { M.display_name(r.path) }
+    local parts = { name_of(r) }
     vim.list_extend(parts, counts)
     add_warnings(parts, r, i, n)
     return " " .. table.concat(parts, "  ·  ") .. "  ·  " .. table.concat(hints, "  ")
@@ -166,7 +183,7 @@ local function inline_bar(r, i, n)
   if vim.fn.strdisplaywidth(text()) > room then
     table.remove(hints)
   end
-  return keep_name(win, escape(text()), text(), M.display_name(r.path))
+  return keep_name(win, escape(text()), text(), name_of(r))
 end
 
 --- Sets the winbars of every review on screen; `reviews` in their order.

@@ -141,7 +141,11 @@ local events = {
     local typing = require("pi-ide.core.typing")
     -- A review opens only once the user is out of Insert, Visual or Command-line mode.
     local waits = typing.busy_mode() and (", waiting until you leave %s mode"):format(typing.mode_name()) or ""
-    chat.view.lines({ ("⚖ review: %s (:w accepts, :q rejects%s)"):format(vim.fn.fnamemodify(tostring(ev.path), ":~:."), waits) })
+    -- Named as its review's winbar names it: where a link leads, and a file outside the workspace.
+    local winbar = require("pi-ide.features.review.winbar")
+    local path, real = tostring(ev.path), type(ev.real_path) == "string" and ev.real_path or nil
+    local outside = winbar.outside(path, real) and " ⚠ outside the workspace" or ""
+    chat.view.lines({ ("⚖ review: %s%s (:w accepts, :q rejects%s)"):format(winbar.target_name(path, real, ev.linked == true), outside, waits) })
     notify_if_hidden(chat, "proposes a change: its review is open")
   end,
   -- What the agent wrote after an allow, read back: the text the user accepted (`rewritten`:
