@@ -276,7 +276,7 @@ fn a_relative_new_file_path_is_the_file_in_the_clients_folder_not_in_neovims() {
     let shown = nvim.lua("local r = require('pi-ide.features.review').current() \
         return { r.path, table.concat(vim.api.nvim_buf_get_lines(r.ui.left_buf, 0, -1, false), '|') }");
     assert_eq!(shown, json!([client.join("rel.txt").to_string_lossy(), "client's"]));
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(texts(&b.answer(id)), ["FILE_SAVED", "client's\nmore\n"]);
     assert_eq!(std::fs::read_to_string(&neovims).unwrap(), "neovim's\n");
 }

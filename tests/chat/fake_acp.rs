@@ -630,7 +630,7 @@ fn a_write_to_a_link_the_agent_planted_names_where_it_leads_and_warns_it_is_outs
     assert!(bar.contains(&named) && bar.contains("⚠ outside the workspace"), "{bar}");
     assert!(rig.text().contains(&format!("⚖ review: {named} ⚠ outside the workspace")), "{}", rig.text());
     assert_eq!(std::fs::read_to_string(&profile).unwrap(), "export A=1\n", "nothing written before the :w");
-    type_keys(&rig.nvim, ":w<CR>");
+    type_accept(&rig.nvim, ":w<CR>");
     rig.wait_text("write: null");
     assert_eq!(std::fs::read_to_string(&profile).unwrap(), "hi\n");
     assert!(std::fs::symlink_metadata(&notes).unwrap().file_type().is_symlink());
@@ -653,7 +653,7 @@ fn a_link_that_appeared_since_the_review_opened_refuses_the_accept() {
         rig.nvim.wait_for("(require('pi-ide.features.review').current() or {}).stats ~= nil", PATIENCE);
         let _ = std::fs::remove_file(path);
         std::os::unix::fs::symlink(&victim, path).unwrap();
-        type_keys(&rig.nvim, ":w<CR>");
+        type_accept(&rig.nvim, ":w<CR>");
         let said = format!("{name} changed on disk since this review opened: it is a link to {} now", shown_as(&rig, &victim));
         rig.nvim.wait_t("has_note", json!([said]), PATIENCE);
         type_keys(&rig.nvim, ":PiIde reject<CR>");

@@ -158,7 +158,7 @@ fn a_write_between_two_chat_turns_is_said_at_the_next_turns_start_and_listed_as_
     // mine.txt in Neovim: only the job's write is no one's.
     std::fs::write(dir.join("bg.txt"), "from the background\n").unwrap();
     nvim.command("wincmd p | edit mine.txt").unwrap();
-    type_keys(&nvim, "ccedited<Esc>:w<CR>");
+    type_accept(&nvim, "ccedited<Esc>:w<CR>");
     nvim.wait_for("not vim.bo.modified", PATIENCE);
     turn(&nvim, "stream 3", 2);
     let status = nvim.lua("return require('pi-ide').status()");

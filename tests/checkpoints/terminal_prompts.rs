@@ -95,7 +95,7 @@ fn a_file_the_user_wrote_while_a_terminal_turn_is_under_way_is_put_back_only_whe
     // While its turn is under way, the user edits mine.txt in Neovim and writes it.
     type_keys(&nvim, "<C-\\><C-n>");
     nvim.command("wincmd p | edit mine.txt").unwrap();
-    type_keys(&nvim, "ccedited<Esc>:w<CR>");
+    type_accept(&nvim, "ccedited<Esc>:w<CR>");
     nvim.wait_for("not vim.bo.modified", PATIENCE);
     std::fs::write(nvim.lua("return vim.env.GO").as_str().unwrap(), "").unwrap();
     let a = nvim.cwd.join("a.txt");

@@ -39,7 +39,7 @@ fn an_opendiff_of_a_link_names_where_it_leads_and_warns_when_that_is_outside() {
     }
     assert!(winbar(&nvim).contains("+1 −0") && winbar(&nvim).contains("⚠ outside the workspace"), "{}", winbar(&nvim));
     // As for an outside path: the warning is on screen, and :w accepts (the agent writes it).
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "n1"), ["FILE_SAVED", "export A=1\nhi\n"]);
     nvim.wait_for("#require('pi-ide.features.review').list() == 0", PATIENCE);
     // A link within the workspace is named, and not warned.
@@ -64,7 +64,7 @@ fn an_opendiff_whose_file_became_a_link_since_it_opened_is_refused_even_to_the_s
     hunks_counted(&nvim);
     std::fs::remove_file(&plain).unwrap();
     std::os::unix::fs::symlink(&victim, &plain).unwrap();
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     let said = format!("plain.txt changed on disk since this review opened: it is a link to {} now", shown_as(&nvim, &victim));
     nvim.wait_t("has_note", json!([said]), PATIENCE);
     assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(1), "the review stays open");
@@ -75,7 +75,7 @@ fn an_opendiff_whose_file_became_a_link_since_it_opened_is_refused_even_to_the_s
     open_review(&nvim, &mut p, "l2", &new, "fresh\n", "new", 1);
     hunks_counted(&nvim);
     std::os::unix::fs::symlink(&victim, &new).unwrap();
-    type_keys(&nvim, ":w<CR>");
+    type_accept(&nvim, ":w<CR>");
     nvim.wait_t("has_note", json!(["new.txt changed on disk since this review opened: it is a link to"]), PATIENCE);
     type_keys(&nvim, ":PiIde reject<CR>");
     assert_eq!(review_answer(&mut p, "l2")[0], "DIFF_REJECTED");
