@@ -157,3 +157,24 @@ fn the_review_highlights_survive_a_change_of_colorscheme() {
     assert_eq!(link("PiIdeInlineRemoved"), json!("DiffDelete"));
     assert_eq!(link("PiIdeInlineAdded"), json!("DiffAdd"));
 }
+
+#[test]
+fn a_review_sent_again_under_its_name_keeps_the_decisions_on_hunks_that_did_not_change() {
+    let nvim = Nvim::start();
+    nvim.record_notify();
+    let path = file_with(&nvim, "again.txt", FILE);
+    let mut p = nvim.peer();
+    open_review(&nvim, &mut p, "1", &path, PROPOSAL, "pi-edit:again", 1);
+    hunks_counted(&nvim);
+    // Hunks 2 and 3 rejected; then the agent sends its review of that name again, hunk 1 and
+    // 2 unchanged, hunk 3 another change.
+    type_keys(&nvim, "4G:PiIde hunk reject<CR>7G:PiIde hunk reject<CR>");
+    p.send_json(&open_diff_call("2", &path, "A\nb\nc\nD\ne\nf\nNEW\n", "pi-edit:again")).unwrap();
+    assert_eq!(review_answer(&mut p, "1")[0], "DIFF_REJECTED", "the first is taken over");
+    nvim.wait_t("has_note", json!(["again.txt sent again: 1 of your hunk decisions kept, 1 on hunks that changed: decide them again"]), PATIENCE);
+    go_to_review(&nvim);
+    hunks_counted(&nvim);
+    assert_eq!(marks(&nvim), json!([[4, "✗ rejected"]]));
+    type_accept(&nvim, ":w<CR>");
+    assert_eq!(review_answer(&mut p, "2"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\nNEW\n".to_string()]);
+}

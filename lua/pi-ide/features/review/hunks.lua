@@ -87,6 +87,8 @@ function M.track(r, left, right)
   end
   r.hunks = { list = list, buf = right, decided = false }
   require("pi-ide.features.review.overlap").mark(r, left, right)
+  -- A review of the same name taken over: the user's decisions on unchanged hunks come along.
+  require("pi-ide.features.review.carry").apply(r)
 end
 
 -- Rows [first, last) hunk `h` covers in the proposal now.
@@ -187,6 +189,26 @@ function M.set(r, h, to)
     set_eol(hunks.buf, h.eol[to == "rejected" and "file" or "proposal"])
   end
   return nil
+end
+
+--- The proposal's lines where hunk `h` is now.
+function M.lines(hunks, h)
+  local first, last = span(hunks, h)
+  return vim.api.nvim_buf_get_lines(hunks.buf, first, last, false)
+end
+
+--- Puts `lines` (the user's own, carried from a review taken over: carry.lua) where hunk `h`
+--- is. False when the user typed there already (never overwritten).
+function M.replace(r, h, lines)
+  local hunks = r.hunks
+  if lines_state(hunks, h) ~= "kept" then
+    return false
+  end
+  local first, last = span(hunks, h)
+  vim.api.nvim_buf_set_lines(hunks.buf, first, last, false, lines)
+  place(hunks.buf, h, first, #lines)
+  hunks.decided = true
+  return true
 end
 
 -- The final newline follows the lines of the hunk that ends the file (an undo brings its lines

@@ -189,6 +189,7 @@ function M.open(ev)
   }
   views[r.req] = r
   table.insert(order, r.req)
+  require("pi-ide.features.review.carry").take(r)
   require("pi-ide.features.review.stale").note(r)
   require("pi-ide.features.review.show").when_ready(r, M)
 end
@@ -223,6 +224,9 @@ function M.ended_by_core(ev)
         and ("the review of %s was rejected: %s"):format(display_name(r.path), ev.reason)
       or ("the agent disconnected; the review of %s was closed"):format(display_name(r.path))
     log.notify(msg, vim.log.levels.WARN)
+  elseif ev.result == "rejected" then
+    -- Ended by its agent, maybe to send it again: what the user decided there is held.
+    require("pi-ide.features.review.carry").hold(r)
   end
   ended(r, ev.result)
 end

@@ -1,0 +1,87 @@
+-- An agent that sends a review of the same name again (its client's tab name) takes the place
+-- of the one on screen: the core ends the old one, then opens the new. What the user decided
+-- there must not vanish silently, nor must `:w` then accept a hunk they had rejected: each
+-- hunk of the new proposal that is the same change as one they had rejected or edited (the
+-- same file lines, the same proposed lines) gets that decision again, and one line says how
+-- many were kept and how many hunks changed.
+local hunks = require("pi-ide.features.review.hunks")
+
+local M = {}
+
+-- The decisions of a review that was taken over, by its client and name, until the next
+-- review of that name opens: { path, list = { { file, proposal, state, lines } } }.
+local held = {}
+
+local function key(client, tab_name)
+  return tostring(client) .. "\0" .. tostring(tab_name)
+end
+
+--- Review `r` was ended by the core (not by the user): its hunk decisions are held for a
+--- review of the same name that may follow at once.
+function M.hold(r)
+  local h = r.hunks
+  if not (h and h.decided and vim.api.nvim_buf_is_valid(h.buf)) then
+    return
+  end
+  local list = {}
+  for _, hunk in ipairs(h.list) do
+    local state = hunks.state(h, hunk)
+    if state ~= "kept" then
+      table.insert(list, { file = hunk.file, proposal = hunk.proposal, state = state, lines = hunks.lines(h, hunk) })
+    end
+  end
+  if #list > 0 then
+    held[key(r.client, r.tab_name)] = { path = r.path, list = list }
+  end
+end
+
+--- Review `r` opens: it takes the decisions held for its name, if any (the file must be the
+--- same one).
+function M.take(r)
+  local k = key(r.client, r.tab_name)
+  local was = held[k]
+  held[k] = nil
+  if was and was.path == r.path then
+    r.carried = was.list
+  end
+end
+
+local function same_change(a, b)
+  return vim.deep_equal(a.file, b.file) and vim.deep_equal(a.proposal, b.proposal)
+end
+
+-- Puts decision `d` on hunk `h` of review `r`: true when it could.
+local function apply(r, h, d)
+  if d.state == "rejected" then
+    return hunks.set(r, h, "rejected") == nil
+  end
+  return hunks.replace(r, h, d.lines)
+end
+
+--- Review `r`'s hunks are counted: the decisions it carried go on the hunks that did not
+--- change, and the user is told (one line: never a hit-enter prompt).
+function M.apply(r)
+  local carried = r.carried
+  r.carried = nil
+  if not (carried and r.hunks) then
+    return
+  end
+  local kept = 0
+  for _, d in ipairs(carried) do
+    for _, h in ipairs(r.hunks.list) do
+      if same_change(d, h) and apply(r, h, d) then
+        kept = kept + 1
+        break
+      end
+    end
+  end
+  hunks.show(r)
+  local lost = #carried - kept
+  local msg = ("pi-ide.nvim: %s sent again: %d of your hunk decisions kept"):format(vim.fn.fnamemodify(r.path, ":t"), kept)
+  if lost > 0 then
+    msg = msg .. (", %d on hunks that changed: decide them again"):format(lost)
+  end
+  vim.notify(msg, lost > 0 and vim.log.levels.WARN or vim.log.levels.INFO)
+end
+
+return M
