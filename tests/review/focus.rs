@@ -38,7 +38,7 @@ fn a_review_ready_as_the_user_leaves_insert_mode_leaves_their_w_to_their_file() 
             "pause {pause_ms} ms"
         );
         assert!(nvim.lua("return require('pi-ide').status()").as_str().unwrap().contains("1 to review (:PiIde review)"));
-        let said = nvim.notes().into_iter().find(|n| n.contains("in tab 2 (you were typing): :PiIde review goes to it"));
+        let said = nvim.notes().into_iter().find(|n| n.contains("waits in tab 2: :PiIde review"));
         assert!(said.is_some(), "pause {pause_ms} ms: {:?}", nvim.notes());
         // Unanswered: they go to it; their save changed the file it shows, so it can no longer be
         // accepted, and the first answer the agent gets is the rejection they give it.

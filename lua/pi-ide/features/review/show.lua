@@ -141,7 +141,7 @@ local function stay(r, tab, win)
     vim.api.nvim_set_current_win(win)
   end
   local where = r.ui.tab and ("in tab %d"):format(vim.api.nvim_tabpage_get_number(r.ui.tab)) or "beside"
-  local msg = "pi-ide.nvim: review of %s " .. where .. " (you were typing): :PiIde review goes to it"
+  local msg = "pi-ide.nvim: review of %s waits " .. where .. ": :PiIde review"
   local name = require("pi-ide.features.review.winbar").display_name(r.path)
   if vim.fn.strdisplaywidth(msg:format(name)) >= vim.v.echospace then
     name = vim.fn.fnamemodify(r.path, ":t")

@@ -62,22 +62,35 @@ function M.look(r)
   return r.disk_changed
 end
 
+--- Why review `r` cannot be accepted, and what to do: the words that matter first (a narrow
+--- notifier shows only its start; the log has it all).
 function M.message(r)
   local name = vim.fn.fnamemodify(r.path, ":~:.")
   if r.link_now and r.link_now ~= r.real_path then
-    return ("%s changed on disk since this review opened: it is a link to %s now, and a write would land there; :PiIde reject (or :q!) rejects the review, and the agent can ask again"):format(
+    return ("%s changed on disk since this review opened: it is a link to %s now; :q rejects it"):format(
       name,
       vim.fn.fnamemodify(r.link_now, ":~:.")
     )
   end
-  return ("%s changed on disk since this review opened: accepting would put back what it no longer has; :PiIde reject (or :q!) rejects the review, and the agent can ask again"):format(name)
+  return ("%s changed on disk since this review opened: :q rejects it"):format(name)
 end
 
---- An accept of review `r` is refused when its file changed on disk: said, and true.
+-- Why, for the log: what an accept would do.
+local function why(r)
+  if r.link_now and r.link_now ~= r.real_path then
+    return "a write would land in the file it leads to"
+  end
+  return "accepting would put back what it no longer has; the agent can ask again"
+end
+
+--- An accept of review `r` is refused when its file changed on disk: said, and true. On one
+--- line on screen (a longer one stops the user at "Press ENTER", as right after their own :w).
 function M.refuses(r)
   r.disk_changed = r.disk_changed or changed(r)
   if r.disk_changed then
-    require("pi-ide.core.log").notify(M.message(r), vim.log.levels.ERROR)
+    local log = require("pi-ide.core.log")
+    log.info("%s (%s)", M.message(r), why(r))
+    vim.notify("pi-ide.nvim: " .. M.message(r), vim.log.levels.ERROR, { title = "pi-ide.nvim" })
   end
   return r.disk_changed
 end
