@@ -131,6 +131,18 @@ local function right_diff(r, view)
   view.shown(r)
 end
 
+-- "review of {file} {what}", on one line (a longer one would stop the user at "Press ENTER"
+-- and eat their next key): the file's name alone when its path is too long.
+local function say(r, what)
+  local msg = "pi-ide.nvim: review of %s " .. what
+  local name = require("pi-ide.features.review.winbar").display_name(r.path)
+  if vim.fn.strdisplaywidth(msg:format(name)) >= vim.v.echospace then
+    name = vim.fn.fnamemodify(r.path, ":t")
+  end
+  log.info(msg, name)
+  vim.notify(msg:format(name), vim.log.levels.INFO)
+end
+
 -- A review that opens without the focus leaves the user where they are (`tab`, `win`), and
 -- says in one line where it is.
 local function stay(r, tab, win)
@@ -141,13 +153,7 @@ local function stay(r, tab, win)
     vim.api.nvim_set_current_win(win)
   end
   local where = r.ui.tab and ("in tab %d"):format(vim.api.nvim_tabpage_get_number(r.ui.tab)) or "beside"
-  local msg = "pi-ide.nvim: review of %s waits " .. where .. ": :PiIde review"
-  local name = require("pi-ide.features.review.winbar").display_name(r.path)
-  if vim.fn.strdisplaywidth(msg:format(name)) >= vim.v.echospace then
-    name = vim.fn.fnamemodify(r.path, ":t")
-  end
-  log.info(msg, name)
-  vim.notify(msg:format(name), vim.log.levels.INFO)
+  say(r, "waits " .. where .. ": :PiIde review")
 end
 
 local function open_windows(r, built, view)
@@ -215,16 +221,9 @@ end
 
 local run
 
--- Why review `r` is not shown inline, on one line (a longer one would stop the user at "Press
--- ENTER" and eat their next key): the file's name alone when its path is too long.
+-- Why review `r` is not shown inline, on one line.
 local function say_panes(r, why)
-  local msg = "pi-ide.nvim: review of %s in two panes: " .. why
-  local name = require("pi-ide.features.review.winbar").display_name(r.path)
-  if vim.fn.strdisplaywidth(msg:format(name)) >= vim.v.echospace then
-    name = vim.fn.fnamemodify(r.path, ":t")
-  end
-  log.info(msg, name)
-  vim.notify(msg:format(name), vim.log.levels.INFO)
+  say(r, "in two panes: " .. why)
 end
 
 -- Review `r` goes to two panes, said why (`why`), once the user is ready (said then: a
