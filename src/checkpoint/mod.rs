@@ -130,6 +130,13 @@ impl Checkpoints {
         }
     }
 
+    /// A snapshot for no turn: the shadow's index made or refreshed ahead, so that the next
+    /// one (a prompt's, which holds its Enter until it is taken) hashes only what changed.
+    pub fn warm(&self) -> Result<(), String> {
+        let held = self.hold()?;
+        self.snapshot(&held).map(|_| ())
+    }
+
     pub fn turns(&self) -> Result<Vec<Turn>, String> {
         self.log.read()
     }

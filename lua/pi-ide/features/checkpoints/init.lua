@@ -18,6 +18,7 @@ local state = {
   written = {}, -- rel path -> ms: the user's writes in Neovim
   told = {}, -- reason -> true: a skipped checkpoint's reason, said once
   prompted_at = nil, -- vim.uv.now() of the last prompt typed in an agent's terminal that began a turn
+  jobs = {}, -- agent -> the job of the checkpoint being taken for its turn
 }
 
 -- How long a turn waits for its checkpoint before it starts anyway.
@@ -56,6 +57,7 @@ local function drain()
 end
 
 --- Runs `job` (`{ op = ..., ... }`) on the worker; `cb(ok, value_or_error)` on the main loop.
+--- Its number (native.checkpoint_wait).
 function M.run(job, cb)
   local native = require("pi-ide.core.native").load()
   if not native then
@@ -79,7 +81,9 @@ function M.run(job, cb)
   job.folder, job.state = job.folder or M.folder(), vim.fn.stdpath("state") .. "/pi-ide"
   job.max_files, job.max_file_bytes, job.max_new_bytes = c.max_files, c.max_file_mb * 1024 * 1024, c.max_new_mb * 1024 * 1024
   job.keep_turns = c.keep_turns
-  state.waiting[native.checkpoint_job(job)] = cb
+  local id = native.checkpoint_job(job)
+  state.waiting[id] = cb
+  return id
 end
 
 local function plural(n, word)
@@ -130,21 +134,22 @@ end
 
 --- Starts a turn of `agent` (its prompt, if known) and calls `after()` once the workspace is
 --- recorded — or at once when checkpoints are off. Calls made while a checkpoint is being taken
---- run after it, in order. `working`: a chat's, which says whether its turn is still under way
+--- run after it, in order. Answers the checkpoint's job while one is being taken. `working`: a chat's, which says whether its turn is still under way
 --- (its end ends it; an agent's requests meanwhile start no turn of their own).
 function M.before_turn(agent, prompt, after, working, closing)
   if not cfg().enabled then
     return after()
   end
   if state.starting[agent] then
-    return table.insert(state.starting[agent], after)
+    table.insert(state.starting[agent], after)
+    return state.jobs[agent]
   end
   state.starting[agent] = { after }
   local folder = M.folder()
   -- Whichever comes first: the checkpoint, or PATIENCE_MS (a hung disk must not hold the turn).
   local function go()
     local waiting = state.starting[agent] or {}
-    state.starting[agent] = nil
+    state.starting[agent], state.jobs[agent] = nil, nil
     for _, f in ipairs(waiting) do
       f()
     end
@@ -174,10 +179,12 @@ function M.before_turn(agent, prompt, after, working, closing)
   -- Whatever fails here, the turn must not be held: its prompt waits in `starting`. The turn
   -- still open (an agent's in a terminal) ends with this checkpoint: what the user saw of it goes.
   local job = reviewed_fields({ op = "begin", agent = agent, prompt = prompt, folder = folder }, closing or state.open)
-  local queued, err = pcall(M.run, job, began)
+  local queued, id = pcall(M.run, job, began)
   if not queued then
-    began(false, err)
+    return began(false, id)
   end
+  state.jobs[agent] = state.starting[agent] and id or nil
+  return state.jobs[agent]
 end
 
 --- Ends `agent`'s turn: `done(turn)` with what it changed (nil when no turn was under way).
@@ -226,19 +233,33 @@ function M.activity(agent)
   end
   local closing = state.open
   state.open = nil
-  M.before_turn(agent, nil, function() end, nil, closing)
+  return M.before_turn(agent, nil, function() end, nil, closing)
 end
 
 --- The user sent a prompt to `agent` in its terminal (Enter there: terminal/prompts.lua): its
 --- turn begins, ending the one under way. An agent may write without asking Neovim anything (its
 --- own edits, after an "always" answer): its turn then still has a checkpoint. Not within
 --- `idle_ms` of the last turn's start (an answer to the agent's question is no new prompt).
+--- Answers the job of the turn's checkpoint, while it is being taken.
 function M.prompt_sent(agent)
   if not cfg().enabled or recently(state.prompted_at) or recently(state.open and state.open.began) then
     return
   end
-  M.activity(agent)
+  local job = M.activity(agent)
   state.prompted_at = vim.uv.now()
+  return job
+end
+
+--- An agent's terminal opened: the folder's snapshot is taken ahead, so that the first prompt's
+--- checkpoint hashes only what changed since (its Enter waits for it: terminal/prompts.lua).
+function M.warm()
+  if cfg().enabled then
+    M.run({ op = "warm" }, function(ok, err)
+      if not ok then
+        log.warn("checkpoint taken ahead: %s", tostring(err))
+      end
+    end)
+  end
 end
 
 --- :PiIde checkpoint: one now, by the user.
