@@ -246,7 +246,8 @@ fn object(plain: Json, more: Vec<(&str, Out)>) -> Out {
 
 /// A turn as Lua reads it (its trees and fingerprints stay here).
 fn turn_out(t: &Turn) -> Out {
-    let plain = json!({"n": t.n, "agent": t.agent, "prompt": t.prompt, "started_ms": t.started_ms, "ended_ms": t.ended_ms, "undone": t.undone});
+    let plain = json!({"n": t.n, "agent": t.agent, "prompt": t.prompt, "started_ms": t.started_ms, "ended_ms": t.ended_ms, "undone": t.undone,
+                       "ignored_changed": t.ignored_changed});
     let names = [("changed", &t.changed), ("unreviewed", &t.unreviewed), ("other_text", &t.other_text), ("skipped", &t.skipped), ("guarded", &t.guarded)];
     object(plain, names.into_iter().map(|(k, v)| (k, Out::Names(v.clone()))).collect())
 }

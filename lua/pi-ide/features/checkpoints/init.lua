@@ -91,16 +91,22 @@ local function plural(n, word)
 end
 
 --- "⚠ 2 files changed without review: :PiIde changes" for turn `t`, or nil. Files that run
---- code or hold secrets (.git/config, hooks, .env) count, and are said apart: no undo puts
---- them back; so are files written with other text than the user accepted.
+--- code or hold secrets (.git/config, hooks, .env, an ignored .envrc) count, and are said
+--- apart: no undo puts them back; so are files written with other text than the user accepted,
+--- and the other ignored files it changed (node_modules/), which are only counted.
 function M.warning_of(t)
-  local guarded, other = #(t.guarded or {}), #(t.other_text or {})
+  local guarded, other, ignored = #(t.guarded or {}), #(t.other_text or {}), t.ignored_changed or 0
   local n = #(t.unreviewed or {}) + guarded
-  if n > 0 and not t.undone then
-    local apart = guarded > 0 and (" (%d not undoable: %s)"):format(guarded, table.concat(t.guarded, ", ")) or ""
-    local lied = other > 0 and (" (%s: other text than you accepted)"):format(table.concat(t.other_text, ", ")) or ""
-    return ("⚠ %s changed without review%s%s: :PiIde changes"):format(plural(n, "file"), lied, apart)
+  if t.undone or n + ignored == 0 then
+    return nil
   end
+  local also = ignored > 0 and (" and %s (not recorded)"):format(plural(ignored, "ignored file")) or ""
+  if n == 0 then
+    return ("⚠ %s changed (not recorded)"):format(plural(ignored, "ignored file"))
+  end
+  local apart = guarded > 0 and (" (%d not undoable: %s)"):format(guarded, table.concat(t.guarded, ", ")) or ""
+  local lied = other > 0 and (" (%s: other text than you accepted)"):format(table.concat(t.other_text, ", ")) or ""
+  return ("⚠ %s changed without review%s%s%s: :PiIde changes"):format(plural(n, "file"), lied, apart, also)
 end
 
 --- The files of turn `open` whose change the user saw, for the job that ends it: `reviewed`
@@ -200,7 +206,7 @@ function M.after_turn(agent, done)
     end
     settled(t)
     M.reload(open.folder, t.changed or {})
-    local checked = { turn = t.n, agent = t.agent, changed = t.changed, unreviewed = t.unreviewed, guarded = t.guarded, other_text = t.other_text }
+    local checked = { turn = t.n, agent = t.agent, changed = t.changed, unreviewed = t.unreviewed, guarded = t.guarded, other_text = t.other_text, ignored_changed = t.ignored_changed }
     require("pi-ide.core.events").fire("PiIdeTurnChecked", checked)
     if done then
       done(t)
