@@ -16,8 +16,9 @@
 -- An Enter while the agent is at work is an answer (to its question, a permission), not a new
 -- prompt: one task stays one turn. At work, judged at the line's first key (its echo is no
 -- output of the agent's): a review of the agent is open; its terminal printed something in the
--- last OUTPUT_MS (a spinner, streamed output); or a question is on its screen (one of the last
--- QUESTION_LINES lines that are not blank ends with "?" or offers "[y/n]").
+-- last OUTPUT_MS (a spinner, streamed output; not the redraw of a terminal just entered, whose
+-- size may have changed); or a question is on its screen (one of the last QUESTION_LINES lines
+-- that are not blank ends with "?" or offers "[y/n]").
 local M = {}
 
 local NS = vim.api.nvim_create_namespace("pi-ide.terminal.prompts")
@@ -27,10 +28,14 @@ local HOLD_MS = 3000
 local OUTPUT_MS = 500
 local QUESTION_LINES = 2
 
-local watched = {} -- terminal buffer -> { agent, output_at = vim.uv.now(), busy = nil | bool (this line's) }
+-- terminal buffer -> { agent, output_at, entered_at (vim.uv.now()), busy = nil | bool (this line's) }
+local watched = {}
 
 local function printed_lately(w)
-  return w.output_at ~= nil and vim.uv.now() - w.output_at < OUTPUT_MS
+  if not w.output_at or vim.uv.now() - w.output_at >= OUTPUT_MS then
+    return false
+  end
+  return not (w.entered_at and w.output_at - w.entered_at < OUTPUT_MS)
 end
 
 -- Whether one of the last QUESTION_LINES lines of `buf`'s screen that are not blank asks.
@@ -67,7 +72,7 @@ local function hold(job)
   log.info("prompt: Enter held %.1f ms for its turn's checkpoint%s", (vim.uv.hrtime() - t0) / 1e6, taken and "" or " (not taken yet: let go)")
 end
 
-local function on_key(key)
+local function look(key)
   local buf = vim.api.nvim_get_current_buf()
   local w = watched[buf]
   if not w or vim.api.nvim_get_mode().mode ~= "t" then
@@ -89,6 +94,13 @@ local function on_key(key)
   end
 end
 
+local function on_key(key)
+  local ok, err = xpcall(look, debug.traceback, key)
+  if not ok then
+    require("pi-ide.core.log").error("terminal prompt: %s", tostring(err))
+  end
+end
+
 --- Watches the terminal buffer `buf` of `agent` for prompts, while it exists.
 function M.watch(agent, buf)
   local w = { agent = agent }
@@ -104,7 +116,7 @@ function M.watch(agent, buf)
   vim.api.nvim_create_autocmd("TermEnter", {
     buffer = buf,
     callback = function()
-      w.busy = nil
+      w.busy, w.entered_at = nil, vim.uv.now()
     end,
   })
   vim.api.nvim_create_autocmd("BufWipeout", {
