@@ -174,3 +174,22 @@ fn ignored_files_an_agent_changes_are_counted_and_those_that_run_code_named_by_t
     nvim.command("PiIde changes").unwrap();
     nvim.wait_for("#vim.fn.getqflist() == 3", PATIENCE);
 }
+
+#[test]
+fn an_enter_in_its_terminal_while_a_review_of_the_agent_waits_is_an_answer() {
+    let nvim = neovim(0);
+    nvim.command("PiIde open pi").unwrap();
+    prompt(&nvim, "first");
+    nvim.wait_for("#_G.started == 1", PATIENCE);
+    // The agent asks through Neovim too (Claude Code shows its edit both ways).
+    let mut p = nvim.peer();
+    let b = nvim.cwd.join("b.txt").display().to_string();
+    open_review(&nvim, &mut p, "d1", &b, "new\n", "b-review", 1);
+    nvim.wait_for("#_G.started == 2", PATIENCE);
+    nvim.command("PiIde open pi").unwrap();
+    prompt(&nvim, "1");
+    // The user's checkpoint is the third: the answer began none.
+    nvim.command("PiIde checkpoint").unwrap();
+    nvim.wait_for("#_G.started == 3", PATIENCE);
+    assert_eq!(nvim.lua("return _G.started[3].agent"), json!("checkpoint"));
+}
