@@ -1,9 +1,10 @@
 //! Files that run code or hold secrets, outside every snapshot (the repository's own `.git`,
 //! or ignored), which an agent's shell can change all the same: the repository's config, hooks
 //! and info/ (a `core.fsmonitor` or a hook runs at the user's next `git status`), `.env`
-//! files, and ignored files that run code (ignored.rs: an ignored `.envrc`, `local.sh`). Each checkpoint keeps a fingerprint of each — a hash salted with a secret of this
-//! shadow's, never the content — so that a turn that changed one is told; it is never undone
-//! (there is nothing recorded to put back).
+//! files, and ignored files that run code (ignored.rs: an ignored `.envrc`, `local.sh`). Each
+//! checkpoint keeps a fingerprint of each — a hash salted with a secret of this shadow's, never
+//! the content — so that a turn that changed one is told; it is never undone (there is nothing
+//! recorded to put back).
 
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;

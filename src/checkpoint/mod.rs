@@ -8,8 +8,8 @@
 //! are trees; what a turn changed is their diff (diff.rs); an undo writes the start's files back
 //! (restore.rs), following no symlink (files.rs). Files that run code or hold secrets outside
 //! the snapshot are fingerprinted (guarded.rs); the ignored ones a turn changed, counted
-//! (ignored.rs). Names are bytes (name.rs). Everything here
-//! blocks: the caller runs it on a worker thread (ffi).
+//! (ignored.rs). Names are bytes (name.rs). Everything here blocks: the caller runs it on a
+//! worker thread (ffi).
 
 mod diff;
 mod files;

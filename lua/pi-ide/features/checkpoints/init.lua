@@ -140,8 +140,9 @@ end
 
 --- Starts a turn of `agent` (its prompt, if known) and calls `after()` once the workspace is
 --- recorded — or at once when checkpoints are off. Calls made while a checkpoint is being taken
---- run after it, in order. Answers the checkpoint's job while one is being taken. `working`: a chat's, which says whether its turn is still under way
---- (its end ends it; an agent's requests meanwhile start no turn of their own).
+--- run after it, in order. `working`: a chat's, which says whether its turn is still under way
+--- (its end ends it; an agent's requests meanwhile start no turn of their own). Answers the
+--- checkpoint's job while one is being taken.
 function M.before_turn(agent, prompt, after, working, closing)
   if not cfg().enabled then
     return after()
