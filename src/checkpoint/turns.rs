@@ -11,6 +11,10 @@ use serde::{Deserialize, Serialize};
 use super::lock::Held;
 use super::name::Name;
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Turn {
     /// Counted from 1 per folder, across Neovim sessions.
@@ -53,6 +57,10 @@ pub struct Turn {
     /// Those the turn changed, created or deleted: listed, never undone (not recorded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub guarded: Vec<Name>,
+    /// Ignored files (ignored.rs) the turn changed or made, the guarded ones left out: counted,
+    /// never recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ignored_changed: usize,
     /// Put back by `:PiIde undo`.
     #[serde(default)]
     pub undone: bool,

@@ -45,6 +45,8 @@ struct Worker {
 
 static WORKER: Mutex<Option<Worker>> = Mutex::new(None);
 static DONE: Mutex<Vec<(u64, Result<Out, String>)>> = Mutex::new(Vec::new());
+/// Told each time a result joins DONE (checkpoint_wait).
+static READY: parking_lot::Condvar = parking_lot::Condvar::new();
 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 fn err(message: impl Into<String>) -> mlua::Error {
@@ -79,6 +81,20 @@ pub fn checkpoint_job(_: &Lua, job: Table) -> LuaResult<u64> {
     let w = slot.as_ref().ok_or_else(|| err("pi-ide: checkpoint_attach first"))?;
     w.jobs.send((id, job)).map_err(|_| err("pi-ide: the checkpoint worker has stopped"))?;
     Ok(id)
+}
+
+/// Blocks until job `id`'s result is ready (it stays to be drained) or `ms` have passed;
+/// whether it is ready. For a prompt typed in an agent's terminal: its Enter is held until the
+/// turn's checkpoint is taken (terminal/prompts.lua).
+pub fn checkpoint_wait(_: &Lua, (id, ms): (u64, u64)) -> LuaResult<bool> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+    let mut done = DONE.lock();
+    while !done.iter().any(|(d, _)| *d == id) {
+        if READY.wait_until(&mut done, deadline).timed_out() {
+            return Ok(done.iter().any(|(d, _)| *d == id));
+        }
+    }
+    Ok(true)
 }
 
 /// The job's fields: BYTE_FIELDS as the bytes of their strings, the others as JSON.
@@ -163,6 +179,7 @@ fn spawn() -> Worker {
                 let r = catch_unwind(AssertUnwindSafe(|| run(&mut open, &job)))
                     .unwrap_or_else(|_| Err("internal error in the checkpoint worker (please report it)".into()));
                 DONE.lock().push((id, r));
+                READY.notify_all();
                 w.wake();
             }
         })
@@ -197,6 +214,7 @@ fn run(open: &mut HashMap<(Vec<u8>, Vec<u8>), Checkpoints>, job: &Job) -> Result
             object(json!({}), answer)
         }
         Some("end") => turn_out(&cp.end(n.ok_or("end needs n")?, &reviewed)?),
+        Some("warm") => Out::Json(json!(cp.warm()?)),
         Some("turns") => Out::List(cp.turns()?.iter().map(turn_out).collect()),
         Some("changes") => changes(cp, n)?,
         Some("content") => {
@@ -230,7 +248,8 @@ fn object(plain: Json, more: Vec<(&str, Out)>) -> Out {
 
 /// A turn as Lua reads it (its trees and fingerprints stay here).
 fn turn_out(t: &Turn) -> Out {
-    let plain = json!({"n": t.n, "agent": t.agent, "prompt": t.prompt, "started_ms": t.started_ms, "ended_ms": t.ended_ms, "undone": t.undone, "between": t.between});
+    let plain = json!({"n": t.n, "agent": t.agent, "prompt": t.prompt, "started_ms": t.started_ms, "ended_ms": t.ended_ms, "undone": t.undone,
+                       "between": t.between, "ignored_changed": t.ignored_changed});
     let names = [("changed", &t.changed), ("unreviewed", &t.unreviewed), ("other_text", &t.other_text), ("skipped", &t.skipped), ("guarded", &t.guarded)];
     object(plain, names.into_iter().map(|(k, v)| (k, Out::Names(v.clone()))).collect())
 }

@@ -581,6 +581,7 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         checkpoint_detach => self::checkpoint::checkpoint_detach,
         checkpoint_job => self::checkpoint::checkpoint_job,
         checkpoint_drain => self::checkpoint::checkpoint_drain,
+        checkpoint_wait => self::checkpoint::checkpoint_wait,
     );
     Ok(t)
 }

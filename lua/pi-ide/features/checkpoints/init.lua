@@ -19,6 +19,7 @@ local state = {
   written = {}, -- rel path -> ms: the user's writes in Neovim
   told = {}, -- reason -> true: a skipped checkpoint's reason, said once
   prompted_at = nil, -- vim.uv.now() of the last prompt typed in an agent's terminal that began a turn
+  jobs = {}, -- agent -> the job of the checkpoint being taken for its turn
 }
 
 -- How long a turn waits for its checkpoint before it starts anyway.
@@ -57,6 +58,7 @@ local function drain()
 end
 
 --- Runs `job` (`{ op = ..., ... }`) on the worker; `cb(ok, value_or_error)` on the main loop.
+--- Its number (native.checkpoint_wait).
 function M.run(job, cb)
   local native = require("pi-ide.core.native").load()
   if not native then
@@ -80,7 +82,9 @@ function M.run(job, cb)
   job.folder, job.state = job.folder or M.folder(), vim.fn.stdpath("state") .. "/pi-ide"
   job.max_files, job.max_file_bytes, job.max_new_bytes = c.max_files, c.max_file_mb * 1024 * 1024, c.max_new_mb * 1024 * 1024
   job.keep_turns = c.keep_turns
-  state.waiting[native.checkpoint_job(job)] = cb
+  local id = native.checkpoint_job(job)
+  state.waiting[id] = cb
+  return id
 end
 
 local function plural(n, word)
@@ -88,19 +92,25 @@ local function plural(n, word)
 end
 
 --- "⚠ 2 files changed without review: :PiIde changes" for turn `t`, or nil. Files that run
---- code or hold secrets (.git/config, hooks, .env) count, and are said apart: no undo puts
---- them back; so are files written with other text than the user accepted. A turn of changes
---- found between two turns (`between`) says so.
+--- code or hold secrets (.git/config, hooks, .env, an ignored .envrc) count, and are said
+--- apart: no undo puts them back; so are files written with other text than the user accepted,
+--- and the other ignored files it changed (node_modules/), which are only counted. A turn of
+--- changes found between two turns (`between`) says so.
 function M.warning_of(t)
-  local guarded, other = #(t.guarded or {}), #(t.other_text or {})
+  local guarded, other, ignored = #(t.guarded or {}), #(t.other_text or {}), t.ignored_changed or 0
   local n = #(t.unreviewed or {}) + guarded
-  if n > 0 and not t.undone then
-    local apart = guarded > 0 and (" (%d not undoable: %s)"):format(guarded, table.concat(t.guarded, ", ")) or ""
-    local lied = other > 0 and (" (%s: other text than you accepted)"):format(table.concat(t.other_text, ", ")) or ""
-    -- Changes no turn made (a chat's agent's background job after its turn ended) say so.
-    local when = t.between and " between turns" or ""
-    return ("⚠ %s changed without review%s%s%s: :PiIde changes"):format(plural(n, "file"), when, lied, apart)
+  if t.undone or n + ignored == 0 then
+    return nil
   end
+  local also = ignored > 0 and (" and %s (not recorded)"):format(plural(ignored, "ignored file")) or ""
+  if n == 0 then
+    return ("⚠ %s changed (not recorded)"):format(plural(ignored, "ignored file"))
+  end
+  local apart = guarded > 0 and (" (%d not undoable: %s)"):format(guarded, table.concat(t.guarded, ", ")) or ""
+  local lied = other > 0 and (" (%s: other text than you accepted)"):format(table.concat(t.other_text, ", ")) or ""
+  -- Changes no turn made (a chat's agent's background job after its turn ended) say so.
+  local when = t.between and " between turns" or ""
+  return ("⚠ %s changed without review%s%s%s%s: :PiIde changes"):format(plural(n, "file"), when, lied, apart, also)
 end
 
 --- The files of turn `open` whose change the user saw, for the job that ends it (with no turn
@@ -138,20 +148,22 @@ end
 --- Starts a turn of `agent` (its prompt, if known) and calls `after()` once the workspace is
 --- recorded — or at once when checkpoints are off. Calls made while a checkpoint is being taken
 --- run after it, in order. `working`: a chat's, which says whether its turn is still under way
---- (its end ends it; an agent's requests meanwhile start no turn of their own).
+--- (its end ends it; an agent's requests meanwhile start no turn of their own). Answers the
+--- checkpoint's job while one is being taken.
 function M.before_turn(agent, prompt, after, working, closing)
   if not cfg().enabled then
     return after()
   end
   if state.starting[agent] then
-    return table.insert(state.starting[agent], after)
+    table.insert(state.starting[agent], after)
+    return state.jobs[agent]
   end
   state.starting[agent] = { after }
   local folder = M.folder()
   -- Whichever comes first: the checkpoint, or PATIENCE_MS (a hung disk must not hold the turn).
   local function go()
     local waiting = state.starting[agent] or {}
-    state.starting[agent] = nil
+    state.starting[agent], state.jobs[agent] = nil, nil
     for _, f in ipairs(waiting) do
       f()
     end
@@ -181,10 +193,12 @@ function M.before_turn(agent, prompt, after, working, closing)
   -- Whatever fails here, the turn must not be held: its prompt waits in `starting`. The turn
   -- still open (an agent's in a terminal) ends with this checkpoint: what the user saw of it goes.
   local job = reviewed_fields({ op = "begin", agent = agent, prompt = prompt, folder = folder }, closing or state.open)
-  local queued, err = pcall(M.run, job, began)
+  local queued, id = pcall(M.run, job, began)
   if not queued then
-    began(false, err)
+    return began(false, id)
   end
+  state.jobs[agent] = state.starting[agent] and id or nil
+  return state.jobs[agent]
 end
 
 --- Ends `agent`'s turn: `done(turn)` with what it changed (nil when no turn was under way).
@@ -200,7 +214,7 @@ function M.after_turn(agent, done)
     end
     settled(t)
     M.reload(open.folder, t.changed or {})
-    local checked = { turn = t.n, agent = t.agent, changed = t.changed, unreviewed = t.unreviewed, guarded = t.guarded, other_text = t.other_text }
+    local checked = { turn = t.n, agent = t.agent, changed = t.changed, unreviewed = t.unreviewed, guarded = t.guarded, other_text = t.other_text, ignored_changed = t.ignored_changed }
     require("pi-ide.core.events").fire("PiIdeTurnChecked", checked)
     if done then
       done(t)
@@ -233,19 +247,33 @@ function M.activity(agent)
   end
   local closing = state.open
   state.open = nil
-  M.before_turn(agent, nil, function() end, nil, closing)
+  return M.before_turn(agent, nil, function() end, nil, closing)
 end
 
 --- The user sent a prompt to `agent` in its terminal (Enter there: terminal/prompts.lua): its
 --- turn begins, ending the one under way. An agent may write without asking Neovim anything (its
 --- own edits, after an "always" answer): its turn then still has a checkpoint. Not within
 --- `idle_ms` of the last turn's start (an answer to the agent's question is no new prompt).
+--- Answers the job of the turn's checkpoint, while it is being taken.
 function M.prompt_sent(agent)
   if not cfg().enabled or recently(state.prompted_at) or recently(state.open and state.open.began) then
     return
   end
-  M.activity(agent)
+  local job = M.activity(agent)
   state.prompted_at = vim.uv.now()
+  return job
+end
+
+--- An agent's terminal opened: the folder's snapshot is taken ahead, so that the first prompt's
+--- checkpoint hashes only what changed since (its Enter waits for it: terminal/prompts.lua).
+function M.warm()
+  if cfg().enabled then
+    M.run({ op = "warm" }, function(ok, err)
+      if not ok then
+        log.warn("checkpoint taken ahead: %s", tostring(err))
+      end
+    end)
+  end
 end
 
 --- :PiIde checkpoint: one now, by the user.

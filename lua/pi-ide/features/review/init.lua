@@ -322,6 +322,17 @@ function M.list()
   end, in_order())
 end
 
+--- Whether a review of agent `name` (lua/pi-ide/agents/) is open: the agent waits for the user.
+function M.waiting_for(name)
+  local clients = require("pi-ide.core.clients")
+  for _, r in ipairs(in_order()) do
+    if (clients.kind_of(r.client) or {}).name == name then
+      return true
+    end
+  end
+  return false
+end
+
 --- Stopping or quitting: every open review is rejected, before any socket closes.
 function M.reject_all()
   for _, r in ipairs(in_order()) do
