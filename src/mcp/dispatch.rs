@@ -11,6 +11,7 @@ use futures_util::FutureExt;
 use crate::agents::Agent;
 use crate::state::Shared;
 use crate::state::events::Event;
+use crate::state::reviews::left::Kept;
 use crate::protocol::jsonrpc::{self, Id, Incoming, RpcError};
 use crate::mcp::methods::{self as mcp, Dispatch, Session};
 use crate::protocol::tools::{Hook, Tool, Verdict};
@@ -201,11 +202,24 @@ async fn call_tool(
             shared.park(client, id, tool, args).await;
             vec![]
         }
-        // Lua's handler knows reviews by name, not by the agent's argument.
+        // Answered at once with the text Lua last pushed; only when the user changed it since
+        // does Lua read it (its handler knows reviews by name, not by the agent's argument).
         Hook::CloseReviewKeepingText { tab } => {
-            let tab = args.get(tab).cloned().unwrap_or_default();
-            shared.park(client, id, tool, serde_json::json!({ "tab": tab })).await;
-            vec![]
+            let name = args.get(tab).and_then(serde_json::Value::as_str).unwrap_or_default();
+            let text = match shared.close_keeping_text(client, name) {
+                Kept::Unknown => {
+                    shared.park(client, id, tool, serde_json::json!({ "tab": name })).await;
+                    return vec![];
+                }
+                Kept::NoReview => None,
+                Kept::Closed(text, ended) => {
+                    if let Some(event) = ended {
+                        shared.events.push(event).await;
+                    }
+                    text
+                }
+            };
+            vec![jsonrpc::outcome_frame(&id, &tool.finish(serde_json::json!(text), None))]
         }
         // Before every model call of the agent's: answered here from the snapshot when it is
         // current, without waking Neovim.

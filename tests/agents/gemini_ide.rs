@@ -180,8 +180,7 @@ fn a_decision_made_while_no_stream_is_open_is_sent_when_one_opens() {
 }
 
 /// The CLI's closeDiff while Neovim's main loop is held (a prompt): answered anyway, with null
-/// (the CLI's own proposal: what the review held cannot be read), and the review goes once
-/// Neovim runs again.
+/// (nothing was decided: the CLI's own proposal), and the review goes once Neovim runs again.
 #[test]
 fn a_close_while_neovim_is_held_is_answered_and_the_review_goes_after() {
     let tmp = temp_dir("close-held");
@@ -197,6 +196,65 @@ fn a_close_while_neovim_is_held_is_answered_and_the_review_goes_after() {
     held.release();
     wait_shown(&nvim, 0, "the review gone");
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "old\n");
+    assert!(nvim.quit(PATIENCE));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// What the user left in a review (a hunk declined, a line edited in Normal mode) is known to
+/// the core as they change it: the CLI's closeDiff while Neovim is busy (a long `:!command`)
+/// gets it at once, not null (which would write the whole proposal, the declined hunk too).
+#[test]
+fn a_close_while_neovim_is_busy_gives_the_hunks_declined_and_the_edits_made_before() {
+    let tmp = temp_dir("close-busy");
+    let mut nvim = start(&tmp);
+    let (_, file) = discovery(&tmp, &nvim);
+    let c = Client::of(&file);
+    let pane = || nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)");
+    let close_while_busy = |id: u64, path: &str| {
+        let held = hold_main_loop(&nvim);
+        let closed = c.call(id, "closeDiff", json!({"filePath": path, "suppressNotification": true}));
+        assert!(held.still_held(), "answered while Neovim was busy");
+        held.release();
+        wait_shown(&nvim, 0, "the review gone");
+        closed["result"]["content"][0]["text"].clone()
+    };
+
+    let h = file_with(&nvim, "h.txt", "one\ntwo\n");
+    propose(&c, &nvim, 2, &h, "four\ntwo\nsix\n");
+    hunks_counted(&nvim);
+    type_keys(&nvim, "G:PiIde hunk reject<CR>");
+    wait_until("the hunk declined", PATIENCE, || pane() == json!(["four", "two"]));
+    assert_eq!(close_while_busy(3, &h), r#"{"content":"four\ntwo\n"}"#);
+
+    let e = file_with(&nvim, "e.txt", "one\n");
+    propose(&c, &nvim, 4, &e, "ONE\nTWO\n");
+    type_keys(&nvim, "ggAmine<Esc>");
+    wait_until("the edit made", PATIENCE, || pane() == json!(["ONEmine", "TWO"]));
+    assert_eq!(close_while_busy(5, &e), r#"{"content":"ONEmine\nTWO\n"}"#);
+
+    // Still typing (Insert mode): only Lua knows the text, and reads it.
+    let t = file_with(&nvim, "t.txt", "one\n");
+    propose(&c, &nvim, 6, &t, "ONE\n");
+    type_keys(&nvim, "ggAtyped");
+    wait_until("the typing shown", PATIENCE, || pane() == json!(["ONEtyped"]));
+    let closed = c.call(7, "closeDiff", json!({"filePath": t, "suppressNotification": true}));
+    assert_eq!(closed["result"]["content"][0]["text"], r#"{"content":"ONEtyped\n"}"#);
+    type_keys(&nvim, "<Esc>");
+    assert!(nvim.quit(PATIENCE));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// A closeDiff of a file with no review (already decided, or never opened) is answered as VS
+/// Code's companion answers it: content null, not an error.
+#[test]
+fn a_close_of_no_review_is_answered_content_null() {
+    let tmp = temp_dir("close-none");
+    let mut nvim = start(&tmp);
+    let (_, file) = discovery(&tmp, &nvim);
+    let c = Client::of(&file);
+    let f = file_with(&nvim, "n.txt", "old\n");
+    let closed = c.call(2, "closeDiff", json!({"filePath": f, "suppressNotification": true}));
+    assert_eq!(closed["result"]["content"][0]["text"], r#"{"content":null}"#, "{closed}");
     assert!(nvim.quit(PATIENCE));
     let _ = std::fs::remove_dir_all(&tmp);
 }

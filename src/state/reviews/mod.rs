@@ -14,11 +14,13 @@
 //! and their size, which bound what one client may hold. Lua shows a waiting review and reports
 //! the user's decision; it keeps no record of its own.
 //!
+//! left.rs holds what the user left in a review so far (an agent's close may write it).
 //! stage.rs, files.rs and stats.rs do the staging on a worker. own_write.rs sets the file to
 //! the text accepted after an agent that writes its own proposal has written it.
 
 mod files;
 mod flows;
+pub mod left;
 pub mod open;
 mod own_write;
 mod stage;
@@ -62,6 +64,8 @@ pub struct Review {
     /// The file and the proposal, when its agent writes its own proposal and the core watches
     /// for that write (own_write.rs).
     watched: Option<own_write::Watched>,
+    /// What the user has left in it so far, as Lua last said (left.rs).
+    left: left::Left,
 }
 
 type Key = (u64, String);
@@ -100,7 +104,7 @@ impl Reviews {
             return Err(format!("the agent's waiting reviews hold {held} MiB already (at most {max} MiB)"));
         }
         let Begin { req, client, id, tool, size, .. } = new;
-        let review = Review { req, client, id, tool, tab: key.1.clone(), stage: Stage::Staging, files: StagedFiles::default(), bytes: size, watched: None };
+        let review = Review { req, client, id, tool, tab: key.1.clone(), stage: Stage::Staging, files: StagedFiles::default(), bytes: size, watched: None, left: left::Left::Proposal };
         map.insert(key, review);
         Ok(superseded)
     }

@@ -73,6 +73,7 @@ function M.when_written(path)
     end)
   end)
   watching[path] = {
+    state = state,
     renew = function()
       state.reloaded = false
       wait(30000)
@@ -80,6 +81,14 @@ function M.when_written(path)
   }
   -- An agent that never writes (it may fail): stop watching after a while.
   wait(30000)
+end
+
+--- As when_written, for a write that may have landed already (the core answered the agent
+--- before Lua heard of it): the buffers showing `path` are checked at once too.
+function M.maybe_written(path)
+  M.when_written(path)
+  local w = watching[path]
+  reload(path, w and w.state or { warned = false })
 end
 
 return M
