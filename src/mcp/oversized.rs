@@ -1,7 +1,7 @@
 //! A message over `max_message_size` is never held in memory: the transport discards its
 //! bytes as they arrive, running them through [`Scan`], a streaming JSON tokenizer that keeps
 //! only what the answer needs (the top-level `id` and `method`, `params.name`, and the
-//! openDiff arguments `tab_name`, `new_file_path` and Gemini's `filePath`), each capped in length. Then the call is
+//! openDiff arguments `tab_name`, `new_file_path` and `filePath`), each capped in length. Then the call is
 //! answered (an openDiff DIFF_REJECTED, any other request an error) before the connection is
 //! closed with 1009, and the user is told in one line.
 
@@ -81,7 +81,7 @@ pub struct Scan {
     pub tool: Option<String>,
     pub tab_name: Option<String>,
     pub new_file_path: Option<String>,
-    /// Gemini's openDiff: the file, which names its review too.
+    /// The file of an openDiff that names its review by it (no tab_name).
     pub file_path: Option<String>,
 }
 

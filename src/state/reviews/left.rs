@@ -1,6 +1,6 @@
 //! What the user has left in a review so far, as Lua last told the core (a hunk decided, an
 //! edit of the proposal): an agent that closes its review because the user answered in its own
-//! terminal (Gemini's closeDiff) writes that text, and is answered at once from here, even
+//! terminal (Hook::CloseReviewKeepingText) writes that text, and is answered at once from here, even
 //! while Neovim is busy (a long `:!command`, a prompt), instead of waiting for Lua to read it.
 
 use super::{Review, Reviews};
@@ -22,6 +22,7 @@ pub enum Left {
 
 /// Closing a review keeping the text the user left in it.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // returned once per close, never stored
 pub enum Kept {
     /// The agent has no review of that name.
     NoReview,
@@ -83,7 +84,7 @@ mod tests {
     #[test]
     fn a_close_gives_the_text_last_pushed_and_leaves_an_unknown_one_to_lua() {
         let shared = Shared::default();
-        let agent = &crate::agents::gemini::AGENT;
+        let agent = crate::agents::HOME;
         let _outbox = shared.clients.add(1, agent, None);
         let tool = agent.tool("openDiff").unwrap();
         for (req, tab) in [(1, "/a"), (2, "/b"), (3, "/c")] {

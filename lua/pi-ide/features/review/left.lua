@@ -1,6 +1,6 @@
 -- What the user has left in a review goes to the core after each change they make (a hunk
 -- decided, an edit in Normal mode), so that an agent closing the review because the user
--- answered in its terminal (Gemini's closeDiff) gets that text at once, from the core, even
+-- answered in its terminal (a closeDiff) gets that text at once, from the core, even
 -- while Neovim is busy. Typing in Insert mode only says "changing" (once): TextChanged follows
 -- when the user leaves it, and until then the core asks Lua.
 local load = require("pi-ide.features.review.load")
