@@ -73,7 +73,6 @@ function M.when_written(path)
     end)
   end)
   watching[path] = {
-    state = state,
     renew = function()
       state.reloaded = false
       wait(30000)
@@ -84,11 +83,14 @@ function M.when_written(path)
 end
 
 --- As when_written, for a write that may have landed already (the core answered the agent
---- before Lua heard of it): the buffers showing `path` are checked at once too.
+--- before Lua heard of it): an unmodified buffer showing `path` is checked at once too (one
+--- with edits is warned about only once a write is seen: the agent may write nothing).
 function M.maybe_written(path)
   M.when_written(path)
-  local w = watching[path]
-  reload(path, w and w.state or { warned = false })
+  local buf = buffers.find(path)
+  if buf and vim.api.nvim_buf_is_loaded(buf) and not vim.bo[buf].modified then
+    buffers.reload(buf)
+  end
 end
 
 return M
