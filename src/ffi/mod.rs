@@ -247,6 +247,18 @@ fn review_reject(_: &Lua, req: u64) -> LuaResult<bool> {
     Ok(with_server(|s| s.shared.decide(req, Verdict::Rejected)).unwrap_or(false))
 }
 
+/// What the user has left in review `req` now (they decided a hunk or edited it): its text,
+/// or nil when it is changing (Insert mode) and Lua must be asked. Kept by the core for an
+/// agent's close (Hook::CloseReviewKeepingText), answered even while Neovim is busy.
+fn review_left(_: &Lua, (req, text): (u64, Option<mlua::LuaString>)) -> LuaResult<bool> {
+    use crate::state::reviews::left::Left;
+    let left = match text.as_ref().map(|t| t.to_str().map(|t| t.to_owned())) {
+        Some(Ok(text)) => Left::Text(text),
+        Some(Err(_)) | None => Left::Unknown,
+    };
+    Ok(with_server(|s| s.shared.set_review_left(req, left)).unwrap_or(false))
+}
+
 /// Closes `client`'s review named `tab` as its agent asked (Hook::CloseReviewKeepingText):
 /// the number of the review Lua shows, to take away; nil when there was none.
 fn review_close(_: &Lua, (client, tab): (u64, String)) -> LuaResult<Option<u64>> {
@@ -542,6 +554,7 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         review_accept => review_accept,
         review_reject => review_reject,
         review_close => review_close,
+        review_left => review_left,
         reject_reviews_of => reject_reviews_of,
         agent => agent,
         configure => configure,

@@ -11,6 +11,7 @@ use futures_util::FutureExt;
 use crate::agents::Agent;
 use crate::state::Shared;
 use crate::state::events::Event;
+use crate::state::reviews::left::Kept;
 use crate::protocol::jsonrpc::{self, Id, Incoming, RpcError};
 use crate::mcp::methods::{self as mcp, Dispatch, Session};
 use crate::protocol::tools::{Hook, Tool, Verdict};
@@ -202,12 +203,7 @@ async fn call_tool(
             shared.park(client, id, tool, args).await;
             vec![]
         }
-        // Lua's handler knows reviews by name, not by the agent's argument.
-        Hook::CloseReviewKeepingText { tab } => {
-            let tab = args.get(tab).cloned().unwrap_or_default();
-            shared.park(client, id, tool, serde_json::json!({ "tab": tab })).await;
-            vec![]
-        }
+        Hook::CloseReviewKeepingText { tab } => close_keeping_text(client, id, tool, &args, tab, shared).await,
         // Before every model call of the agent's: answered here from the snapshot when it is
         // current, without waking Neovim.
         Hook::Snapshot => match crate::state::diagnostics::answer_bounded(&shared.diagnostics, &args).await {
@@ -249,6 +245,34 @@ async fn call_tool(
             vec![jsonrpc::outcome_frame(&id, &outcome)]
         }
     }
+}
+
+/// Hook::CloseReviewKeepingText: answered at once with the text Lua last pushed; only when the
+/// user changed it since does Lua read it (its handler knows reviews by name, not by the
+/// agent's argument).
+async fn close_keeping_text(
+    client: u64,
+    id: Id,
+    tool: &'static Tool,
+    args: &serde_json::Value,
+    tab: &str,
+    shared: &Arc<Shared>,
+) -> Vec<String> {
+    let name = args.get(tab).and_then(serde_json::Value::as_str).unwrap_or_default();
+    let text = match shared.close_keeping_text(client, name) {
+        Kept::Unknown => {
+            shared.park(client, id, tool, serde_json::json!({ "tab": name })).await;
+            return vec![];
+        }
+        Kept::NoReview => None,
+        Kept::Closed(text, ended) => {
+            if let Some(event) = ended {
+                shared.events.push(event).await;
+            }
+            text
+        }
+    };
+    vec![jsonrpc::outcome_frame(&id, &tool.finish(serde_json::json!(text), None))]
 }
 
 /// Whether `incoming` calls a tool answered at once whose answer goes later as a notification

@@ -1,7 +1,7 @@
 //! A message over `max_message_size` is never held in memory: the transport discards its
 //! bytes as they arrive, running them through [`Scan`], a streaming JSON tokenizer that keeps
 //! only what the answer needs (the top-level `id` and `method`, `params.name`, and the
-//! openDiff arguments `tab_name` and `new_file_path`), each capped in length. Then the call is
+//! openDiff arguments `tab_name`, `new_file_path` and `filePath`), each capped in length. Then the call is
 //! answered (an openDiff DIFF_REJECTED, any other request an error) before the connection is
 //! closed with 1009, and the user is told in one line.
 
@@ -21,6 +21,7 @@ enum Key {
     Arguments,
     TabName,
     NewFilePath,
+    FilePath,
     Other,
 }
 
@@ -34,6 +35,7 @@ impl Key {
             "arguments" => Key::Arguments,
             "tab_name" => Key::TabName,
             "new_file_path" => Key::NewFilePath,
+            "filePath" => Key::FilePath,
             _ => Key::Other,
         }
     }
@@ -79,6 +81,8 @@ pub struct Scan {
     pub tool: Option<String>,
     pub tab_name: Option<String>,
     pub new_file_path: Option<String>,
+    /// The file of an openDiff that names its review by it (no tab_name).
+    pub file_path: Option<String>,
 }
 
 const TRACKED_LEVELS: usize = 3;
@@ -97,6 +101,7 @@ impl Default for Scan {
             tool: None,
             tab_name: None,
             new_file_path: None,
+            file_path: None,
         }
     }
 }
@@ -204,7 +209,7 @@ impl Scan {
         match keys[..] {
             [k @ (Key::Id | Key::Method)] => k,
             [Key::Params, Key::Name] => Key::Name,
-            [Key::Params, Key::Arguments, k @ (Key::TabName | Key::NewFilePath)] => k,
+            [Key::Params, Key::Arguments, k @ (Key::TabName | Key::NewFilePath | Key::FilePath)] => k,
             _ => Key::Other,
         }
     }
@@ -238,8 +243,15 @@ impl Scan {
             Keep::Value(Key::Name) => self.tool = string(),
             Keep::Value(Key::TabName) => self.tab_name = string(),
             Keep::Value(Key::NewFilePath) => self.new_file_path = string(),
+            Keep::Value(Key::FilePath) => self.file_path = string(),
             Keep::Value(_) => {}
         }
+    }
+
+    /// The arguments kept, by their names (what a tool's abandon context reads).
+    fn arguments(&self) -> serde_json::Value {
+        let named = [("tab_name", &self.tab_name), ("new_file_path", &self.new_file_path), ("filePath", &self.file_path)];
+        named.into_iter().filter_map(|(k, v)| Some((k.to_owned(), serde_json::Value::String(v.clone()?)))).collect::<serde_json::Map<_, _>>().into()
     }
 
     /// The scan is over (the message ended): a scalar at the very end is complete.
@@ -260,14 +272,17 @@ pub struct Oversized {
 }
 
 impl Oversized {
+    /// The tool of `agent`'s the message called, if it was a tools/call.
+    pub fn tool(&self, agent: &Agent) -> Option<&'static crate::protocol::tools::Tool> {
+        (self.scan.method.as_deref() == Some("tools/call")).then(|| agent.tool(self.scan.tool.as_deref()?)).flatten()
+    }
+
     /// The answer owed before the Close, if the message was a request of `agent`'s.
     pub fn answer(&self, agent: &Agent) -> Option<String> {
         // A response of the agent's (to our request) has an id and no method: never answered.
         self.scan.method.as_ref()?;
         let id = self.scan.id.as_ref()?;
-        let tool = (self.scan.method.as_deref() == Some("tools/call"))
-            .then(|| agent.tool(self.scan.tool.as_deref()?))
-            .flatten();
+        let tool = self.tool(agent);
         let error = RpcError::new(
             INVALID_REQUEST,
             format!(
@@ -276,7 +291,7 @@ impl Oversized {
             ),
         );
         let outcome = match tool {
-            Some(tool) => tool.owed(Err(error), self.scan.tab_name.as_deref()),
+            Some(tool) => tool.owed(Err(error), tool.abandon_context(&self.scan.arguments()).as_deref()),
             None => Err(error),
         };
         Some(jsonrpc::outcome_frame(id, &outcome))
@@ -284,7 +299,7 @@ impl Oversized {
 
     /// One line for the user; `closes`: the transport closes the connection over it.
     pub fn notice(&self, agent: &Agent, closes: bool) -> String {
-        let what = match (self.scan.tool.as_deref(), &self.scan.new_file_path) {
+        let what = match (self.scan.tool.as_deref(), self.scan.new_file_path.as_ref().or(self.scan.file_path.as_ref())) {
             (Some(t), Some(p)) => format!("{t} of {p}"),
             (Some(t), None) => t.to_owned(),
             (None, _) => self.scan.method.clone().unwrap_or_else(|| "message".into()),
@@ -307,7 +322,7 @@ pub fn owed(agent: &Agent, scan: &Scan) -> Option<String> {
     }
     let tool = agent.tool(scan.tool.as_deref()?)?;
     let closing = Err(RpcError::internal("the connection is closing"));
-    let outcome = tool.owed(closing, scan.tab_name.as_deref());
+    let outcome = tool.owed(closing, tool.abandon_context(&scan.arguments()).as_deref());
     outcome.is_ok().then(|| jsonrpc::outcome_frame(id, &outcome))
 }
 

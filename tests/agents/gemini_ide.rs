@@ -21,8 +21,13 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn start(tmp: &Path) -> Nvim {
+    start_with(tmp, "")
+}
+
+/// With more of setup()'s options (`more`: `key = value, `).
+fn start_with(tmp: &Path, more: &str) -> Nvim {
     Nvim::start_with(Options {
-        after: Some("require('pi-ide').setup({ gemini = true })".into()),
+        after: Some(format!("require('pi-ide').setup({{ {more}gemini = true }})")),
         env: vec![("TMPDIR".into(), tmp.to_string_lossy().into())],
         ..Default::default()
     })
@@ -175,8 +180,7 @@ fn a_decision_made_while_no_stream_is_open_is_sent_when_one_opens() {
 }
 
 /// The CLI's closeDiff while Neovim's main loop is held (a prompt): answered anyway, with null
-/// (the CLI's own proposal: what the review held cannot be read), and the review goes once
-/// Neovim runs again.
+/// (nothing was decided: the CLI's own proposal), and the review goes once Neovim runs again.
 #[test]
 fn a_close_while_neovim_is_held_is_answered_and_the_review_goes_after() {
     let tmp = temp_dir("close-held");
@@ -192,6 +196,135 @@ fn a_close_while_neovim_is_held_is_answered_and_the_review_goes_after() {
     held.release();
     wait_shown(&nvim, 0, "the review gone");
     assert_eq!(std::fs::read_to_string(&f).unwrap(), "old\n");
+    assert!(nvim.quit(PATIENCE));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// What the user left in a review (a hunk declined, a line edited in Normal mode) is known to
+/// the core as they change it: the CLI's closeDiff while Neovim is busy (a long `:!command`)
+/// gets it at once, not null (which would write the whole proposal, the declined hunk too).
+#[test]
+fn a_close_while_neovim_is_busy_gives_the_hunks_declined_and_the_edits_made_before() {
+    let tmp = temp_dir("close-busy");
+    let mut nvim = start(&tmp);
+    let (_, file) = discovery(&tmp, &nvim);
+    let c = Client::of(&file);
+    let pane = || nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)");
+    let close_while_busy = |id: u64, path: &str| {
+        let held = hold_main_loop(&nvim);
+        let closed = c.call(id, "closeDiff", json!({"filePath": path, "suppressNotification": true}));
+        assert!(held.still_held(), "answered while Neovim was busy");
+        held.release();
+        wait_shown(&nvim, 0, "the review gone");
+        closed["result"]["content"][0]["text"].clone()
+    };
+
+    let h = file_with(&nvim, "h.txt", "one\ntwo\n");
+    propose(&c, &nvim, 2, &h, "four\ntwo\nsix\n");
+    hunks_counted(&nvim);
+    type_keys(&nvim, "G:PiIde hunk reject<CR>");
+    wait_until("the hunk declined", PATIENCE, || pane() == json!(["four", "two"]));
+    assert_eq!(close_while_busy(3, &h), r#"{"content":"four\ntwo\n"}"#);
+
+    let e = file_with(&nvim, "e.txt", "one\n");
+    propose(&c, &nvim, 4, &e, "ONE\nTWO\n");
+    type_keys(&nvim, "ggAmine<Esc>");
+    wait_until("the edit made", PATIENCE, || pane() == json!(["ONEmine", "TWO"]));
+    assert_eq!(close_while_busy(5, &e), r#"{"content":"ONEmine\nTWO\n"}"#);
+
+    // Still typing (Insert mode): only Lua knows the text, and reads it.
+    let t = file_with(&nvim, "t.txt", "one\n");
+    propose(&c, &nvim, 6, &t, "ONE\n");
+    type_keys(&nvim, "ggAtyped");
+    wait_until("the typing shown", PATIENCE, || pane() == json!(["ONEtyped"]));
+    let closed = c.call(7, "closeDiff", json!({"filePath": t, "suppressNotification": true}));
+    assert_eq!(closed["result"]["content"][0]["text"], r#"{"content":"ONEtyped\n"}"#);
+    type_keys(&nvim, "<Esc>");
+    assert!(nvim.quit(PATIENCE));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// A closeDiff of a file with no review (already decided, or never opened) is answered as VS
+/// Code's companion answers it: content null, not an error.
+#[test]
+fn a_close_of_no_review_is_answered_content_null() {
+    let tmp = temp_dir("close-none");
+    let mut nvim = start(&tmp);
+    let (_, file) = discovery(&tmp, &nvim);
+    let c = Client::of(&file);
+    let f = file_with(&nvim, "n.txt", "old\n");
+    let closed = c.call(2, "closeDiff", json!({"filePath": f, "suppressNotification": true}));
+    assert_eq!(closed["result"]["content"][0]["text"], r#"{"content":null}"#, "{closed}");
+    assert!(nvim.quit(PATIENCE));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// An openDiff over max_message_size is rejected as any: ide/diffRejected on the stream (the
+/// CLI waits there, never reading the POST's result), the POST answered empty.
+#[test]
+fn an_oversized_open_diff_is_rejected_on_the_event_stream() {
+    let tmp = temp_dir("oversized");
+    let mut nvim = start_with(&tmp, "max_message_size = 1048576, ");
+    let (_, file) = discovery(&tmp, &nvim);
+    let c = Client::of(&file);
+    let events = c.events();
+    let f = file_with(&nvim, "big.txt", "old\n");
+    let big = "x".repeat(2 << 20);
+    let now = c.call(2, "openDiff", json!({"filePath": f, "newContent": big}));
+    assert_eq!(now["result"], json!({"content": []}), "{now}");
+    assert_eq!(next_diff_event(&events), json!({"method": "ide/diffRejected", "params": {"filePath": f}}));
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "old\n");
+    assert!(nvim.quit(PATIENCE));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// One request on the kept-alive connection `s`: the status of its answer (0: the connection
+/// was closed), with the answer read whole so the connection can go on.
+fn on_kept_alive(s: &mut TcpStream, head: &str, body: &str) -> u16 {
+    let sent = s.write_all(format!("POST /mcp HTTP/1.1\r\n{head}Content-Length: {}\r\ncontent-type: application/json\r\n\r\n{body}", body.len()).as_bytes());
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut status = String::new();
+    if sent.is_err() || r.read_line(&mut status).unwrap_or(0) == 0 {
+        return 0;
+    }
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        if line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_lowercase().strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap();
+        }
+    }
+    r.read_exact(&mut vec![0; length]).unwrap();
+    status.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+/// The CLI keeps its connection alive between calls; a stranger opening more connections than
+/// the cap, each refused (no token), pushes out only its own: the CLI's goes on.
+#[test]
+fn strangers_connections_never_push_out_the_clis_kept_alive_one() {
+    let tmp = temp_dir("kept-alive");
+    let mut nvim = start(&tmp);
+    let (_, file) = discovery(&tmp, &nvim);
+    let c = Client::of(&file);
+    let host = format!("Host: 127.0.0.1:{}\r\n", c.port);
+    let cli = format!("{host}Authorization: Bearer {}\r\nmcp-session-id: {}\r\n", c.token, c.session.clone().unwrap());
+    let ping = json!({"jsonrpc": "2.0", "id": 7, "method": "ping"}).to_string();
+    let mut kept = TcpStream::connect(("127.0.0.1", c.port as u16)).unwrap();
+    assert_eq!(on_kept_alive(&mut kept, &cli, &ping), 200);
+    // Beyond the cap (twice the clients: 128), each answered 401 and kept open.
+    let strangers: Vec<TcpStream> = (0..200)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", c.port as u16)).unwrap();
+            assert_eq!(on_kept_alive(&mut s, &host, &ping), 401);
+            s
+        })
+        .collect();
+    assert_eq!(on_kept_alive(&mut kept, &cli, &ping), 200, "the CLI's connection was pushed out");
+    drop(strangers);
     assert!(nvim.quit(PATIENCE));
     let _ = std::fs::remove_dir_all(&tmp);
 }

@@ -4,7 +4,7 @@
 //! asking) and the chat must put it back in read-only. It writes files itself after a
 //! permission that carries the whole file; what the user accepted is set over its write.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::acp_rig::Rig;
 use crate::codex_cli::{trusted_work, CODEX_PATIENCE};
@@ -20,8 +20,18 @@ fn rig() -> Rig<ResponsesMock> {
 
 /// With `top` first in Codex's config.toml.
 fn rig_with(top: &str) -> Rig<ResponsesMock> {
+    rig_in(top, None)
+}
+
+/// With `top` first in Codex's config.toml and `first` (a folder) first on PATH.
+fn rig_in(top: &str, first: Option<&Path>) -> Rig<ResponsesMock> {
     let model = ResponsesMock::start();
-    let (dir, env) = trusted_work(&temp_dir("codex-acp"), &model.base_url(), top);
+    let (dir, mut env) = trusted_work(&temp_dir("codex-acp"), &model.base_url(), top);
+    if let Some(first) = first {
+        for (_, v) in env.iter_mut().filter(|(k, _)| k == "PATH") {
+            *v = format!("{}:{v}", first.display());
+        }
+    }
     let options = Options { cwd: Some(dir), env, after: Some("require('pi-ide').setup({})".into()), ..Default::default() };
     Rig::start("codex", CODEX_PATIENCE, model, ResponsesMock::turns_report, options)
 }
@@ -96,6 +106,84 @@ fn its_shell_commands_run_in_its_read_only_sandbox() {
     rig.send("run it");
     let got = rig.model.wait_turn("the command's output", CODEX_PATIENCE, |t| matches!(t, Turn::Output(_)));
     assert!(got.contains("sandboxed-ok") && !got.contains("bubblewrap"), "{got}");
+}
+
+/// The bubblewrap the Codex CLI bundles (0.9 or later: it takes --argv0).
+fn bundled_bwrap() -> PathBuf {
+    let vendor = crate::copilot_cli::agents_bin().join("../@openai/codex-linux-x64/vendor");
+    let triple = std::fs::read_dir(&vendor).unwrap().flatten().next().expect("the Codex CLI's vendor folder");
+    triple.path().join("codex-resources/bwrap")
+}
+
+/// A folder with a `bwrap` older than 0.9 (no --argv0), as Debian 12 and Ubuntu 22.04 ship: the
+/// one $PI_IDE_OLD_BWRAP names (Debian's 0.8.0, extracted: `apt-get download bubblewrap &&
+/// dpkg -x`), else the bundled one with --argv0 taken away (its help hides it, and it is refused).
+fn old_bwrap_dir() -> PathBuf {
+    let dir = temp_dir("old-bwrap");
+    let bwrap = dir.join("bwrap");
+    match std::env::var_os("PI_IDE_OLD_BWRAP") {
+        Some(real) => std::os::unix::fs::symlink(real, &bwrap).unwrap(),
+        None => {
+            let script = format!(
+                "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = --argv0 ] && {{ echo 'bwrap: Unknown option --argv0' >&2; exit 1; }}; done\n\
+                 [ \"$1\" = --help ] && {{ {0:?} --help 2>&1 | grep -v -- --argv0; exit 0; }}\nexec {0:?} \"$@\"\n",
+                bundled_bwrap()
+            );
+            std::fs::write(&bwrap, script).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    let help = std::process::Command::new(&bwrap).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).to_string() + &String::from_utf8_lossy(&help.stderr);
+    assert!(help.contains("--perms") && !help.contains("--argv0"), "not a bwrap older than 0.9: {help}");
+    dir
+}
+
+/// The model runs a shell command with `first` first on PATH: its output reaches the model.
+fn shell_runs_with(first: &Path) {
+    let rig = rig_in("", Some(first));
+    let cmd = json!({"cmd": "echo sandboxed-ok"}).to_string();
+    rig.model.on_user("run", Reply::Item(json!({"type": "function_call", "name": "exec_command", "arguments": cmd})));
+    rig.open_read_only();
+    rig.send("run it");
+    let got = rig.model.wait_turn("the command's output", CODEX_PATIENCE, |t| matches!(t, Turn::Output(_)));
+    assert!(got.contains("sandboxed-ok") && !got.contains("bwrap"), "{got}");
+}
+
+/// A bubblewrap older than 0.9 on PATH (Debian 12's, Ubuntu 22.04's): codex-acp would run its
+/// sandbox helper by a name it does not put on PATH when its home is in the temp folder
+/// ("bwrap: execvp codex-linux-sandbox"); the chat gives it the Codex CLI's instead.
+#[test]
+fn its_shell_commands_run_with_a_bwrap_older_than_0_9_on_path() {
+    shell_runs_with(&old_bwrap_dir());
+}
+
+/// A bubblewrap that takes --argv0 on PATH is the one used, and it runs.
+#[test]
+fn its_shell_commands_run_with_a_current_bwrap_on_path() {
+    let dir = temp_dir("new-bwrap");
+    std::os::unix::fs::symlink(bundled_bwrap(), dir.join("bwrap")).unwrap();
+    shell_runs_with(&dir);
+}
+
+/// A bubblewrap older than 0.9, no Codex CLI to lend a newer one, and Codex's home in the temp
+/// folder (its helper links refused): the chat says at once that its shell commands fail.
+#[test]
+fn an_old_bwrap_with_no_codex_cli_beside_is_said_at_once() {
+    let acp_only = temp_dir("acp-only");
+    let bin = crate::copilot_cli::agents_bin();
+    std::os::unix::fs::symlink(bin.join("codex-acp"), acp_only.join("codex-acp")).unwrap();
+    let path = format!("{}:{}:{}", old_bwrap_dir().display(), acp_only.display(), std::env::var("PATH").unwrap());
+    let path = path.split(':').filter(|d| !Path::new(d).join("codex").exists()).collect::<Vec<_>>().join(":");
+    let model = ResponsesMock::start();
+    let (dir, mut env) = trusted_work(&temp_dir("codex-acp"), &model.base_url(), "");
+    env.retain(|(k, _)| k != "PATH");
+    env.push(("PATH".into(), path));
+    let options = Options { cwd: Some(dir), env, after: Some("require('pi-ide').setup({})".into()), ..Default::default() };
+    let rig = Rig::start("codex", CODEX_PATIENCE, model, ResponsesMock::turns_report, options);
+    rig.open();
+    rig.nvim.wait_t("has_note", json!(["older than 0.9 and CODEX_HOME is in"]), PATIENCE);
 }
 
 #[test]

@@ -386,6 +386,25 @@ fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was
     wait_agent("the CLI to write the text kept", about, || read(&path).as_deref() == Some("term\nnewmine\n"));
     wait_agent("the review closed", about, || reviews(&nvim) == 0);
 
+    wait_agent("the turn to end", about, || tui.screen().matches("Done with write_file.").count() == 2 && input_line(&tui.screen()).is_some());
+
+    // The same while Neovim is busy (a long :!command): the core knows the text kept, and the
+    // CLI writes it without waiting for Neovim.
+    send_line(&tui, &format!("please-write {path}|busy\\nterm\\nnewmine\\nmore\\n"));
+    wait_agent("the fourth review", about, || reviews(&nvim) == 1);
+    wait_agent("the CLI's own question", about, || tui.screen().contains("Apply this change?"));
+    nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
+    hunks_counted(&nvim);
+    type_keys(&nvim, "G:PiIde hunk reject<CR>");
+    nvim.wait_for("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '|') == 'busy|term|newmine'", PATIENCE);
+    let held = hold_main_loop(&nvim);
+    tui.press_enter();
+    let kept = || read(&path).as_deref() == Some("busy\nterm\nnewmine\n");
+    wait_until("the CLI to write the text kept while Neovim is busy", PATIENCE, kept);
+    assert!(held.still_held(), "written while Neovim was busy");
+    held.release();
+    wait_agent("the review closed", about, || reviews(&nvim) == 0);
+
     assert!(mock.outside().is_empty(), "{:?}", mock.outside());
     assert!(nvim.quit(PATIENCE));
     assert!(!discovery.exists(), "the discovery file is removed on quit");

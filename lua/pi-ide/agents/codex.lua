@@ -24,12 +24,20 @@ local BUNDLED_BWRAP = {
   "../codex-linux-*/vendor/*/codex-resources/bwrap",
 }
 
---- The folder of a `bwrap` codex-acp can run: none needed when one is on PATH; else the one
---- the Codex CLI (if installed) bundles; nil when there is none.
-function M.bwrap_dir()
-  if vim.fn.executable("bwrap") == 1 then
-    return nil
-  end
+-- Whether the `bwrap` at `path` takes `--argv0` (bubblewrap 0.9.0 and later), by its help, as
+-- Codex tells. Without it (Debian 12's 0.8.0, Ubuntu 22.04's) codex-acp runs its sandbox helper
+-- inside by the name `codex-linux-sandbox`, from the helper links it puts on PATH, which Codex
+-- refuses to make when its home is in the temp folder: its shell then fails with
+-- "bwrap: execvp codex-linux-sandbox".
+local function takes_argv0(path)
+  local ok, done = pcall(function()
+    return vim.system({ path, "--help" }, { text = true }):wait(5000)
+  end)
+  return ok and ((done.stdout or "") .. (done.stderr or "")):find("--argv0", 1, true) ~= nil
+end
+
+-- The folder of the bubblewrap the Codex CLI (if installed) bundles; nil when there is none.
+local function bundled_bwrap_dir()
   local codex = vim.fn.exepath("codex")
   if codex == "" then
     return nil
@@ -44,19 +52,35 @@ function M.bwrap_dir()
   end
 end
 
--- The chat's environment for codex-acp: a bwrap on PATH when the system has none.
-local function acp_env()
-  local dir = M.bwrap_dir()
-  if dir then
-    return { PATH = dir .. ":" .. (vim.env.PATH or "") }
+--- The `bwrap` codex-acp would run: { dir = the folder to put first on PATH (nil: the one on
+--- PATH will do), why = what fails when none will (nil: none fails) }.
+function M.bwrap()
+  local on_path = vim.fn.exepath("bwrap")
+  if on_path ~= "" and takes_argv0(on_path) then
+    return {}
   end
-  if vim.fn.executable("bwrap") ~= 1 then
-    require("pi-ide.core.log").notify(
-      "Codex (chat): no bwrap on PATH: its shell commands fail in read-only mode; install bubblewrap, or the Codex CLI (npm i -g @openai/codex), which bundles one",
-      vim.log.levels.WARN
-    )
+  local dir = bundled_bwrap_dir()
+  if dir then
+    return { dir = dir }
+  elseif on_path == "" then
+    return { why = "no bwrap on PATH: its shell commands fail in read-only mode; install bubblewrap, or the Codex CLI (npm i -g @openai/codex), which bundles one" }
+  end
+  local home = vim.env.CODEX_HOME or vim.fs.joinpath(vim.env.HOME or "", ".codex")
+  local tmp = vim.fs.normalize(vim.uv.os_tmpdir() or "/tmp")
+  if vim.startswith(vim.fs.normalize(home), tmp .. "/") then
+    return { why = ("%s is bubblewrap older than 0.9 and CODEX_HOME is in %s: its shell commands fail; install the Codex CLI (npm i -g @openai/codex), which bundles a newer one, or move CODEX_HOME"):format(on_path, tmp) }
   end
   return {}
+end
+
+-- The chat's environment for codex-acp: the bubblewrap its sandbox can run first on PATH; said
+-- at once when there is none.
+local function acp_env()
+  local b = M.bwrap()
+  if b.why then
+    require("pi-ide.core.log").notify("Codex (chat): " .. b.why, vim.log.levels.WARN)
+  end
+  return b.dir and { PATH = b.dir .. ":" .. (vim.env.PATH or "") } or {}
 end
 
 -- The npm launcher of codex-acp (node) runs the native program as its child and, killed (Neovim

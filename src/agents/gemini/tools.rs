@@ -3,7 +3,8 @@
 //! reshape names (`ide/diffAccepted` with the text the user accepted, which the CLI then writes,
 //! or `ide/diffRejected`). `closeDiff` (the user answered in the terminal) closes our review,
 //! unheard with `suppressNotification` (a rejection would race the CLI's own answer), and gives
-//! the CLI the text the user left in it.
+//! the CLI the text the user left in it, at once, even while Neovim is busy (the core knows it:
+//! state/reviews/left.rs).
 
 use std::time::Duration;
 
@@ -29,7 +30,8 @@ Tool {
     name: "closeDiff",
     description: "Close the review of this file (the user answered in the terminal): {\"content\": text}, \
                   the text the user left in the review (hunks declined, lines edited), which the CLI \
-                  writes if the user accepted there; null: its own proposal.",
+                  writes if the user accepted there; null: its own proposal (nothing decided, or no \
+                  such review).",
     params: &[
         Param { name: "filePath", ty: Ty::String, required: true, description: "The openDiff filePath." },
         Param { name: "suppressNotification", ty: Ty::Boolean, required: false,
@@ -68,13 +70,13 @@ fn decision(v: Value, file_path: Option<&str>) -> Value {
 
 /// What the CLI writes when the user accepted in the terminal: the text they left in our review
 /// (as VS Code's companion answers: the hunks they declined there stay declined), or null, its
-/// own proposal, when none was on screen.
+/// own proposal, when they decided nothing there (the same text, not sent twice).
 fn closed(text: Value, _: Option<&str>) -> Value {
     json!({"content": text.as_str()})
 }
 
-/// Neovim held up (a prompt): the CLI is not kept waiting on its own answer; Lua closes the
-/// review when it runs.
+/// Lua is asked only while the user is typing in the review; Neovim held up then (a prompt),
+/// the CLI is not kept waiting: null, and Lua closes the review when it runs.
 const CLOSE_FALLBACK: Fallback = Fallback { after: Duration::from_secs(2), keep: |_| false, answer: |_, _| Value::Null };
 
 #[cfg(test)]

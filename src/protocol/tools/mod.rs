@@ -95,9 +95,10 @@ pub enum Hook {
     /// Closes the caller's review named by this argument (rejecting it if undecided): answered
     /// by the core with `["TAB_CLOSED", "closed" | "already_closed", name]`, shaped.
     CloseReview { tab: &'static str },
-    /// As CloseReview, but by Lua, which first reads the text the user left in the review (the
-    /// agent writes that, not its proposal, when the user answered it elsewhere): Lua answers
-    /// that text, or null when none was on screen.
+    /// As CloseReview, answered with the text the user left in the review (the agent writes
+    /// that, not its proposal, when the user answered it elsewhere): by the core at once, from
+    /// what Lua pushed at the user's last change (state/reviews/left.rs); null when nothing was
+    /// decided or there is no such review. Only while the user is typing in it does Lua read it.
     CloseReviewKeepingText { tab: &'static str },
     /// Closes every review of the caller: answered by the core with `CLOSED_<n>_DIFF_TABS`.
     CloseAllReviews,

@@ -48,7 +48,7 @@ impl Shared {
         if let (Some(w), Some(Writes::ProposalWatched { model_told }), Verdict::Accepted(text, _)) = (r.watched.take(), writes, verdict) {
             super::own_write::start(self, w, text, model_told);
         }
-        Some(r.left.take())
+        Some(r.shown_blob.take())
     }
 
     /// Lua has read the files staged for review `req`: they go now.

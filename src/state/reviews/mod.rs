@@ -14,11 +14,13 @@
 //! and their size, which bound what one client may hold. Lua shows a waiting review and reports
 //! the user's decision; it keeps no record of its own.
 //!
+//! left.rs holds what the user left in a review so far (an agent's close may write it).
 //! stage.rs, files.rs and stats.rs do the staging on a worker. own_write.rs sets the file to
 //! the text accepted after an agent that writes its own proposal has written it.
 
 mod files;
 mod flows;
+pub mod left;
 pub mod open;
 mod own_write;
 mod stage;
@@ -60,10 +62,12 @@ pub struct Review {
     /// What they hold (while staging: the proposal's size).
     bytes: u64,
     /// The blob id of the file its left pane shows (see stage.rs' `Staged::left`).
-    left: Option<String>,
+    shown_blob: Option<String>,
     /// The file and the proposal, when its agent writes its own proposal and the core watches
     /// for that write (own_write.rs).
     watched: Option<own_write::Watched>,
+    /// What the user has left in it so far, as Lua last said (left.rs).
+    left: left::Left,
 }
 
 type Key = (u64, String);
@@ -102,7 +106,7 @@ impl Reviews {
             return Err(format!("the agent's waiting reviews hold {held} MiB already (at most {max} MiB)"));
         }
         let Begin { req, client, id, tool, size, .. } = new;
-        let review = Review { req, client, id, tool, tab: key.1.clone(), stage: Stage::Staging, files: StagedFiles::default(), bytes: size, left: None, watched: None };
+        let review = Review { req, client, id, tool, tab: key.1.clone(), stage: Stage::Staging, files: StagedFiles::default(), bytes: size, shown_blob: None, watched: None, left: left::Left::Proposal };
         map.insert(key, review);
         Ok(superseded)
     }
@@ -116,7 +120,7 @@ impl Reviews {
                 r.stage = Stage::Waiting;
                 r.files = files;
                 r.bytes = bytes;
-                r.left = left;
+                r.shown_blob = left;
                 true
             }
             None => false,

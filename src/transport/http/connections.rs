@@ -1,11 +1,13 @@
 //! The HTTP connections: each served by hyper on the core's runtime, at most a fixed number at
-//! once. A newcomer beyond the cap pushes out the oldest connection that is idle (no request in
-//! flight, no event stream: a silent socket or a spent keep-alive), so idle sockets cannot
-//! lock the CLI out; when none is idle, the newcomer is refused.
+//! once of each kind: those that have not shown the token yet (strangers, and the CLI's before
+//! its first request) and those that have. A newcomer beyond its kind's cap pushes out the
+//! oldest idle one of its kind (no request in flight, no event stream: a silent socket or a
+//! spent keep-alive), so idle sockets cannot lock the CLI out, and a stranger's never push out
+//! the CLI's kept-alive one; when none is idle, the newcomer is refused.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +25,14 @@ struct Entry {
     /// Requests in flight (an event stream counts until it closes).
     busy: Arc<AtomicUsize>,
     close: Arc<Notify>,
+    /// A request on it showed the token (and came from loopback).
+    trusted: Arc<AtomicBool>,
+}
+
+impl Entry {
+    fn is(&self, trusted: bool) -> bool {
+        self.trusted.load(Ordering::Acquire) == trusted
+    }
 }
 
 pub struct Connections {
@@ -57,39 +67,31 @@ impl Connections {
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
-        if !self.make_room() {
+        if !make_room(&self.open, self.max, false) {
             crate::debug!("http: {} connections are busy; refused a new one", self.max);
             return;
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let busy = Arc::new(AtomicUsize::new(0));
         let close = Arc::new(Notify::new());
-        let entry = Entry { busy: busy.clone(), close: close.clone() };
+        let trusted = Arc::new(AtomicBool::new(false));
+        let entry = Entry { busy: busy.clone(), close: close.clone(), trusted: trusted.clone() };
         self.open.lock().insert(id, entry);
+        let open = self.open.clone();
+        let max = self.max;
+        let trust = move || {
+            if !trusted.swap(true, Ordering::AcqRel) {
+                // Among the trusted now: room is made there (this one is busy, never pushed out).
+                make_room(&open, max + 1, true);
+            }
+        };
         let open = self.open.clone();
         let mut tasks = self.tasks.lock();
         while tasks.try_join_next().is_some() {}
         tasks.spawn(async move {
-            run(stream, http, busy, close, shutdown).await;
+            run(stream, http, busy, close, trust, shutdown).await;
             open.lock().remove(&id);
         });
-    }
-
-    /// Pushes out the oldest idle connection when at the cap; false when none is idle. It
-    /// leaves the count at once (its task closes it on its next turn).
-    fn make_room(&self) -> bool {
-        let mut open = self.open.lock();
-        if open.len() < self.max {
-            return true;
-        }
-        let idle = open.iter().find(|(_, e)| e.busy.load(Ordering::Acquire) == 0);
-        let Some(id) = idle.map(|(id, _)| *id) else {
-            return false;
-        };
-        if let Some(e) = open.remove(&id) {
-            e.close.notify_one();
-        }
-        true
     }
 
     /// Waits (at most `grace`) for every connection to finish its responses and close.
@@ -99,6 +101,24 @@ impl Connections {
     }
 }
 
+/// Pushes out the oldest idle connection of the kind `trusted` says when `max` of that kind
+/// are open; false when none is idle. It leaves the count at once (its task closes it on its
+/// next turn).
+fn make_room(open: &Mutex<BTreeMap<u64, Entry>>, max: usize, trusted: bool) -> bool {
+    let mut open = open.lock();
+    if open.values().filter(|e| e.is(trusted)).count() < max {
+        return true;
+    }
+    let idle = open.iter().find(|(_, e)| e.is(trusted) && e.busy.load(Ordering::Acquire) == 0);
+    let Some(id) = idle.map(|(id, _)| *id) else {
+        return false;
+    };
+    if let Some(e) = open.remove(&id) {
+        e.close.notify_one();
+    }
+    true
+}
+
 /// One connection: requests until the client closes it, it is pushed out, or the server
 /// stops (then the responses in progress are finished, and no new request is read).
 async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
@@ -106,10 +126,14 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     http: Arc<Http>,
     busy: Arc<AtomicUsize>,
     close: Arc<Notify>,
+    trust: impl Fn() + Send + Sync + 'static,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let service = service_fn(move |req| {
+    let service = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
         busy.fetch_add(1, Ordering::AcqRel);
+        if http.admits(req.headers()) {
+            trust();
+        }
         let guard = Busy(busy.clone());
         let http = http.clone();
         async move {

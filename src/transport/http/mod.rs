@@ -166,6 +166,11 @@ impl Http {
         host.is_some_and(loopback) && origin_ok
     }
 
+    /// The request is the CLI's: from loopback, with the token (its connection is trusted).
+    fn admits(&self, headers: &HeaderMap) -> bool {
+        self.comes_from_loopback(headers) && self.authorized(headers)
+    }
+
     fn authorized(&self, headers: &HeaderMap) -> bool {
         let got = headers.get(hyper::header::AUTHORIZATION);
         got.is_some_and(|v| crate::transport::auth::constant_time_eq(v.as_bytes(), self.authorization.as_bytes()))
@@ -173,7 +178,7 @@ impl Http {
 
     /// One JSON-RPC message: its answer on this request (200), or 202 for a notification.
     async fn post(self: &Arc<Self>, key: Option<String>, body: Body) -> Reply {
-        let text = match self.read_body(body).await {
+        let text = match self.read_body(body, key.as_deref()).await {
             Ok(text) => text,
             Err(reply) => return reply,
         };
@@ -248,7 +253,7 @@ impl Http {
 
     /// The body as text, within `max_message_size` and the deadline. Over the size, the
     /// message is still read (scanned in bounded memory) to answer it: an open_diff REJECTED.
-    async fn read_body(&self, mut body: Body) -> Result<String, Reply> {
+    async fn read_body(&self, mut body: Body, key: Option<&str>) -> Result<String, Reply> {
         use futures_util::FutureExt;
         let mut reader = BodyReader::new(self.shared.max_message_size);
         // A call the CLI sent whole with its headers is read without arming a timer.
@@ -270,16 +275,16 @@ impl Http {
                 }
             }
         }
-        self.finish_body(reader).await
+        self.finish_body(reader, key).await
     }
 
-    async fn finish_body(&self, reader: BodyReader) -> Result<String, Reply> {
+    async fn finish_body(&self, reader: BodyReader, key: Option<&str>) -> Result<String, Reply> {
         if let Some(mut o) = reader.over {
             o.scan.finish();
             let agent = self.config.agent;
             self.shared.events.notice("oversized", Level::Warn, o.notice(agent, false)).await;
             return Err(match o.answer(agent) {
-                Some(frame) => json(frame),
+                Some(frame) => self.answer_oversized(key, &o, frame),
                 None => status(StatusCode::PAYLOAD_TOO_LARGE, "over max_message_size"),
             });
         }
@@ -287,6 +292,21 @@ impl Http {
             let e = RpcError::new(jsonrpc::PARSE_ERROR, "the body is not UTF-8");
             json(jsonrpc::error_frame(None, &e))
         })
+    }
+
+    /// The rejection of an oversized call: on the POST, or, for a tool answered later (the
+    /// CLI waits for its decision on the stream, not in the POST's result), on the event stream
+    /// as any rejection, with the POST's empty answer.
+    fn answer_oversized(&self, key: Option<&str>, o: &crate::mcp::oversized::Oversized, frame: String) -> Reply {
+        let later = o.tool(self.config.agent).is_some_and(|t| t.answered_later);
+        let session = key.and_then(|k| self.sessions.lock().get(k).cloned()).filter(|_| later);
+        match (session, o.scan.id.as_ref()) {
+            (Some(session), Some(id)) => {
+                session.push_later(&frame);
+                json(jsonrpc::outcome_frame(id, &Ok(serde_json::json!({"content": []}))))
+            }
+            _ => json(frame),
+        }
     }
 
     /// The session a POST belongs to; `initialize` starts one (a new key when it has none).

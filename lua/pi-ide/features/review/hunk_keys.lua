@@ -38,6 +38,8 @@ function M.decide(r, action, view)
     return say(("no hunk under the cursor (%s goes to the next one)"):format(next_key), vim.log.levels.INFO)
   end
   local err = hunks.set(r, h, action == "reject" and "rejected" or "kept")
+  -- The core knows at once (the pane changed may not be the current one: no TextChanged).
+  require("pi-ide.features.review.left").push(r)
   if err == "edited" then
     say("this hunk was edited by hand: it is left as you made it (undo with u, or edit it yourself)")
   end
@@ -99,8 +101,10 @@ function M.actions(r, view)
   }
 end
 
---- The hunk keys in both panes of review `r`, and its marks kept up with the user's edits.
+--- The hunk keys in both panes of review `r`, its marks kept up with the user's edits, and
+--- the core told what the user left in it (left.lua).
 function M.attach(r, group, view)
+  require("pi-ide.features.review.left").attach(r, group)
   local actions = M.actions(r, view)
   for _, buf in ipairs({ r.ui.left_buf, r.ui.right_buf }) do
     for _, a in ipairs(actions) do

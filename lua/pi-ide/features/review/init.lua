@@ -219,6 +219,13 @@ function M.ended_by_core(ev)
   if not r then
     return
   end
+  if ev.result == "closed" then
+    -- Its agent closed it with the text the user left in it (the core knew it): the agent
+    -- writes it if the user said yes in its terminal (maybe already), and the user's buffer
+    -- shows it then.
+    require("pi-ide.features.review.reload").maybe_written(r.path)
+    return ended(r, "rejected")
+  end
   if ev.result == "abandoned" then
     local msg = ev.reason
         and ("the review of %s was rejected: %s"):format(display_name(r.path), ev.reason)
@@ -255,8 +262,9 @@ local function text_left(r)
 end
 
 --- Tool handler (tools/init.lua): the agent closes its review `args.tab` because the user
---- answered it elsewhere (in the agent's terminal). The core closes it; the answer is the text
---- the user left in it, which the agent then writes if that answer was yes (nil: its own).
+--- answered it elsewhere (in the agent's terminal), while the user is typing in it (else the
+--- core answers from what left.lua pushed). The core closes it; the answer is the text the user
+--- left in it, which the agent then writes if that answer was yes (nil: its own).
 function M.closeReview(args, reply, ev)
   local core = native()
   local req = core and core.review_close(ev.client, tostring(args.tab))

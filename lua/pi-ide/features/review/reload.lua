@@ -82,4 +82,15 @@ function M.when_written(path)
   wait(30000)
 end
 
+--- As when_written, for a write that may have landed already (the core answered the agent
+--- before Lua heard of it): an unmodified buffer showing `path` is checked at once too (one
+--- with edits is warned about only once a write is seen: the agent may write nothing).
+function M.maybe_written(path)
+  M.when_written(path)
+  local buf = buffers.find(path)
+  if buf and vim.api.nvim_buf_is_loaded(buf) and not vim.bo[buf].modified then
+    buffers.reload(buf)
+  end
+end
+
 return M
