@@ -90,7 +90,7 @@ mod tests {
         for (req, tab) in [(1, "/a"), (2, "/b"), (3, "/c")] {
             let begin = Begin { req, client: 1, id: Id::from_u64(req), tool, tab, size: 1, max_bytes: 1 << 20 };
             shared.reviews.begin(begin).unwrap();
-            assert!(shared.reviews.staged(req, StagedFiles::default(), 1));
+            assert!(shared.reviews.staged(req, StagedFiles::default(), 1, None));
         }
         assert!(shared.reviews.set_left(1, Left::Text("mine\n".into())));
         assert!(shared.reviews.set_left(3, Left::Unknown));
