@@ -189,6 +189,7 @@ fn mixed_round(nvim: &Nvim, p: &mut Peer, i: u64, path: &str) {
         // Just after the user typed, it opens without the focus: they go to it.
         nvim.wait_for("require('pi-ide.features.review').count() == 1", PATIENCE);
         go_to_review(nvim);
+        come_to_review(nvim);
         nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
         if i % 2 == 0 {
             type_accept(nvim, ":w<CR>");

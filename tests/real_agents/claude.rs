@@ -470,6 +470,7 @@ fn real_claude_code_writes_through_a_review_in_neovim_and_hears_a_rejection() {
     rig.wait("the review on screen", || {
         nvim.t("reviews_shown", json!([])) == json!(1)
     });
+    come_to_review(nvim);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert_eq!(
         nvim.lua("return #vim.api.nvim_tabpage_list_wins(0)"),
@@ -504,6 +505,7 @@ fn real_claude_code_writes_through_a_review_in_neovim_and_hears_a_rejection() {
     rig.wait("the second review on screen", || {
         nvim.t("reviews_shown", json!([])) == json!(1)
     });
+    come_to_review(nvim);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     rig.wait("Claude Code waiting on the second review", || {
         tui.screen()
@@ -558,6 +560,7 @@ fn real_claude_code_writes_only_the_hunks_accepted_in_neovim() {
     rig.wait("the review on screen", || {
         nvim.t("reviews_shown", json!([])) == json!(1)
     });
+    come_to_review(nvim);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     hunks_counted(&nvim);
     type_keys(nvim, "gg]h:PiIde hunk reject<CR>");
@@ -627,6 +630,7 @@ fn real_claude_code_launched_in_lazyvim_by_piide_open_connects_to_that_neovim_on
     rig.wait("the prompt typed", || screen().lines().any(|l| l.starts_with('❯') && l.trim_end().ends_with(CREATE)));
     terminal::type_text(nvim, "claude", "\r");
     rig.wait("the review on screen", || nvim.t("reviews_shown", json!([])) == json!(1));
+    come_to_review(nvim);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     let hello = nvim.cwd.join("hello.txt");
     assert!(!hello.exists(), "written before the review was decided");

@@ -505,6 +505,7 @@ fn the_cli_launched_in_lazyvim_by_piide_open_connects_and_its_edit_is_reviewed()
     wait_for("the prompt typed", &|| screen().contains("please-edit the file"));
     terminal::type_text(&nvim, "copilot", "\r");
     wait_for("the review", &|| nvim.t("reviews_shown", json!([])) == json!(1));
+    come_to_review(&nvim);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert_eq!(read(&path).as_deref(), Some("hello\n"));
     type_accept(&nvim, ":w<CR>");

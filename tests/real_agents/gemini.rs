@@ -357,6 +357,7 @@ fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was
     wait_agent("the review in Neovim", about, || reviews(&nvim) == 1);
     wait_agent("the CLI's own question", about, || tui.screen().contains("Apply this change?"));
     assert_eq!(read(&path).as_deref(), Some("old\n"));
+    come_to_review(&nvim);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     type_keys(&nvim, "ggAmine<Esc>");
     type_accept(&nvim, ":w<CR>");
@@ -379,6 +380,7 @@ fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was
     send_line(&tui, &format!("please-write {path}|term\\nnewmine\\nextra\\n"));
     wait_agent("the third review", about, || reviews(&nvim) == 1);
     wait_agent("the CLI's own question", about, || tui.screen().contains("Apply this change?"));
+    come_to_review(&nvim);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     hunks_counted(&nvim);
     type_keys(&nvim, "G:PiIde hunk reject<CR>");
@@ -393,6 +395,7 @@ fn the_real_tui_beside_neovim_connects_sees_the_context_and_writes_only_what_was
     send_line(&tui, &format!("please-write {path}|busy\\nterm\\nnewmine\\nmore\\n"));
     wait_agent("the fourth review", about, || reviews(&nvim) == 1);
     wait_agent("the CLI's own question", about, || tui.screen().contains("Apply this change?"));
+    come_to_review(&nvim);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     hunks_counted(&nvim);
     type_keys(&nvim, "G:PiIde hunk reject<CR>");
@@ -462,6 +465,7 @@ fn piide_open_gemini_in_one_of_two_neovims_in_one_folder_connects_to_that_one() 
     send_line(&cli, &format!("please-write {path}|new\\n"));
     wait_agent("the review in the launcher", about, || reviews(&launcher) == 1);
     assert_eq!(reviews(&other), 0);
+    come_to_review(&launcher);
     launcher.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert_eq!(read(&path).as_deref(), Some("old\n"));
     type_keys(&launcher, "ggAmine<Esc>");

@@ -284,6 +284,7 @@ fn a_write_accepted_with_w_in_neovim_is_written_by_pi_with_the_users_edits() {
         "{}",
         rig.review_tab()
     );
+    come_to_review(&rig.nvim);
     rig.nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert_eq!(
         rig.nvim.lua("return #vim.api.nvim_tabpage_list_wins(0)"),
@@ -343,6 +344,7 @@ fn edits_are_reviewed_in_neovim_accepted_with_w_and_rejected_with_q() {
         "{}",
         rig.review_tab()
     );
+    come_to_review(&rig.nvim);
     rig.nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert_eq!(
         rig.nvim
@@ -361,6 +363,7 @@ fn edits_are_reviewed_in_neovim_accepted_with_w_and_rejected_with_q() {
     // Rejected with :q in the proposal: the file stays, Pi blocks the call and says why.
     rig.pi().send_line("please-change-three in notes.txt");
     rig.wait_reviews(1);
+    come_to_review(&rig.nvim);
     rig.nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert_eq!(
         rig.nvim
@@ -396,6 +399,7 @@ fn part_of_pis_edit_accepted_hunk_by_hunk_is_what_pi_writes() {
         .after_tool("edit", Reply::text("Mock model: the edit is over."));
     rig.pi().send_line("please-change-three lines of h.txt");
     rig.wait_reviews(1);
+    come_to_review(&rig.nvim);
     rig.nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     hunks_counted(&rig.nvim);
     type_keys(&rig.nvim, "gg]h:PiIde hunk reject<CR>");
@@ -543,6 +547,7 @@ fn pi_launched_in_lazyvim_by_piide_open_connects_to_that_neovim_and_its_write_is
     wait("the prompt typed", &|| terminal::text(&nvim, "pi").contains("please-write hello.txt"));
     terminal::type_text(&nvim, "pi", "\r");
     wait("the review on screen", &|| nvim.t("reviews_shown", json!([])) == json!(1));
+    come_to_review(&nvim);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert!(!hello.exists(), "written before the review was decided");
     type_accept(&nvim, ":w<CR>");

@@ -278,6 +278,7 @@ fn a_write_of_pis_is_reviewed_in_neovim_and_accepted_with_w() {
     });
     let tab = rig.nvim.lua("return require('pi-ide.features.review').list()[1].tab_name");
     assert!(tab.as_str().unwrap().starts_with("pi-write:"), "{tab}");
+    come_to_review(&rig.nvim);
     rig.nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     assert_eq!(
         rig.nvim.lua("return vim.api.nvim_buf_get_lines(0, 0, -1, false)"),

@@ -578,6 +578,7 @@ fn review_false_accepts_at_once_without_showing_anything() {
     p.send_json(&json!({"jsonrpc": "2.0", "id": "on", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "z\n", "tab_name": "on"}}})).unwrap();
     nvim.wait_for("#require('pi-ide.features.review').list() == 1", PATIENCE);
+    come_to_review(&nvim);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "on"), vec!["FILE_SAVED".to_string(), "z\n".to_string()]);
@@ -605,6 +606,7 @@ fn a_review_waits_while_the_user_types_in_insert_mode() {
     nvim.wait_for("#vim.api.nvim_list_tabpages() == 2", PATIENCE);
     assert_eq!(nvim.lua("return vim.fn.tabpagenr()"), json!(1));
     type_keys(&nvim, ":PiIde review<CR>");
+    come_to_review(&nvim);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "i")[0], "FILE_SAVED");
@@ -659,6 +661,7 @@ fn a_waiting_review_opens_once_when_the_user_leaves_two_modes_in_one_burst() {
     // It waited for the user: it opened without the focus, and their :w wrote their file.
     assert_eq!(nvim.lua("return vim.bo.buftype"), json!(""));
     type_keys(&nvim, ":PiIde review<CR>");
+    come_to_review(&nvim);
     nvim.wait_for("vim.bo.buftype == 'acwrite'", PATIENCE);
     // Whatever was still scheduled has run: a second opening would have failed by now.
     nvim.lua("return vim.fn.getchar(1)");

@@ -64,8 +64,14 @@ fn a_review_opened_while_the_user_is_idle_takes_no_accept_before_it_was_seen() {
     type_keys(&nvim, ":w<CR>");
     nvim.wait_t("has_note", json!(["f.txt not accepted: it had only just opened"]), PATIENCE);
     assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(1));
-    // Their own move into the proposal (out and back): deliberate, it counts at once.
+    // Their own move out and back is a move, but they must still have seen it for seen_ms.
     type_keys(&nvim, "<C-w>h<C-w>l");
+    type_keys(&nvim, ":w<CR>");
+    wait_until("the second refusal", PATIENCE, || {
+        nvim.t("count_notes", json!(["f.txt not accepted: it had only just opened"])) == json!(2)
+    });
+    // :PiIde review names it: deliberate, it counts at once.
+    type_keys(&nvim, ":PiIde review<CR>");
     type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "d"), vec!["FILE_SAVED".to_string(), "y\n".to_string()]);
 }

@@ -178,3 +178,33 @@ fn a_review_sent_again_under_its_name_keeps_the_decisions_on_hunks_that_did_not_
     type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "2"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nd\ne\nf\nNEW\n".to_string()]);
 }
+
+#[test]
+fn a_review_sent_again_keeps_each_of_two_same_changes_rejected_and_an_edit_typed_over_a_hunk() {
+    let nvim = Nvim::start();
+    nvim.record_notify();
+    // The same line put in two places: two hunks that are the same change, both rejected.
+    let path = file_with(&nvim, "twice.txt", FILE);
+    let twice = "X\na\nb\nc\nX\nd\ne\nf\nG\n";
+    let mut p = nvim.peer();
+    open_review(&nvim, &mut p, "1", &path, twice, "pi-edit:twice", 1);
+    hunks_counted(&nvim);
+    type_keys(&nvim, "5G:PiIde hunk reject<CR>1G:PiIde hunk reject<CR>");
+    p.send_json(&open_diff_call("2", &path, twice, "pi-edit:twice")).unwrap();
+    assert_eq!(review_answer(&mut p, "1")[0], "DIFF_REJECTED");
+    nvim.wait_t("has_note", json!(["twice.txt sent again: 2 of your hunk decisions kept"]), PATIENCE);
+    go_to_review(&nvim);
+    type_accept(&nvim, ":w<CR>");
+    assert_eq!(review_answer(&mut p, "2"), vec!["FILE_SAVED".to_string(), "a\nb\nc\nd\ne\nf\nG\n".to_string()]);
+    // A line typed over a hunk, never decided with a key: it comes along too.
+    let edited = file_with(&nvim, "edited.txt", FILE);
+    open_review(&nvim, &mut p, "3", &edited, PROPOSAL, "pi-edit:edited", 1);
+    hunks_counted(&nvim);
+    type_keys(&nvim, "4Gccmine<Esc>");
+    p.send_json(&open_diff_call("4", &edited, PROPOSAL, "pi-edit:edited")).unwrap();
+    assert_eq!(review_answer(&mut p, "3")[0], "DIFF_REJECTED");
+    nvim.wait_t("has_note", json!(["edited.txt sent again: 1 of your hunk decisions kept"]), PATIENCE);
+    go_to_review(&nvim);
+    type_accept(&nvim, ":w<CR>");
+    assert_eq!(review_answer(&mut p, "4"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nmine\ne\nf\nG\n".to_string()]);
+}

@@ -93,3 +93,18 @@ fn a_relative_path_from_an_agent_that_named_no_folder_is_rejected_and_said() {
     nvim.wait_t("has_note", json!(["cannot review a write to rel.txt: it is a relative path"]), PATIENCE);
     assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(0));
 }
+
+#[test]
+fn a_new_file_behind_a_dangling_link_is_accepted_while_the_link_stays_as_it_was() {
+    let nvim = Nvim::start();
+    nvim.record_notify();
+    let mut p = nvim.peer();
+    std::fs::create_dir_all(nvim.cwd.join("sub")).unwrap();
+    let link = nvim.cwd.join("later.txt");
+    std::os::unix::fs::symlink(nvim.cwd.join("sub/later.txt"), &link).unwrap();
+    open_review(&nvim, &mut p, "d", &link.to_string_lossy(), "made\n", "dangling", 1);
+    hunks_counted(&nvim);
+    type_accept(&nvim, ":w<CR>");
+    assert_eq!(review_answer(&mut p, "d"), vec!["FILE_SAVED".to_string(), "made\n".to_string()]);
+    assert!(!nvim.notes().iter().any(|n| n.contains("changed on disk")), "{:?}", nvim.notes());
+}

@@ -76,8 +76,16 @@ pub fn open_review(nvim: &Nvim, p: &mut Peer, id: &str, path: &str, contents: &s
 /// focus, and says so: they go to it (`:PiIde review`), as a user would. In one already, nothing.
 pub fn go_to_review(nvim: &Nvim) {
     if nvim.lua("return require('pi-ide.features.review').current() == nil") == json!(true) {
-        type_keys(nvim, ":PiIde review<CR>");
+        // As a command, not keys: the user may be in a terminal's Terminal mode.
+        nvim.command("PiIde review").unwrap();
     }
+}
+
+/// Waits for an agent's review, then goes to it if it did not take the focus (`go_to_review`;
+/// one still being built opens with the focus then).
+pub fn come_to_review(nvim: &Nvim) {
+    nvim.wait_for("#require('pi-ide.features.review').list() > 0", PATIENCE);
+    go_to_review(nvim);
 }
 
 /// The texts of the answer to review `id` (FILE_SAVED and the text, or DIFF_REJECTED); never

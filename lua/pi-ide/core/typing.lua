@@ -7,22 +7,32 @@ local log = require("pi-ide.core.log")
 local M = {}
 
 local ns = vim.api.nvim_create_namespace("pi-ide.core.typing")
-local last -- nil: no key yet (uv.now() counts from Neovim's start, so 0 would be recent)
+local last -- nil: no key yet
 
--- Whether that key was typed where the user talks with an agent: a review's pane, a chat, a
--- terminal (an agent's prompt): what the agent sends next is the answer they wait for.
+--- Now, in milliseconds, from the clock itself (vim.uv.now() is the loop's, cached: it stands
+--- still through a batch of scheduled work, such as a review being built).
+function M.now()
+  return vim.uv.hrtime() / 1e6
+end
+
+-- Whether that key was typed where the user talks with an agent: a chat, or the terminal of
+-- an agent :PiIde open started (its prompt): what the agent sends next is the answer they wait
+-- for. A review's pane, their own shell and their files are theirs.
 local last_with_agent = false
 
 local function with_agent()
-  local b, bo = vim.b, vim.bo
-  local chat = b.pi_ide_chat ~= nil or b.pi_ide_chat_agent ~= nil or bo.filetype:sub(1, 11) == "pi-ide-chat"
-  return chat or b.pi_ide_review ~= nil or bo.buftype == "terminal"
+  local b = vim.b
+  return b.pi_ide_chat ~= nil or b.pi_ide_chat_agent ~= nil or b.pi_ide_agent ~= nil or vim.bo.filetype:sub(1, 11) == "pi-ide-chat"
 end
+
+-- The buffer it was typed in, when that was a review's pane.
+local last_review_buf
 
 function M.attach()
   vim.on_key(function()
-    last = vim.uv.now()
+    last = M.now()
     last_with_agent = with_agent()
+    last_review_buf = vim.b.pi_ide_review ~= nil and vim.api.nvim_get_current_buf() or nil
   end, ns)
 end
 
@@ -32,13 +42,17 @@ end
 
 --- Whether a key was typed in the last `ms` milliseconds.
 function M.within(ms)
-  return last ~= nil and vim.uv.now() - last < ms
+  return last ~= nil and M.now() - last < ms
 end
 
---- Whether the last key was typed in a buffer of the user's own (not a review, a chat or a
---- terminal).
+--- Whether the last key was typed in a buffer of the user's own (not a chat, nor the terminal
+--- of an agent :PiIde open started).
+---
+--- A key typed in a review that has ended since (its :w accepted it) was aimed at that one, not
+--- at anything open now.
 function M.last_key_was_theirs()
-  return last ~= nil and not last_with_agent
+  local in_ended_review = last_review_buf ~= nil and not vim.api.nvim_buf_is_valid(last_review_buf)
+  return last ~= nil and not last_with_agent and not in_ended_review
 end
 
 --- In Insert, Visual, Command-line mode... (or Neovim waits for input): not now.

@@ -9,8 +9,10 @@ local hunks = require("pi-ide.features.review.hunks")
 local M = {}
 
 -- The decisions of a review that was taken over, by its client and name, until the next
--- review of that name opens: { path, list = { { file, proposal, state, lines } } }.
+-- review of that name opens (within HOLD_MS): { path, at, edited, list = { { file, proposal,
+-- state, lines } } }.
 local held = {}
+local HOLD_MS = 60 * 1000
 
 local function key(client, tab_name)
   return tostring(client) .. "\0" .. tostring(tab_name)
@@ -20,7 +22,7 @@ end
 --- review of the same name that may follow at once.
 function M.hold(r)
   local h = r.hunks
-  if not (h and h.decided and vim.api.nvim_buf_is_valid(h.buf)) then
+  if not (h and vim.api.nvim_buf_is_valid(h.buf)) then
     return
   end
   local list = {}
@@ -30,8 +32,10 @@ function M.hold(r)
       table.insert(list, { file = hunk.file, proposal = hunk.proposal, state = state, lines = hunks.lines(h, hunk) })
     end
   end
-  if #list > 0 then
-    held[key(r.client, r.tab_name)] = { path = r.path, list = list }
+  -- Typed over elsewhere than in a hunk (or before the hunks were counted): cannot be carried.
+  local edited = #list == 0 and vim.api.nvim_buf_get_changedtick(h.buf) ~= r.proposal_tick
+  if #list > 0 or edited then
+    held[key(r.client, r.tab_name)] = { path = r.path, at = vim.uv.hrtime(), list = list, edited = edited }
   end
 end
 
@@ -41,8 +45,8 @@ function M.take(r)
   local k = key(r.client, r.tab_name)
   local was = held[k]
   held[k] = nil
-  if was and was.path == r.path then
-    r.carried = was.list
+  if was and was.path == r.path and (vim.uv.hrtime() - was.at) / 1e6 < HOLD_MS then
+    r.carried = was
   end
 end
 
@@ -60,24 +64,38 @@ end
 
 --- Review `r`'s hunks are counted: the decisions it carried go on the hunks that did not
 --- change, and the user is told (one line: never a hit-enter prompt).
+-- The hunk of `list` that decision `d` goes on: the first same change not taken yet (`used`),
+-- in the order of the file (an agent may make one change in two places).
+local function match(list, d, used)
+  for _, h in ipairs(list) do
+    if not used[h] and same_change(d, h) then
+      return h
+    end
+  end
+end
+
 function M.apply(r)
   local carried = r.carried
   r.carried = nil
   if not (carried and r.hunks) then
     return
   end
-  local kept = 0
-  for _, d in ipairs(carried) do
-    for _, h in ipairs(r.hunks.list) do
-      if same_change(d, h) and apply(r, h, d) then
-        kept = kept + 1
-        break
-      end
+  local kept, used = 0, {}
+  for _, d in ipairs(carried.list) do
+    local h = match(r.hunks.list, d, used)
+    if h then
+      used[h] = true
+      kept = kept + (apply(r, h, d) and 1 or 0)
     end
   end
   hunks.show(r)
-  local lost = #carried - kept
-  local msg = ("pi-ide.nvim: %s sent again: %d of your hunk decisions kept"):format(vim.fn.fnamemodify(r.path, ":t"), kept)
+  require("pi-ide.features.review.left").push(r)
+  local name = vim.fn.fnamemodify(r.path, ":t")
+  if carried.edited then
+    return vim.notify(("pi-ide.nvim: %s sent again: your edits of it are gone"):format(name), vim.log.levels.WARN)
+  end
+  local lost = #carried.list - kept
+  local msg = ("pi-ide.nvim: %s sent again: %d of your hunk decisions kept"):format(name, kept)
   if lost > 0 then
     msg = msg .. (", %d on hunks that changed: decide them again"):format(lost)
   end

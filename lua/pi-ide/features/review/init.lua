@@ -73,7 +73,10 @@ local function ended(r, result, blob, old_blob)
   log.info("review %s of %s: %s", r.tab_name, r.path, result)
   review_event("Closed", { tab_name = r.tab_name, path = r.path, result = result, blob = blob, old_blob = old_blob })
   vim.schedule(function()
-    ui.close(r)
+    -- Windows entered on the way are no one's move into another review.
+    require("pi-ide.features.review.arming").plugin_moves(function()
+      ui.close(r)
+    end)
     refresh_winbars()
   end)
 end
@@ -398,7 +401,7 @@ local function go_to_review()
       vim.api.nvim_set_current_win(r.ui.right_win)
     end
   end
-  require("pi-ide.features.review.arming").came(r)
+  require("pi-ide.features.review.arming").came(r, true)
   refresh_winbars()
 end
 

@@ -43,9 +43,25 @@ function M.attach(r, group)
   vim.api.nvim_create_autocmd("TextChanged", { group = group, buffer = buf, callback = guard("pushing a review's text", function()
     M.push(r)
   end) })
-  vim.api.nvim_create_autocmd("TextChangedI", { group = group, buffer = buf, callback = guard("pushing a review's text", function()
+  vim.api.nvim_create_autocmd({ "TextChangedI", "TextChangedP" }, { group = group, buffer = buf, callback = guard("pushing a review's text", function()
     M.changing(r)
   end) })
+  -- Changed while another window is current (`dp` from the left pane, a plugin): no TextChanged
+  -- comes for it; pushed on the next turn of the loop.
+  vim.api.nvim_buf_attach(buf, false, {
+    on_lines = function()
+      if r.ended or r.ui == nil then
+        return true
+      end
+      if vim.api.nvim_get_current_buf() ~= buf and not r.left_soon then
+        r.left_soon = true
+        vim.schedule(function()
+          r.left_soon = false
+          M.push(r)
+        end)
+      end
+    end,
+  })
   -- Decisions carried from a review it took the place of (carry.lua) came before this.
   M.push(r)
 end

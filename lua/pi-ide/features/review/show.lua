@@ -70,7 +70,7 @@ local function attach(r, view)
     callback = function()
       local win = vim.api.nvim_get_current_win()
       if r.ui and (win == r.ui.left_win or win == r.ui.right_win) then
-        arming.came(r)
+        arming.came(r, false)
         view.refresh()
       end
     end,
@@ -125,6 +125,7 @@ local function right_diff(r, view)
   r.ui.right_diffed = true
   diff_on(r, r.ui.right_win)
   pcall(ui.to_first_hunk, r.ui.right_win)
+  require("pi-ide.features.review.arming").drawn(r)
   if r.shown then
     return view.refresh() -- moved from the inline view: shown already
   end
@@ -276,10 +277,12 @@ local function inline_step(r, built, view)
     r.ui = built
     attach(r, view)
     -- Drawn where the user is: it takes no focus, but is seen before it takes an accept.
-    require("pi-ide.features.review.arming").opened(r, true)
+    local arming = require("pi-ide.features.review.arming")
+    arming.opened(r, true)
     inline.show(r, file, view, function(moved_why)
       to_panes(r, built, view, moved_why)
     end)
+    arming.drawn(r)
     view.shown(r)
   end
   return step

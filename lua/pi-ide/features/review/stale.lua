@@ -13,15 +13,17 @@ local function stamp(path)
   return st and table.concat({ st.type, st.size, st.mtime.sec, st.mtime.nsec, st.ino }, ":") or "none"
 end
 
---- Notes the file's stat as the review opens (right after the core read it).
-function M.note(r)
-  r.disk_stamp = stamp(r.path)
-end
-
 -- Where the path leads now when it is a link: its target, or what it names (dangling).
 local function link_now(path)
   local st = vim.uv.fs_lstat(path)
   return st and st.type == "link" and (vim.uv.fs_realpath(path) or vim.uv.fs_readlink(path)) or nil
+end
+
+--- Notes the file's stat as the review opens (right after the core read it), and where it
+--- leads if it is a link.
+function M.note(r)
+  r.disk_stamp = stamp(r.path)
+  r.link_at_open = link_now(r.path)
 end
 
 -- The file is no longer the text the review shows (nil: cannot tell; its text was unreadable).
@@ -33,7 +35,9 @@ local function changed(r)
   if r.old_error then
     return nil
   elseif not r.old.exists then
-    return vim.uv.fs_lstat(r.path) ~= nil
+    -- A dangling link it opened on is no change while it leads to the same nothing.
+    local same_link = r.link_now ~= nil and r.link_now == r.link_at_open and vim.uv.fs_stat(r.path) == nil
+    return vim.uv.fs_lstat(r.path) ~= nil and not same_link
   elseif r.real_path and vim.uv.fs_realpath(r.path) ~= r.real_path then
     return true
   end

@@ -103,6 +103,8 @@ local function launch(agent, args)
     return
   end
   running[agent] = { provider = provider, handle = handle }
+  -- Keys typed here talk with the agent (core/typing.lua): its review may take the focus.
+  vim.b[handle.buf].pi_ide_agent = agent
   watch_exit(agent, provider, handle)
   require("pi-ide.features.terminal.prompts").watch(agent, handle.buf)
   focus(agent)
