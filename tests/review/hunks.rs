@@ -171,7 +171,7 @@ fn a_review_sent_again_under_its_name_keeps_the_decisions_on_hunks_that_did_not_
     type_keys(&nvim, "4G:PiIde hunk reject<CR>7G:PiIde hunk reject<CR>");
     p.send_json(&open_diff_call("2", &path, "A\nb\nc\nD\ne\nf\nNEW\n", "pi-edit:again")).unwrap();
     assert_eq!(review_answer(&mut p, "1")[0], "DIFF_REJECTED", "the first is taken over");
-    nvim.wait_t("has_note", json!(["again.txt sent again: 1 of your hunk decisions kept, 1 on hunks that changed: decide them again"]), PATIENCE);
+    nvim.wait_t("has_note", json!(["again.txt sent again: 1 decision kept, 1 lost"]), PATIENCE);
     go_to_review(&nvim);
     hunks_counted(&nvim);
     assert_eq!(marks(&nvim), json!([[4, "✗ rejected"]]));
@@ -192,7 +192,7 @@ fn a_review_sent_again_keeps_each_of_two_same_changes_rejected_and_an_edit_typed
     type_keys(&nvim, "5G:PiIde hunk reject<CR>1G:PiIde hunk reject<CR>");
     p.send_json(&open_diff_call("2", &path, twice, "pi-edit:twice")).unwrap();
     assert_eq!(review_answer(&mut p, "1")[0], "DIFF_REJECTED");
-    nvim.wait_t("has_note", json!(["twice.txt sent again: 2 of your hunk decisions kept"]), PATIENCE);
+    nvim.wait_t("has_note", json!(["twice.txt sent again: 2 decisions kept"]), PATIENCE);
     go_to_review(&nvim);
     type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "2"), vec!["FILE_SAVED".to_string(), "a\nb\nc\nd\ne\nf\nG\n".to_string()]);
@@ -203,7 +203,7 @@ fn a_review_sent_again_keeps_each_of_two_same_changes_rejected_and_an_edit_typed
     type_keys(&nvim, "4Gccmine<Esc>");
     p.send_json(&open_diff_call("4", &edited, PROPOSAL, "pi-edit:edited")).unwrap();
     assert_eq!(review_answer(&mut p, "3")[0], "DIFF_REJECTED");
-    nvim.wait_t("has_note", json!(["edited.txt sent again: 1 of your hunk decisions kept"]), PATIENCE);
+    nvim.wait_t("has_note", json!(["edited.txt sent again: 1 decision kept"]), PATIENCE);
     go_to_review(&nvim);
     type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "4"), vec!["FILE_SAVED".to_string(), "A\nb\nc\nmine\ne\nf\nG\n".to_string()]);

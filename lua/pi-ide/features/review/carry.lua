@@ -95,9 +95,11 @@ function M.apply(r)
     return vim.notify(("pi-ide.nvim: %s sent again: your edits of it are gone"):format(name), vim.log.levels.WARN)
   end
   local lost = #carried.list - kept
-  local msg = ("pi-ide.nvim: %s sent again: %d of your hunk decisions kept"):format(name, kept)
+  local msg = ("pi-ide.nvim: %s sent again: %d decision%s kept"):format(name, kept, kept == 1 and "" or "s")
   if lost > 0 then
-    msg = msg .. (", %d on hunks that changed: decide them again"):format(lost)
+    -- One line at 80 columns (a longer one stops the user at Press ENTER).
+    local full = msg .. (", %d lost (hunk changed)"):format(lost)
+    msg = vim.fn.strdisplaywidth(full) < vim.v.echospace and full or msg .. (", %d lost"):format(lost)
   end
   vim.notify(msg, lost > 0 and vim.log.levels.WARN or vim.log.levels.INFO)
 end
