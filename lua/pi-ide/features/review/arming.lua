@@ -108,8 +108,9 @@ function M.allows(r)
     return true
   end
   local name = vim.fn.fnamemodify(r.path, ":t")
-  local why = r.armed_at and "it had only just opened" or "you have not gone to it yet"
-  vim.notify(("pi-ide.nvim: %s not accepted: %s; accept again to accept"):format(name, why), vim.log.levels.WARN)
+  -- One line at 80 columns: a longer one stops the user at Press ENTER.
+  local why = r.armed_at and "it had only just opened" or "go to it first (:PiIde review)"
+  vim.notify(("pi-ide.nvim: %s not accepted: %s"):format(name, why), vim.log.levels.WARN)
   return false
 end
 
