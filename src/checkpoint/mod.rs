@@ -304,15 +304,16 @@ impl Checkpoints {
         })
     }
 
-    /// Turn `n`, or the last one not undone (passing over one just begun that changed nothing
-    /// yet: `now` is the workspace's tree now).
+    /// Turn `n`, or the last agent's turn not undone (passing over one just begun that changed
+    /// nothing yet: `now` is the workspace's tree now). A turn "between turns" holds what no
+    /// agent did (the user's `git pull`, another editor): undone only when named.
     pub fn pick(&self, n: Option<u64>, now: &str) -> Result<Turn, String> {
         match n {
             Some(n) => self.turn(n),
             None => {
                 let turns = self.log.read()?;
                 let none = if turns.is_empty() { "no checkpoint yet in this folder" } else { "every turn of this folder is undone" };
-                let mut live = turns.into_iter().rev().filter(|t| !t.undone);
+                let mut live = turns.into_iter().rev().filter(|t| !t.undone && !t.between);
                 let last = live.next().ok_or_else(|| String::from(none))?;
                 // A terminal agent's turn ends only when the next begins: one just begun that
                 // changed nothing yet is not the turn the user means.

@@ -119,6 +119,11 @@ fn a_write_between_turns_is_a_turn_of_its_own_and_an_undos_writes_are_not() {
     let between = between.expect("the write between turns");
     assert_eq!((between.n, between.between, t3.n), (t2.n + 1, true, t2.n + 2));
     assert_eq!((between.changed, between.unreviewed), (vec![Name::from("a.txt")], vec![Name::from("a.txt")]));
+    // The turn just begun changed nothing: the default undo passes over it and over the
+    // between-turns turn (the user's own change), to the agent's turn before; named, it is picked.
+    let now = cp.snapshot(&cp.hold().unwrap()).unwrap().tree;
+    assert_eq!(cp.pick(None, &now).unwrap().n, t2.n);
+    assert_eq!(cp.pick(Some(between.n), &now).unwrap().n, between.n);
 }
 
 #[test]
