@@ -137,15 +137,18 @@ fn a_file_the_user_saw_whose_end_holds_other_text_is_not_reviewed_and_says_so() 
     let saw = |p: &str, text: Option<&[u8]>| Reviewed { path: p.into(), blob: text.map(crate::support::blob::blob_id), left: None };
     // a.txt as accepted; b.txt accepted as "accepted\n" but the agent wrote other text; c.txt
     // the user's own write (its text unknown: trusted).
-    let reviewed = [saw("a.txt", Some(b"accepted\n")), saw("b.txt", Some(b"accepted\n")), saw("c.txt", None)];
+    // d.txt: a review that could not read its left side showed no start.
+    std::fs::write(ws.join("d.txt"), "shown\n").unwrap();
+    let unread = Reviewed { left: Some(crate::support::blob::UNREAD.into()), ..saw("d.txt", Some(b"shown\n")) };
+    let reviewed = [saw("a.txt", Some(b"accepted\n")), saw("b.txt", Some(b"accepted\n")), saw("c.txt", None), unread];
     let ended = cp.end(t.n, &reviewed).unwrap();
-    assert_eq!(ended.unreviewed, [Name::from("b.txt")]);
+    assert_eq!(ended.unreviewed, [Name::from("b.txt"), Name::from("d.txt")]);
     assert_eq!(ended.other_text, [Name::from("b.txt")]);
     let (_, changes) = cp.changes(Some(t.n)).unwrap();
     let b_txt = Name::from("b.txt");
     let b = changes.iter().find(|c| c.path == b_txt).unwrap();
     assert!(b.unreviewed && b.other_text, "{b:?}");
-    assert!(changes.iter().filter(|c| c.path != b_txt).all(|c| !c.unreviewed && !c.other_text));
+    assert!(changes.iter().filter(|c| c.path != b_txt && c.path != Name::from("d.txt")).all(|c| !c.unreviewed && !c.other_text));
     // A terminal agent's turn, closed by the next one's start, is settled with what it showed.
     let t2 = cp.begin("terminal", None, &[]).unwrap().0;
     std::fs::write(ws.join("a.txt"), "reviewed\n").unwrap();
