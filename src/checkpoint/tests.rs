@@ -496,6 +496,27 @@ fn ignored_files_a_turn_changed_are_counted_and_ignored_scripts_fingerprinted_ne
 }
 
 #[test]
+fn ignored_executables_and_build_folders_are_counted_not_fingerprinted_and_the_walk_is_capped() {
+    let (ws, state) = rig("cp-ignored-built", true);
+    std::fs::write(ws.join(".gitignore"), "target/\nlocal.sh\ntool\n").unwrap();
+    let make = "mkdir -p target/debug/build/x && for f in target/debug/build/x/build-script-build target/debug/run.sh tool local.sh; \
+        do echo $1 > $f && chmod +x $f; done";
+    sh(&ws, &make.replace("$1", "old"));
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    let t = cp.begin("pi", None, &[]).unwrap().0;
+    sh(&ws, &make.replace("$1", "new"));
+    let ended = cp.end(t.n, &[]).unwrap();
+    // Only the script named so is fingerprinted; the executables and target/'s script counted.
+    assert_eq!((ended.guarded.clone(), ended.ignored_changed, ended.ignored_capped), (vec![Name::from("local.sh")], 3, false));
+    // More ignored files than the file limit: the first ones looked at, the turn says so.
+    sh(&ws, "for i in 1 2 3 4 5 6 7 8; do echo $i > target/f$i; done");
+    let few = Checkpoints::open(&ws, &state, Limits { files: 5, ..Limits::default() }).unwrap();
+    let t = few.begin("pi", None, &[]).unwrap().0;
+    let ended = few.end(t.n, &[]).unwrap();
+    assert!(ended.ignored_capped, "{ended:?}");
+}
+
+#[test]
 fn an_undo_puts_a_file_back_where_the_turn_made_a_folder() {
     let (ws, state) = rig("cp-swap", false);
     std::fs::write(ws.join("d"), "a file\n").unwrap();
