@@ -21,22 +21,24 @@ pub struct Ignored {
     pub changed_ms: u64,
 }
 
-/// The ignored files of the workspace now, and whether there were more than `cap` (the rest
-/// not looked at). Git names an ignored folder once ("node_modules/"), which is walked here (no
+/// The ignored files of the workspace now, and whether there were more than `cap` files and
+/// folders (the rest not looked at). Git names an ignored folder once ("node_modules/"), which is walked here (no
 /// link followed): git's own listing of each file in it took four times as long.
 pub fn list(git: &Git, cap: usize) -> (Vec<Ignored>, bool) {
     let listed = git.run(&["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"], None).unwrap_or_default();
     let Ok(dev) = std::fs::metadata(&git.work_tree).map(|m| m.dev()) else { return (Vec::new(), false) };
     let mut folders: Vec<Name> = Vec::new();
-    let mut out = Vec::new();
-    let found = |name: Name, meta: &std::fs::Metadata, folders: &mut Vec<Name>, out: &mut Vec<Ignored>| {
+    let (mut out, mut looked) = (Vec::new(), 0);
+    // Folders count too: a tree of empty folders is no cheaper to walk.
+    let mut found = |name: Name, meta: &std::fs::Metadata, folders: &mut Vec<Name>, out: &mut Vec<Ignored>| {
         if meta.is_file() {
             let changed_ms = (meta.ctime().max(0) as u64) * 1000 + meta.ctime_nsec().max(0) as u64 / 1_000_000;
             out.push(Ignored { name, changed_ms });
         } else if meta.is_dir() && meta.dev() == dev {
             folders.push(name);
         }
-        out.len() > cap
+        looked += 1;
+        looked > cap
     };
     for path in listed.split(|b| *b == 0).filter(|p| !p.is_empty()) {
         let name = Name::from(path.strip_suffix(b"/").unwrap_or(path));
