@@ -21,12 +21,18 @@ pub struct Ignored {
     pub changed_ms: u64,
 }
 
+/// What a walk found: the ignored files, and whether it stopped at its cap.
+pub struct Listed {
+    pub files: Vec<Ignored>,
+    pub capped: bool,
+}
+
 /// The ignored files of the workspace now, and whether there were more than `cap` files and
 /// folders (the rest not looked at). Git names an ignored folder once ("node_modules/"), which is walked here (no
 /// link followed): git's own listing of each file in it took four times as long.
-pub fn list(git: &Git, cap: usize) -> (Vec<Ignored>, bool) {
+pub fn list(git: &Git, cap: usize) -> Listed {
     let listed = git.run(&["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"], None).unwrap_or_default();
-    let Ok(dev) = std::fs::metadata(&git.work_tree).map(|m| m.dev()) else { return (Vec::new(), false) };
+    let Ok(dev) = std::fs::metadata(&git.work_tree).map(|m| m.dev()) else { return Listed { files: Vec::new(), capped: false } };
     let mut folders: Vec<Name> = Vec::new();
     let (mut out, mut looked) = (Vec::new(), 0);
     // Folders count too: a tree of empty folders is no cheaper to walk.
@@ -58,12 +64,12 @@ pub fn list(git: &Git, cap: usize) -> (Vec<Ignored>, bool) {
             }
         }
     }
-    (out, false)
+    Listed { files: out, capped: false }
 }
 
-fn capped(mut out: Vec<Ignored>, cap: usize) -> (Vec<Ignored>, bool) {
+fn capped(mut out: Vec<Ignored>, cap: usize) -> Listed {
     out.truncate(cap);
-    (out, true)
+    Listed { files: out, capped: true }
 }
 
 /// Folders of builds and installs: what is in them is counted, never fingerprinted (an install

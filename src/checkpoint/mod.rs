@@ -158,9 +158,9 @@ impl Checkpoints {
     }
 
     /// The fingerprints of the guarded files now (`tree`: the snapshot's), and the ignored files.
-    fn watched(&self, tree: &str) -> (Vec<(Name, String)>, (Vec<ignored::Ignored>, bool)) {
+    fn watched(&self, tree: &str) -> (Vec<(Name, String)>, ignored::Listed) {
         let ignored = ignored::list(&self.git, self.limits.files);
-        (self.guard.fingerprints(&self.git, tree, &ignored.0), ignored)
+        (self.guard.fingerprints(&self.git, tree, &ignored.files), ignored)
     }
 
     pub fn turns(&self) -> Result<Vec<Turn>, String> {
@@ -186,7 +186,7 @@ impl Checkpoints {
                 open.end = Some(snap.tree.clone());
                 open.end_skipped = snap.skipped.clone();
                 open.guarded_end = prints.clone();
-                (open.ignored_changed, open.ignored_capped) = (ended_ignored(&ignored.0, open.started_ms, &prints), ignored.1);
+                (open.ignored_changed, open.ignored_capped) = (ended_ignored(&ignored.files, open.started_ms, &prints), ignored.capped);
                 open.ended_ms = Some(now_ms());
             }
             turns.extend(gap.clone());
@@ -247,7 +247,7 @@ impl Checkpoints {
             let t = turns.iter_mut().find(|t| t.n == n).ok_or(format!("no turn {n}"))?;
             t.end = Some(snap.tree.clone());
             t.end_skipped = snap.skipped.clone();
-            (t.ignored_changed, t.ignored_capped) = (ended_ignored(&ignored.0, t.started_ms, &prints), ignored.1);
+            (t.ignored_changed, t.ignored_capped) = (ended_ignored(&ignored.files, t.started_ms, &prints), ignored.capped);
             t.guarded_end = prints;
             t.ended_ms = Some(now_ms());
             Ok(())
