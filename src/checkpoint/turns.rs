@@ -61,6 +61,10 @@ pub struct Turn {
     /// never recorded.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ignored_changed: usize,
+    /// More ignored files than the checkpoints' file limit were there: only the first were
+    /// looked at (counted, scripts fingerprinted).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ignored_capped: bool,
     /// Put back by `:PiIde undo`.
     #[serde(default)]
     pub undone: bool,

@@ -200,7 +200,8 @@ fn run(open: &mut HashMap<(Vec<u8>, Vec<u8>), Checkpoints>, job: &Job) -> Result
     let cp = &open[&key];
     let n = job.fields.get("n").and_then(Json::as_u64);
     // `reviewed_blobs` and `reviewed_lefts`: in the order of `reviewed`, the blob id of the
-    // text the user saw of each, and of what its review showed before ("" when unknown).
+    // text the user saw of each, and of what its review showed before ("" when unknown: the
+    // user's own write, trusted; a review that could not read it says UNREAD, never shown).
     let ids = |k: &str| job.fields.get(k).and_then(Json::as_array).cloned().unwrap_or_default();
     let (blobs, lefts) = (ids("reviewed_blobs"), ids("reviewed_lefts"));
     let id = |list: &[Json], i: usize| list.get(i).and_then(Json::as_str).filter(|b| !b.is_empty()).map(str::to_owned);

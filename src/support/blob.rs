@@ -8,6 +8,11 @@ use sha1::{Digest, Sha1};
 /// file that was not there.
 pub const NO_FILE: &str = "0000000000000000000000000000000000000000";
 
+/// What a review showed of a file it could not read: no blob's id, so it matches no turn's
+/// start (a change before that review is not reviewed by it; only the user's own write, whose
+/// left is unknown, is trusted).
+pub const UNREAD: &str = "unread";
+
 /// The id git gives `bytes` as a blob, in lowercase hex.
 pub fn blob_id(bytes: &[u8]) -> String {
     let mut h = Sha1::new();

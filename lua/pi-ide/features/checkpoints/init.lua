@@ -91,6 +91,12 @@ local function plural(n, word)
   return ("%d %s%s"):format(n, word, n == 1 and "" or "s")
 end
 
+-- The first few of `names`, and how many more: the warning stays one line.
+local function some(names)
+  local shown = table.concat(vim.list_slice(names, 1, 3), ", ")
+  return #names > 3 and ("%s +%d more"):format(shown, #names - 3) or shown
+end
+
 --- "⚠ 2 files changed without review: :PiIde changes" for turn `t`, or nil. Files that run
 --- code or hold secrets (.git/config, hooks, .env, an ignored .envrc) count, and are said
 --- apart: no undo puts them back; so are files written with other text than the user accepted,
@@ -106,8 +112,8 @@ function M.warning_of(t)
   if n == 0 then
     return ("⚠ %s changed (not recorded)"):format(plural(ignored, "ignored file"))
   end
-  local apart = guarded > 0 and (" (%d not undoable: %s)"):format(guarded, table.concat(t.guarded, ", ")) or ""
-  local lied = other > 0 and (" (%s: other text than you accepted)"):format(table.concat(t.other_text, ", ")) or ""
+  local apart = guarded > 0 and (" (%d not undoable: %s)"):format(guarded, some(t.guarded)) or ""
+  local lied = other > 0 and (" (%s: other text than you accepted)"):format(some(t.other_text)) or ""
   -- Changes no turn made (a chat's agent's background job after its turn ended) say so.
   local when = t.between and " between turns" or ""
   return ("⚠ %s changed without review%s%s%s%s: :PiIde changes"):format(plural(n, "file"), when, lied, apart, also)

@@ -78,6 +78,12 @@ local function look(key)
   if not w or vim.api.nvim_get_mode().mode ~= "t" then
     return
   end
+  -- A control key (<Esc>, <C-c>: the user interrupting the agent) ends what was judged: the
+  -- line's next key is judged again (the prompt typed after it is no answer).
+  if key ~= "\r" and #key == 1 and key:byte() < 32 then
+    w.busy = nil
+    return
+  end
   if w.busy == nil then
     w.busy = at_work(w, buf)
   end
