@@ -624,8 +624,14 @@ fn real_claude_code_launched_in_lazyvim_by_piide_open_connects_to_that_neovim_on
     assert_eq!(nvim.lua("return vim.bo[require('pi-ide.features.terminal').buffer('claude')].filetype"), json!("snacks_terminal"));
     let client = nvim.lua("return require('pi-ide').info().clients[1].id");
 
-    // A write from the terminal in Neovim is reviewed in the same Neovim.
+    // A write from the terminal in Neovim is reviewed in the same Neovim. Claude Code shows its
+    // prompt before its IDE client is set up: a prompt sent then gets its own diff, not Neovim's
+    // (once in a loaded run, 0.45 s after it connected). Its log's last word on the IDE's
+    // connection (2.1.330) says it is set up.
     rig.wait("Claude Code's prompt", || screen().contains("manual mode on"));
+    rig.wait("Claude Code's IDE client set up", || {
+        std::fs::read_to_string(&debug).is_ok_and(|log| log.contains("MCP server \"ide\": Channel notifications"))
+    });
     terminal::type_text(nvim, "claude", CREATE);
     rig.wait("the prompt typed", || screen().lines().any(|l| l.starts_with('❯') && l.trim_end().ends_with(CREATE)));
     terminal::type_text(nvim, "claude", "\r");
