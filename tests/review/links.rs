@@ -38,6 +38,12 @@ fn an_opendiff_of_a_link_names_where_it_leads_and_warns_when_that_is_outside() {
         assert!(bar.contains(&named), "{bar}");
     }
     assert!(winbar(&nvim).contains("+1 −0") && winbar(&nvim).contains("⚠ outside the workspace"), "{}", winbar(&nvim));
+    // At 80 columns each pane is 40 wide and its bar is cut after the file's name: the warning
+    // comes first, so that it is what stays on screen.
+    nvim.command("set columns=80").unwrap();
+    for bar in [winbar(&nvim), left_winbar(&nvim)] {
+        assert!(bar.starts_with(" ⚠ outside the workspace: notes.txt"), "{bar}");
+    }
     // As for an outside path: the warning is on screen, and :w accepts (the agent writes it).
     type_accept(&nvim, ":w<CR>");
     assert_eq!(review_answer(&mut p, "n1"), ["FILE_SAVED", "export A=1\nhi\n"]);

@@ -32,8 +32,13 @@ function M.outside(path, real_path)
   return not require("pi-ide.core.workspace").contains(real_path or path)
 end
 
+-- The review's file, as its bar begins: a write outside the workspace says so before the name,
+-- so that the warning is the part a narrow pane never cuts (the bar is cut after the name).
 local function name_of(r)
-  return M.target_name(r.path, r.real_path, r.linked)
+  if r.outside == nil then
+    r.outside = M.outside(r.path, r.real_path)
+  end
+  return (r.outside and "⚠ outside the workspace: " or "") .. M.target_name(r.path, r.real_path, r.linked)
 end
 
 -- The key hints that fit whole after `head` in the window, in their order (a hint cut to "<t"
@@ -79,17 +84,12 @@ local function counts_of(r)
   return { "…" } -- the core is still counting
 end
 
--- The warnings of review `r` (the text's form, a file outside the workspace, the file changed
--- on disk since), and where it stands among the open ones: appended to `parts`.
+-- The warnings of review `r` (the text's form, the file changed on disk since; outside the
+-- workspace is said with its name), and where it stands among the open ones: appended to
+-- `parts`.
 local function add_warnings(parts, r, i, n)
   for _, change in ipairs(r.format_changes or {}) do
     table.insert(parts, "⚠ " .. change)
-  end
-  if r.outside == nil then
-    r.outside = M.outside(r.path, r.real_path)
-  end
-  if r.outside then
-    table.insert(parts, "⚠ outside the workspace")
   end
   if n > 1 then
     table.insert(parts, ("%d of %d"):format(i, n))
