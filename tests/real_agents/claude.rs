@@ -257,6 +257,23 @@ impl Rig {
         self.tui.as_ref().expect("Claude Code is running")
     }
 
+    /// Waits until Claude Code is connected, shows its prompt in manual mode, and its IDE client
+    /// is set up. It shows the prompt before that: a prompt sent then gets Claude Code's own diff
+    /// instead of Neovim's (seen in loaded runs, ~0.4 s after it connected). Its log's last word
+    /// on the IDE's connection (2.1.330) says it is set up.
+    fn wait_ready(&self) {
+        let nvim = &self.nvim;
+        self.wait("Claude Code connected to Neovim", || claude_connected(nvim));
+        self.wait("Claude Code's prompt, manual mode", || {
+            self.tui().screen().contains("manual mode on")
+        });
+        let debug = self.scratch.path("claude-debug.txt");
+        self.wait("Claude Code's IDE client set up", || {
+            std::fs::read_to_string(&debug)
+                .is_ok_and(|log| log.contains("MCP server \"ide\": Channel notifications"))
+        });
+    }
+
     /// Polls `cond` until it holds; on time-out (or if Claude Code died) fails with the state of
     /// every side.
     fn wait(&self, what: &str, mut cond: impl FnMut() -> bool) {
@@ -422,10 +439,7 @@ fn real_claude_code_writes_through_a_review_in_neovim_and_hears_a_rejection() {
     let (nvim, tui, mock) = (&rig.nvim, rig.tui(), &rig.mock);
 
     // (1) It connects by itself (CLAUDE_CODE_SSE_PORT + our lockfile's token), in manual mode.
-    rig.wait("Claude Code connected to Neovim", || claude_connected(nvim));
-    rig.wait("Claude Code's prompt, manual mode", || {
-        tui.screen().contains("manual mode on")
-    });
+    rig.wait_ready();
 
     // The selection in Neovim reaches the model. (The state sent with the handshake is not
     // shown by Claude Code: it listens only once its UI has the connection, so select after.)
@@ -552,10 +566,7 @@ fn real_claude_code_writes_only_the_hunks_accepted_in_neovim() {
     let (nvim, tui) = (&rig.nvim, rig.tui());
     let file = nvim.cwd.join("h.txt");
     std::fs::write(&file, H_BEFORE).unwrap();
-    rig.wait("Claude Code connected to Neovim", || claude_connected(nvim));
-    rig.wait("Claude Code's prompt, manual mode", || {
-        tui.screen().contains("manual mode on")
-    });
+    rig.wait_ready();
     tui.type_prompt(&rig, THREE);
     rig.wait("the review on screen", || {
         nvim.t("reviews_shown", json!([])) == json!(1)
