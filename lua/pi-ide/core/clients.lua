@@ -51,8 +51,8 @@ function M.kind_of(id)
   end
 end
 
--- An agent as the user names it: a chat's by its chat ("chat:gemini"), one served as another
--- (Codex through pi-ide-mcp, opencode as Claude Code) by its client's name.
+-- An agent as the user names it: a chat's by its chat (tag "chat:<name>"), one served as
+-- another's wire (`served_as`) by its client's name.
 local function agent_name(a)
   local chat = a.agent == "chat" and type(a.tag) == "string" and a.tag:match("^chat:(.+)$")
   if chat then

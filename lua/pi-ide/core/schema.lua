@@ -128,7 +128,7 @@ local spec = {
     -- proposal unchanged, no review opens, and the write that follows is a pending change that
     -- you keep or undo in the file's own window, hunk by hunk (:help pi-ide-review-when). A file
     -- outside Neovim's current folder, or reached through a link, is still reviewed before. Per
-    -- agent, by name: { default = "before", claude = "after" } (a chat's agent by its name).
+    -- agent, by its name in :PiIde open or :PiIde chat: { default = "before", pi = "after" }.
     -- @type "before"|"after"|table<string, "before"|"after">
     when = opt("before", { "string", "table" }, when_check),
     -- "tab": a new tab page; "vsplit": two new windows in the current tab; "inline": inside the
