@@ -1,8 +1,8 @@
 -- review.when = "after": an agent's change is answered at once as accepted, its proposal
 -- unchanged and never shown, and the write that follows is that agent's pending change, kept or
 -- undone in the file's own window (features/pending/). Only where that write is seen: a file in
--- Neovim's current folder, reached through no link. Any other change is reviewed before, as
--- every change is while the pending changes' engine is missing: never a write unseen.
+-- Neovim's current folder, reached through no link. Any other change is reviewed before: never
+-- a write unseen.
 local log = require("pi-ide.core.log")
 
 local M = {}
@@ -16,12 +16,6 @@ function M.when(name)
   return when
 end
 
--- The engine that makes the write a pending change (guarded until it lands in main).
-local function pending()
-  local ok, engine = pcall(require, "pi-ide.features.pending")
-  return ok and engine or nil
-end
-
 --- Whether agent `name`'s change to `path` (its real target `real_path`, `linked` when a link
 --- is on the way) is decided after it is written.
 function M.applies(name, path, real_path, linked)
@@ -29,7 +23,6 @@ function M.applies(name, path, real_path, linked)
     and M.when(name) == "after"
     and not linked
     and require("pi-ide.core.workspace").in_cwd(real_path or path)
-    and pending() ~= nil
 end
 
 --- `review_opened` of the file at `path`: when its agent's change is decided after, the review
@@ -45,7 +38,7 @@ function M.answered(ev, path)
     return false
   end
   -- Before the answer: the agent writes as soon as it has it.
-  pending().expect(path, agent)
+  require("pi-ide.features.pending").expect(path, agent)
   local core = require("pi-ide.core.native").get()
   core.staged_loaded(ev.req)
   local sent = core.review_accept(ev.req, text, nil) ~= nil
