@@ -328,6 +328,11 @@ fn with_review_when_after_an_fs_write_lands_at_once_and_is_the_chat_agents_pendi
     rig.nvim.t("record_events", json!(["PiIdeReviewOpened"]));
     let path = rig.nvim.cwd.join("w.txt").display().to_string();
     rig.open();
+    // A chat is watched once it has worked (its first prompt).
+    rig.send("stream 1 10");
+    rig.wait_text("c1");
+    rig.idle();
+    watching(&rig.nvim);
     rig.send(&format!("write {path} hi"));
     rig.wait_text("write: null");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "hi\n");

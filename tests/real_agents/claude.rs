@@ -660,6 +660,7 @@ fn real_claude_code_in_accept_edits_writes_by_itself_and_each_write_is_decided_a
     edit_file(nvim, "two.txt", &["a", "b", "c", "d", "e", "f", "g"]);
     assert_eq!(read(&two).as_deref(), Some(TWO_BEFORE));
     rig.wait_ready_in("accept edits on");
+    watching(nvim);
 
     tui.type_prompt(&rig, CREATE_NEW);
     rig.wait("Claude Code created new.txt by itself", || read(&created).as_deref() == Some(NEW_TEXT));
@@ -707,6 +708,7 @@ fn real_claude_code_with_review_when_after_is_answered_at_once_and_its_write_is_
     let (nvim, tui) = (&rig.nvim, rig.tui());
     let hello = nvim.cwd.join("hello.txt");
     rig.wait_ready();
+    watching(nvim);
     tui.type_prompt(&rig, CREATE);
     rig.wait("Claude Code wrote its proposal, answered at once", || read(&hello).as_deref() == Some(PROPOSED));
     let written = result_of(&rig.turn_for_result("Write"), "Write").unwrap();

@@ -29,6 +29,7 @@ fn an_opendiff_with_review_when_after_is_answered_at_once_with_the_proposal_as_s
     nvim.t("record_events", json!(["PiIdeReviewOpened", "PiIdeChangePending"]));
     let file = file_with(&nvim, "a.txt", "one\r\ntwo\r\n");
     let mut p = nvim.peer();
+    watching(&nvim);
     // A byte order mark, CRLF, no final newline: answered byte for byte.
     let proposal = "\u{feff}one\r\nTWO\r\nthree";
     p.send_json(&open_diff_call("w1", &file, proposal, "a")).unwrap();
