@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::codex_cli::{trusted_work, CODEX_PATIENCE};
 use crate::harness::*;
-use crate::pending::no_review;
+use crate::pending::{no_review, record_pending_events, type_in_window_of, wait_decided, wait_pending};
 use crate::responses_mock::{Reply, ResponsesMock, Turn};
 use crate::terminal;
 use pi_ide_testkit::nvim::{temp_dir, Options};
@@ -63,11 +63,19 @@ fn codex_applying_its_own_patch_is_pending_and_a_hunk_reject_puts_the_old_lines_
     let (nvim, file) = neovim_with(&model, "codex-tui-patch", "p.txt", "one\ntwo\nthree\n");
     let patch = format!("*** Begin Patch\n*** Update File: {}\n@@\n one\n-two\n+TWO\n three\n*** End Patch", file.display());
     model.on_user("patch", Reply::patch(&patch));
+    record_pending_events(&nvim);
     open_and_send(&nvim, "--sandbox workspace-write --ask-for-approval never", "patch the file");
     let screen = || terminal::screen(&nvim, "codex");
     let output = model.wait_turn("apply_patch's output", CODEX_PATIENCE, |t| matches!(t, Turn::Output(_)));
     let read = || std::fs::read_to_string(&file).unwrap();
     assert_eq!(read(), "one\nTWO\nthree\n", "written by Codex itself: {output}\n{}", screen());
     no_review(&nvim);
+
+    let path = file.display().to_string();
+    let change = wait_pending(&nvim, &path, "codex", CODEX_PATIENCE, screen);
+    assert_eq!(change["kind"], "changed", "{change}");
+    type_in_window_of(&nvim, &path, 2, "PiIde hunk reject");
+    wait_until("the old line back on disk", PATIENCE, || read() == "one\ntwo\nthree\n");
+    wait_decided(&nvim, &path);
     nvim.command("PiIde close codex").unwrap();
 }

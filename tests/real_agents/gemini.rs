@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::gemini_acp::gemini_and_node;
 use crate::gemini_mock::{GeminiMock, Reply, Turn};
 use crate::harness::*;
-use crate::pending::no_review;
+use crate::pending::{no_review, record_pending_events, type_in_window_of, wait_decided, wait_pending};
 use crate::terminal;
 use pi_ide_testkit::nvim::{temp_dir, Options};
 
@@ -520,10 +520,17 @@ fn in_auto_edit_mode_its_write_is_pending_and_a_hunk_accept_keeps_it() {
     let about = || diagnosis(&cli, &dirs, &nvim);
     wait_agent("the input line", about, || cli.screen().contains("Type your message"));
     ide_status_says_connected(&cli, &about);
+    record_pending_events(&nvim);
     send_line(&cli, &format!("please-write {path}|one\\nTWO\\n"));
     wait_agent("the CLI to write the file itself", about, || read(&path).as_deref() == Some("one\nTWO\n"));
     wait_agent("the turn to end", about, || cli.screen().contains("Done with write_file."));
     assert!(!cli.screen().contains("Apply this change?"), "{}", about());
     no_review(&nvim);
+
+    let change = wait_pending(&nvim, &path, "gemini", AGENT_PATIENCE, about);
+    assert_eq!(change["kind"], "changed", "{change}");
+    type_in_window_of(&nvim, &path, 2, "PiIde hunk accept");
+    wait_decided(&nvim, &path);
+    assert_eq!(read(&path).as_deref(), Some("one\nTWO\n"));
     assert!(mock.outside().is_empty(), "{:?}", mock.outside());
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::harness::*;
 use crate::opencode_acp::{opencode_binary, opencode_home};
 use crate::openai_mock::{OpenAiMock, Reply};
-use crate::pending::no_review;
+use crate::pending::{no_review, record_pending_events, type_in_window_of, wait_decided, wait_pending};
 use crate::terminal;
 use pi_ide_testkit::nvim::{temp_dir, Options};
 
@@ -81,6 +81,7 @@ fn an_edit_of_opencodes_tui_is_pending_and_piide_reject_undoes_the_file() {
     let notes = edit_file(&nvim, "notes.txt", &["alpha", "beta", "gamma"]);
     model.on_user("please-edit", Reply::tool("edit", serde_json::json!({"filePath": notes, "oldString": "beta", "newString": "BETA"})));
     model.after_tool("edit", Reply::text("The edit is done."));
+    record_pending_events(&nvim);
     open_connected(&nvim);
     let screen = || terminal::screen(&nvim, "opencode");
     terminal::type_text(&nvim, "opencode", "please-edit notes");
@@ -90,4 +91,10 @@ fn an_edit_of_opencodes_tui_is_pending_and_piide_reject_undoes_the_file() {
     wait_until("opencode to write the file itself", AGENT_PATIENCE, || read() == "alpha\nBETA\ngamma\n");
     wait_until("the turn to end", AGENT_PATIENCE, || terminal::text(&nvim, "opencode").contains("The edit is done."));
     no_review(&nvim);
+
+    let change = wait_pending(&nvim, &notes, "opencode", AGENT_PATIENCE, screen);
+    assert_eq!(change["kind"], "changed", "{change}");
+    type_in_window_of(&nvim, &notes, 2, "PiIde reject");
+    wait_until("the whole file undone on disk", PATIENCE, || read() == "alpha\nbeta\ngamma\n");
+    wait_decided(&nvim, &notes);
 }
