@@ -5,7 +5,8 @@
 //! model is a loopback mock of Gemini's REST API (tests/support/gemini_mock.rs, also its proxy,
 //! so that nothing leaves the machine unseen) that calls the CLI's `write_file`; the CLI shows
 //! the change in Neovim (openDiff) while its own "Apply this change?" waits. Keys into Neovim
-//! are typed (`type_keys`): reviews accept only what the user typed.
+//! are typed (`type_keys`): reviews accept only what the user typed. In its auto-edit mode it
+//! writes by itself (no openDiff): the write is pending.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -14,6 +15,7 @@ use std::time::{Duration, Instant};
 use crate::gemini_acp::gemini_and_node;
 use crate::gemini_mock::{GeminiMock, Reply, Turn};
 use crate::harness::*;
+use crate::pending::{no_review, record_pending_events, type_in_window_of, wait_decided, wait_pending};
 use crate::terminal;
 use pi_ide_testkit::nvim::{temp_dir, Options};
 
@@ -502,4 +504,33 @@ fn a_cli_made_headless_by_ci_true_says_why_it_exited() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(note.contains("Gemini CLI exited with status 42: CI=true makes it headless; :let $CI = ''"), "{note}");
+}
+
+/// `:PiIde open gemini --approval-mode auto_edit`: its write_file lands with no openDiff (no
+/// review, its own question not asked), pending at once (Gemini's); `:PiIde hunk accept` typed
+/// in the file's window keeps it, and the file leaves the pending changes.
+#[test]
+fn in_auto_edit_mode_its_write_is_pending_and_a_hunk_accept_keeps_it() {
+    let dirs = Folders::new();
+    let mock = GeminiMock::start(script());
+    let nvim = start_launcher(&dirs, &mock);
+    let path = edit_file(&nvim, "auto.txt", &["one", "two"]);
+    nvim.command("PiIde open gemini --approval-mode auto_edit").unwrap();
+    let cli = InNeovim(&nvim);
+    let about = || diagnosis(&cli, &dirs, &nvim);
+    wait_agent("the input line", about, || cli.screen().contains("Type your message"));
+    ide_status_says_connected(&cli, &about);
+    record_pending_events(&nvim);
+    send_line(&cli, &format!("please-write {path}|one\\nTWO\\n"));
+    wait_agent("the CLI to write the file itself", about, || read(&path).as_deref() == Some("one\nTWO\n"));
+    wait_agent("the turn to end", about, || cli.screen().contains("Done with write_file."));
+    assert!(!cli.screen().contains("Apply this change?"), "{}", about());
+    no_review(&nvim);
+
+    let change = wait_pending(&nvim, &path, "gemini", AGENT_PATIENCE, about);
+    assert_eq!(change["kind"], "changed", "{change}");
+    type_in_window_of(&nvim, &path, 2, "PiIde hunk accept");
+    wait_decided(&nvim, &path);
+    assert_eq!(read(&path).as_deref(), Some("one\nTWO\n"));
+    assert!(mock.outside().is_empty(), "{:?}", mock.outside());
 }

@@ -35,6 +35,7 @@ mod gemini_acp;
 mod mcporter;
 mod opencode;
 mod opencode_acp;
+mod pending;
 mod pi;
 mod pi_chat;
 mod pi_checkpoints;

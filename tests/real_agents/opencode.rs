@@ -1,22 +1,24 @@
 //! The real opencode's TUI (npm `opencode-ai`, pinned by scripts/ensure-agents.sh) launched by
 //! `:PiIde open opencode`, offline: it finds this Neovim through Claude Code's lockfile in
 //! ~/.claude/ide and the port in its environment, and shows the selection made in Neovim. Its
-//! model is the loopback mock of opencode_acp.rs's config (it is not asked here).
+//! model is the loopback mock of opencode_acp.rs's config. It has no diff tools: its edits are
+//! written by itself, and pending.
 
 use std::time::Duration;
 
 use crate::harness::*;
 use crate::opencode_acp::{opencode_binary, opencode_home};
-use crate::openai_mock::OpenAiMock;
+use crate::openai_mock::{OpenAiMock, Reply};
+use crate::pending::{no_review, record_pending_events, type_in_window_of, wait_decided, wait_pending};
 use crate::terminal;
 use pi_ide_testkit::nvim::{temp_dir, Options};
 
 const AGENT_PATIENCE: Duration = Duration::from_secs(90);
 
-#[test]
-fn piide_open_opencode_connects_its_tui_and_it_shows_the_selection() {
-    let model = OpenAiMock::start();
-    let home = temp_dir("opencode-tui").join("home");
+/// A Neovim whose `:PiIde open opencode` runs the real TUI offline, its model `model`, in a
+/// scratch HOME (returned) under `scratch`.
+fn neovim_for(model: &OpenAiMock, scratch: &str) -> (Nvim, std::path::PathBuf) {
+    let home = temp_dir(scratch).join("home");
     let env = opencode_home(&home, &model.base_url());
     // `claude_code` stays off: the launch alone serves it.
     let nvim = Nvim::start_with(Options { ..Default::default() });
@@ -27,14 +29,26 @@ fn piide_open_opencode_connects_its_tui_and_it_shows_the_selection() {
     ));
     nvim.command("set columns=240 lines=50").unwrap();
     nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
-    let notes = edit_file(&nvim, "notes.txt", &["alpha", "beta", "gamma"]);
+    (nvim, home)
+}
+
+/// `:PiIde open opencode`, until its TUI is connected to this Neovim.
+fn open_connected(nvim: &Nvim) {
     nvim.command("PiIde open opencode").unwrap();
-    // Our lockfile in the HOME it was given (~/.claude/ide), never $CLAUDE_CONFIG_DIR.
-    let locks = home.join(".claude/ide");
-    wait_until("our lockfile in ~/.claude/ide", PATIENCE, || std::fs::read_dir(&locks).is_ok_and(|mut d| d.next().is_some()));
-    let screen = || terminal::screen(&nvim, "opencode");
     let connected = || nvim.lua("return #require('pi-ide').info().clients").as_u64() == Some(1);
     wait_until("opencode connected", AGENT_PATIENCE, connected);
+}
+
+#[test]
+fn piide_open_opencode_connects_its_tui_and_it_shows_the_selection() {
+    let model = OpenAiMock::start();
+    let (nvim, home) = neovim_for(&model, "opencode-tui");
+    let notes = edit_file(&nvim, "notes.txt", &["alpha", "beta", "gamma"]);
+    open_connected(&nvim);
+    // Our lockfile in the HOME it was given (~/.claude/ide), never $CLAUDE_CONFIG_DIR.
+    let locks = home.join(".claude/ide");
+    assert!(std::fs::read_dir(&locks).is_ok_and(|mut d| d.next().is_some()), "no lockfile in {}", locks.display());
+    let screen = || terminal::screen(&nvim, "opencode");
     let client = nvim.lua("return require('pi-ide').info().clients[1]");
     // Back to the file, lines 2-3 selected.
     nvim.command("wincmd p").unwrap();
@@ -54,4 +68,33 @@ fn piide_open_opencode_connects_its_tui_and_it_shows_the_selection() {
     let health = health.as_str().unwrap_or_default();
     assert!(health.contains("opencode (:PiIde open opencode; served, connected (client #1 opencode))"), "{health}");
     assert!(!health.contains("connected (client #1 opencode)) claude"), "{health}");
+}
+
+/// Its edit, typed for in its TUI, is written by itself: no review opens, the change is pending
+/// at once (opencode's), and `:PiIde reject` typed in the file's window undoes the whole file.
+#[test]
+fn an_edit_of_opencodes_tui_is_pending_and_piide_reject_undoes_the_file() {
+    let model = OpenAiMock::start();
+    // Its title request (no tools) first: a title, whatever the prompt.
+    model.on_system("title generator", Reply::text("A title"));
+    let (nvim, _) = neovim_for(&model, "opencode-tui-edit");
+    let notes = edit_file(&nvim, "notes.txt", &["alpha", "beta", "gamma"]);
+    model.on_user("please-edit", Reply::tool("edit", serde_json::json!({"filePath": notes, "oldString": "beta", "newString": "BETA"})));
+    model.after_tool("edit", Reply::text("The edit is done."));
+    record_pending_events(&nvim);
+    open_connected(&nvim);
+    let screen = || terminal::screen(&nvim, "opencode");
+    terminal::type_text(&nvim, "opencode", "please-edit notes");
+    wait_until("the prompt typed", AGENT_PATIENCE, || screen().contains("please-edit notes"));
+    terminal::type_text(&nvim, "opencode", "\r");
+    let read = || std::fs::read_to_string(&notes).unwrap();
+    wait_until("opencode to write the file itself", AGENT_PATIENCE, || read() == "alpha\nBETA\ngamma\n");
+    wait_until("the turn to end", AGENT_PATIENCE, || terminal::text(&nvim, "opencode").contains("The edit is done."));
+    no_review(&nvim);
+
+    let change = wait_pending(&nvim, &notes, "opencode", AGENT_PATIENCE, screen);
+    assert_eq!(change["kind"], "changed", "{change}");
+    type_in_window_of(&nvim, &notes, 2, "PiIde reject");
+    wait_until("the whole file undone on disk", PATIENCE, || read() == "alpha\nbeta\ngamma\n");
+    wait_decided(&nvim, &notes);
 }

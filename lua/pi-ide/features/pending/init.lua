@@ -19,7 +19,7 @@ local state = {
   own_text = {}, -- absolute path -> the text the user last wrote there, while watching
   accepted = {}, -- absolute path -> blob id an accepted review showed
   expected = {}, -- absolute path -> { agent, base, blob, until_ms }: review.when = "after"
-  holders = {}, -- "client:N", "terminal:name", "chat" -> true: who keeps the watch on
+  holders = {}, -- "client:N", "terminal:name", "chat:name" -> the agent's name: who keeps the watch on
   watching = nil, -- { folder, job } while the watch is on
   told = {}, -- reason -> true: said once
   over = 0, -- changes past the cap in the last storm
@@ -69,9 +69,12 @@ local function agent_now()
   if open then
     return open.agent, open.n
   end
-  local names = {}
-  for h in pairs(state.holders) do
-    table.insert(names, (h:gsub("^%w+:", "")))
+  local names, seen = {}, {}
+  for _, name in pairs(state.holders) do
+    if not seen[name] then
+      seen[name] = true
+      table.insert(names, name)
+    end
   end
   table.sort(names)
   return #names > 0 and table.concat(names, " or ") or "an agent", nil
@@ -241,9 +244,10 @@ local function unwatch()
   end
 end
 
---- `who` ("client:3", "terminal:codex", "chat") is connected or running, or is no more.
-function M.hold(who, on)
-  state.holders[who] = on or nil
+--- `who` ("client:3", "terminal:codex", "chat:pi") is connected or running, or is no more;
+--- `name`: the agent's, when `who` does not say it.
+function M.hold(who, on, name)
+  state.holders[who] = on and (name or (who:gsub("^%w+:", ""))) or nil
   if on then
     watch()
   else
@@ -304,6 +308,20 @@ function M.restore(path, e)
   end
 end
 
+-- The agent a client is, by its name here (not its client's, "<agent>-mcp-client"): the one it
+-- came as, or the one speaking that one's wire (`served_as`) whose name its client's holds, so
+-- that a launched agent and its connection are one agent.
+local function client_agent(d)
+  local kind = require("pi-ide.core.clients").kind_of(d.client)
+  local name = (d.name or ""):lower()
+  for _, a in ipairs(require("pi-ide.agents").all()) do
+    if kind and a.served_as == kind.name and name:find(a.name, 1, true) then
+      return a.name
+    end
+  end
+  return kind and kind.name or d.name or "an agent"
+end
+
 local group
 --- Attached while the server runs (core/server.lua): who keeps the watch on, Neovim's writes.
 function M.attach()
@@ -313,8 +331,8 @@ function M.attach()
       cb(ev.data or {})
     end })
   end
-  on("PiIdeClientConnected", function(d) M.hold("client:" .. tostring(d.name or d.client), true) end)
-  on("PiIdeClientDisconnected", function(d) M.hold("client:" .. tostring(d.name or d.client), false) end)
+  on("PiIdeClientConnected", function(d) M.hold("client:" .. tostring(d.client), true, client_agent(d)) end)
+  on("PiIdeClientDisconnected", function(d) M.hold("client:" .. tostring(d.client), false) end)
   on("PiIdeAgentStarted", function(d) M.hold("terminal:" .. tostring(d.agent), true) end)
   on("PiIdeAgentExited", function(d) M.hold("terminal:" .. tostring(d.agent), false) end)
   on("PiIdeChatState", function(d) M.hold("chat:" .. tostring(d.agent or "pi"), true) end)
