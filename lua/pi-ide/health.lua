@@ -258,6 +258,17 @@ local function check_checkpoints_disk(dir, keep)
   end
 end
 
+-- The workspace's watch for what agents write by themselves (features/pending/).
+local function check_pending()
+  local pending = package.loaded["pi-ide.features.pending"]
+  local said = pending and pending.health() or "not watching (no agent connected or running)"
+  if said:find("^gave up") then
+    h.warn("agents' own writes: " .. said, { "raise fs.inotify.max_user_watches (sysctl), or ignore large folders in .gitignore" })
+  else
+    h.info("agents' own writes: " .. said)
+  end
+end
+
 local function check_checkpoints()
   local cfg = require("pi-ide.core.config").values.checkpoints
   if not cfg.enabled then
@@ -272,6 +283,7 @@ local function check_checkpoints()
     dir
   ))
   check_checkpoints_disk(dir, cfg.keep_turns)
+  check_pending()
 end
 
 function M.check()

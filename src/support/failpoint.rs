@@ -8,7 +8,9 @@
 //! - `hang-under=<folder>`: any look at a path under that folder blocks for an hour, as on an
 //!   NFS mount whose server is gone;
 //! - `slow-stage-ms=<n>`: staging an openDiff's proposal takes n ms longer (a slow disk), so
-//!   that what arrives meanwhile (a close_tab) can be tested.
+//!   that what arrives meanwhile (a close_tab) can be tested;
+//! - `watch-limit=<n>`: the system refuses a watch past n folders, as inotify does at
+//!   fs.inotify.max_user_watches (shared by every program of the user's).
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -18,6 +20,7 @@ struct Points {
     panic_on: Option<String>,
     hang_under: Option<String>,
     slow_stage_ms: u64,
+    watch_limit: Option<usize>,
 }
 
 fn points() -> &'static Points {
@@ -30,6 +33,7 @@ fn points() -> &'static Points {
                 Some(("panic-on", m)) => p.panic_on = Some(m.to_owned()),
                 Some(("hang-under", d)) => p.hang_under = Some(d.to_owned()),
                 Some(("slow-stage-ms", n)) => p.slow_stage_ms = n.parse().unwrap_or(0),
+                Some(("watch-limit", n)) => p.watch_limit = n.parse().ok(),
                 _ => {}
             }
         }
@@ -61,4 +65,10 @@ pub fn slow_stage() {
         crate::warn!("fail point: staging slowed by {ms} ms");
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
+}
+
+/// Whether the `watch-limit` stands in for the system's limit of watched folders, at the
+/// `n`-th folder watched.
+pub fn watch_limit_reached(n: usize) -> bool {
+    points().watch_limit.is_some_and(|limit| n >= limit)
 }

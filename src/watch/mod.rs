@@ -90,6 +90,9 @@ impl Tree {
             if self.folders >= MAX_FOLDERS {
                 return Err(format!("over {MAX_FOLDERS} folders to watch"));
             }
+            if crate::support::failpoint::watch_limit_reached(self.folders) {
+                return Err(limit_reached(notify::Error::new(notify::ErrorKind::MaxFilesWatch)));
+            }
             w.watch(&d, RecursiveMode::NonRecursive).map_err(limit_reached)?;
             self.folders += 1;
             for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {

@@ -105,3 +105,95 @@ fn an_undo_never_overwrites_a_write_that_came_after_the_change_was_shown() {
 }
 
 
+
+fn rig_at(opts: Options) -> (Nvim, pi_ide_testkit::Peer) {
+    let nvim = Nvim::start_with(Options {
+        after: Some("require('pi-ide').setup({ checkpoints = { idle_ms = 600000 } })".into()),
+        ..opts
+    });
+    nvim.command("set columns=80").unwrap();
+    nvim.record_notify();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    let p = nvim.peer();
+    nvim.wait_for("require('pi-ide.features.pending').health():find('^watching') ~= nil", PATIENCE);
+    (nvim, p)
+}
+
+#[test]
+fn an_undecided_change_stays_across_a_restart_and_an_undone_deletion_puts_the_file_back() {
+    let shared = pi_ide_testkit::nvim::temp_dir("pending-restart");
+    let (work, state) = (shared.join("work"), shared.join("state"));
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("a.txt"), SIX).unwrap();
+    std::fs::write(work.join("gone.txt"), "keep me\n").unwrap();
+    let opts = || Options { cwd: Some(work.clone()), env: vec![("XDG_STATE_HOME".into(), state.display().to_string())], ..Default::default() };
+    let (first, p) = rig_at(opts());
+    std::fs::write(work.join("a.txt"), TWO_HUNKS).unwrap();
+    std::fs::remove_file(work.join("gone.txt")).unwrap();
+    first.wait_for("#require('pi-ide').info().pending == 2", PATIENCE);
+    drop(p);
+    drop(first);
+    // No agent yet: what was left undecided is there at once.
+    let again = Nvim::start_with(Options { after: Some("require('pi-ide').setup({})".into()), ..opts() });
+    again.wait_for("#require('pi-ide').info().pending == 2", PATIENCE);
+    let kinds: Vec<String> = pending(&again).iter().map(|e| e["kind"].as_str().unwrap().to_owned()).collect();
+    assert!(kinds.contains(&"deleted".to_owned()) && kinds.contains(&"changed".to_owned()), "{kinds:?}");
+    again.command("edit a.txt").unwrap();
+    again.wait_for("#vim.api.nvim_buf_get_extmarks(0, vim.api.nvim_create_namespace('pi_ide_pending'), 0, -1, {}) > 0", PATIENCE);
+    type_keys(&again, ":PiIde reject<CR>");
+    again.wait_for("#require('pi-ide').info().pending == 1", PATIENCE);
+    assert_eq!(read(&work.join("a.txt")).as_deref(), Some(SIX));
+    type_keys(&again, ":PiIde changes undo<CR>");
+    again.wait_for("#require('pi-ide').info().pending == 0", PATIENCE);
+    assert_eq!(read(&work.join("gone.txt")).as_deref(), Some("keep me\n"));
+}
+
+#[test]
+fn a_storm_keeps_ignored_files_out_caps_what_is_listed_and_binary_files_are_named_not_diffed() {
+    let (nvim, _p) = rig();
+    let ws = nvim.cwd.clone();
+    std::fs::write(ws.join(".gitignore"), "build/\n").unwrap();
+    nvim.wait_for("#require('pi-ide').info().pending == 1", PATIENCE); // .gitignore itself
+    type_keys(&nvim, ":edit .gitignore<CR>:PiIde accept<CR>");
+    nvim.wait_for("#require('pi-ide').info().pending == 0", PATIENCE);
+    for dir in ["node_modules/pkg", "build", "src"] {
+        std::fs::create_dir_all(ws.join(dir)).unwrap();
+    }
+    for i in 0..300 {
+        std::fs::write(ws.join(format!("node_modules/pkg/{i}.js")), "x").unwrap();
+        std::fs::write(ws.join(format!("build/{i}.o")), "x").unwrap();
+        std::fs::write(ws.join(format!("src/{i}.txt")), format!("{i}\n")).unwrap();
+    }
+    std::fs::write(ws.join("logo.png"), b"\x89PNG\0\0binary").unwrap();
+    nvim.wait_for("require('pi-ide.features.pending').entry(vim.fn.getcwd() .. '/logo.png') ~= nil", PATIENCE);
+    let list = pending(&nvim);
+    assert!(list.len() <= 205 && list.len() >= 100, "{}", list.len());
+    assert!(list.iter().all(|e| !e["path"].as_str().unwrap().contains("node_modules") && !e["path"].as_str().unwrap().contains("/build/")));
+    assert!(nvim.notes().iter().any(|n| n.contains("more not shown")), "{:?}", nvim.notes());
+    assert!(nvim.notes().iter().all(|n| n.chars().count() <= 80), "{:?}", nvim.notes());
+    type_keys(&nvim, ":edit logo.png<CR>:PiIde hunk reject<CR>");
+    assert!(nvim.notes().iter().any(|n| n.contains("binary, decided as a whole")), "{:?}", nvim.notes());
+    type_keys(&nvim, ":PiIde reject<CR>");
+    wait_until("logo.png undone (it was created)", PATIENCE, || !ws.join("logo.png").exists());
+}
+
+#[test]
+fn past_the_systems_watch_limit_it_says_so_once_and_checkhealth_shows_it() {
+    let nvim = Nvim::start_with(Options {
+        after: Some("require('pi-ide').setup({})".into()),
+        env: vec![("PI_IDE_FAILPOINTS".into(), "watch-limit=2".into())],
+        ..Default::default()
+    });
+    for d in ["a", "b", "c"] {
+        std::fs::create_dir_all(nvim.cwd.join(d)).unwrap();
+    }
+    nvim.record_notify();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    let _p = nvim.peer();
+    nvim.wait_for("require('pi-ide.features.pending').health():find('^gave up') ~= nil", PATIENCE);
+    let notes = nvim.notes();
+    assert_eq!(notes.iter().filter(|n| n.contains("max_user_watches")).count(), 1, "{notes:?}");
+    nvim.command("checkhealth pi-ide").unwrap();
+    let health = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
+    assert!(health.as_str().unwrap().contains("agents' own writes: gave up"), "{health}");
+}

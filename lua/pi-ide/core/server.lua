@@ -53,8 +53,10 @@ end
 
 -- An agent asked something after a quiet time: the start of its turn (checkpoints).
 local function agent_asked(client)
-  local kind = require("pi-ide.core.clients").kind_of(client)
-  parts.get("checkpoints").activity(kind and kind.name or "agent")
+  -- Named as the user knows it (an agent served another's wire by its own name).
+  local clients = require("pi-ide.core.clients")
+  local kind = clients.kind_of(client)
+  parts.get("checkpoints").activity(clients.agent_name(client) or (kind and kind.name) or "agent")
 end
 
 -- A review to show: however showing it fails, the review's failed() rejects it.

@@ -25,6 +25,10 @@ local state = {
   over = 0, -- changes past the cap in the last storm
 }
 
+--- Changes tracked at most: past it (a build, `npm install` outside the ignored folders), the
+--- rest are counted and left to :PiIde changes (the turn's own list has them all).
+M.MAX = 200
+
 local function now()
   return vim.uv.now()
 end
@@ -48,6 +52,17 @@ end
 --- The entry of `path` (absolute), if it is pending.
 function M.entry(path)
   return path and state.entries[vim.fs.normalize(path)]
+end
+
+-- Stores the entries once this batch of changes is handled (a storm saves once, not per file).
+local function save_soon()
+  if not state.saving then
+    state.saving = true
+    vim.schedule(function()
+      state.saving = false
+      require("pi-ide.features.pending.store").save(state.watching and state.watching.folder or checkpoints.folder(), state.entries)
+    end)
+  end
 end
 
 local function redraw_status()
@@ -94,8 +109,11 @@ end
 function M.forget(path)
   if state.entries[path] then
     state.entries[path] = nil
+    state.order = vim.tbl_filter(function(p)
+      return p ~= path
+    end, state.order)
     require("pi-ide.features.pending.view").clear(path)
-    require("pi-ide.features.pending.store").save(state.watching and state.watching.folder or checkpoints.folder(), state.entries)
+    save_soon()
     redraw_status()
   end
 end
@@ -113,7 +131,7 @@ function M.changed(path, e, quiet)
   end
   state.entries[path] = e
   require("pi-ide.features.pending.view").show(path, e)
-  require("pi-ide.features.pending.store").save(state.watching and state.watching.folder or checkpoints.folder(), state.entries)
+  save_soon()
   redraw_status()
   if not quiet then
     require("pi-ide.core.events").fire("PiIdeChangePending", { path = path, agent = e.agent, turn = e.turn, hunks = e.hunks })
@@ -154,6 +172,10 @@ local function take(folder, l, new)
     end
     return
   end
+  if not e and #state.order >= M.MAX then
+    new.over = (new.over or 0) + 1
+    return
+  end
   local agent, turn = agent_now()
   if exp then
     agent, state.expected[path] = exp.agent, nil
@@ -188,7 +210,7 @@ local function landed(folder, r)
       log.error("pending: %s", tostring(err))
     end
   end
-  tell(new, r.more or 0)
+  tell(new, (r.more or 0) + (new.over or 0))
 end
 
 local function once(reason, msg)
@@ -219,7 +241,7 @@ local function watch()
   end
   local folder = checkpoints.folder()
   state.watching = { folder = folder }
-  require("pi-ide.features.pending.store").load(folder, M)
+  M.load(folder)
   state.watching.job = checkpoints.stream({ op = "watch", folder = folder }, function(ok, r)
     if not ok then
       once("watch", "cannot watch the workspace for agents' writes: " .. tostring(r))
@@ -238,7 +260,7 @@ end
 local function unwatch()
   local w = state.watching
   if w and next(state.holders) == nil then
-    state.watching = nil
+    state.watching, state.own_text = nil, {}
     checkpoints.unstream(w.job)
     checkpoints.run({ op = "unwatch", folder = w.folder }, function() end)
   end
@@ -260,11 +282,7 @@ end
 function M.expect(path, agent)
   path = vim.fs.normalize(path)
   local native = require("pi-ide.core.native").get()
-  local f = io.open(path, "rb")
-  local base = f and f:read("*a")
-  if f then
-    f:close()
-  end
+  local base = require("pi-ide.features.pending.store").read(path)
   local blob = base and native and native.blob_of_file(path, 64 * 1024 * 1024) or nil
   state.expected[path] = { agent = agent, base = base, blob = blob, until_ms = now() + 10000 }
   watch()
@@ -276,11 +294,7 @@ local function on_write(ev)
   local native = require("pi-ide.core.native").get()
   state.own[path] = native and native.blob_of_file(path, 64 * 1024 * 1024) or nil
   if state.watching and state.own[path] then
-    local f = io.open(path, "rb")
-    state.own_text[path] = f and f:read("*a") or nil
-    if f then
-      f:close()
-    end
+    state.own_text[path] = require("pi-ide.features.pending.store").read(path)
   end
   if state.entries[path] and not state.expected[path] then
     M.forget(path)
@@ -322,6 +336,14 @@ local function client_agent(d)
   return kind and kind.name or d.name or "an agent"
 end
 
+--- The changes of `folder` left undecided by an earlier session, once.
+function M.load(folder)
+  if not state.loaded and require("pi-ide.core.config").values.checkpoints.enabled then
+    state.loaded = true
+    require("pi-ide.features.pending.store").load(folder, M)
+  end
+end
+
 local group
 --- Attached while the server runs (core/server.lua): who keeps the watch on, Neovim's writes.
 function M.attach()
@@ -339,6 +361,7 @@ function M.attach()
   on("PiIdeReviewClosed", function(d) on_review_closed({ data = d }) end)
   vim.api.nvim_create_autocmd("BufWritePost", { group = group, callback = on_write })
   require("pi-ide.features.pending.view").attach(group)
+  M.load(checkpoints.folder())
 end
 
 function M.detach() end

@@ -19,7 +19,14 @@ local function write(path, bytes)
   return os.rename(tmp, path)
 end
 
+-- A FIFO or device swapped in would block Neovim on open: only a regular file is read.
+local MAX_BYTES = 64 * 1024 * 1024
+
 local function read(path)
+  local st = vim.uv.fs_lstat(path)
+  if not (st and st.type == "file" and st.size <= MAX_BYTES) then
+    return nil
+  end
   local f = io.open(path, "rb")
   if not f then
     return nil
@@ -29,22 +36,39 @@ local function read(path)
   return bytes
 end
 
---- Saves `entries` (path -> entry) of `folder`.
+--- The bytes of `path`, a regular file (no link followed) within the cap, else nil.
+M.read = read
+
+-- A baseline's file name: its blob id (written once), else a name of this save's own.
+local function base_name(e, n)
+  return e.base_blob and ("base-" .. e.base_blob) or ("text-%d"):format(n)
+end
+
+--- Saves `entries` (path -> entry) of `folder`: the index, and each baseline not written yet.
 function M.save(folder, entries)
   local dir = dir_of(folder)
   vim.fn.mkdir(dir, "p", 448) -- 0700
-  local index, n = {}, 0
+  local index, n, names = {}, 0, {}
   for path, e in pairs(entries) do
     n = n + 1
-    local base = e.base and ("base-%d"):format(n) or nil
-    if base then
+    local base = e.base and base_name(e, n) or nil
+    if base and (not e.base_blob or not vim.uv.fs_stat(dir .. "/" .. base)) then
       write(dir .. "/" .. base, e.base)
+    end
+    if base then
+      names[base] = true
     end
     table.insert(index, { path = path, agent = e.agent, turn = e.turn, kind = e.kind, base = base, base_blob = e.base_blob, not_diffed = e.not_diffed })
   end
   local ok, json = pcall(vim.json.encode, { entries = index })
   if ok then
     write(dir .. "/index.json", json)
+  end
+  -- Baselines no entry names any more go.
+  for name in vim.fs.dir(dir) do
+    if (name:find("^base%-") or name:find("^text%-")) and not names[name] then
+      os.remove(dir .. "/" .. name)
+    end
   end
 end
 
