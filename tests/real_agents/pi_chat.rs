@@ -614,6 +614,29 @@ fn without_the_extension_the_chat_says_writes_are_not_reviewed() {
     rig.wait("the header to warn", || rig.header().contains("writes NOT reviewed"));
 }
 
+/// Pi without the extension: its write tool writes the file itself, nothing asked, the file
+/// open in a window of Neovim's beside the chat.
+#[test]
+fn without_the_extension_pis_write_is_pending_and_its_undoing_is_told_with_the_next_prompt() {
+    let rig = Rig::with(PiCmd::WithoutExtension, |_| {});
+    let notes = edit_file(&rig.nvim, "notes.txt", &["one", "two", "three"]);
+    rig.model.on_user(
+        "please-write",
+        Reply::tool("write", json!({"path": "notes.txt", "content": "one\nTWO\nthree\n"})),
+    );
+    rig.model
+        .after_tool("write", Reply::text("Mock model: the write is over."));
+    rig.model.on_user("and-now", Reply::text("Mock model: noted."));
+    rig.open_chat();
+    rig.send("please-write notes.txt");
+    rig.wait("Pi to write the file by itself", || {
+        std::fs::read_to_string(&notes).ok().as_deref() == Some("one\nTWO\nthree\n")
+    });
+    rig.wait_text("Mock model: the write is over.");
+    rig.wait("the state to go back to idle", || rig.status().is_empty());
+    assert_eq!(rig.nvim.lua("return #require('pi-ide.features.review').list()"), json!(0));
+}
+
 /// Pi's MCP adapter runs `pi-ide-mcp` as the project's `.mcp.json` (as :PiIde mcp pi gives it)
 /// says; the model calls a tool of this Neovim through the adapter's `mcp` tool, and the
 /// answer reaches the model.
