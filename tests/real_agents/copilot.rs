@@ -354,10 +354,12 @@ fn a_partial_acceptance_is_set_over_the_clis_write_and_its_model_is_not_told() {
 }
 
 /// With `--allow-all-tools` the CLI asks nobody (no open_diff): its edit of three hunks lands
-/// on disk by itself, the file open in Neovim.
+/// on disk by itself, the file open in Neovim, and is pending at once; `:PiIde hunk reject`
+/// typed in the file's window on the middle hunk undoes that hunk alone, on disk.
 #[test]
 fn with_allow_all_tools_the_clis_edit_lands_unreviewed_and_is_pending_hunk_by_hunk() {
     let w = connected_with(&["--allow-all-tools"]);
+    w.nvim.t("record_events", json!(["PiIdeChangePending"]));
     let path = edit_file(&w.nvim, "p.txt", &["a", "b", "c", "d", "e", "f", "g"]);
     let args = json!({"path": path, "old_str": "a\nb\nc\nd\ne\nf\ng", "new_str": "A\nb\nc\nD\ne\nf\nG"});
     w.model.on_user("please-edit", Reply::tool("edit", args));
@@ -369,6 +371,20 @@ fn with_allow_all_tools_the_clis_edit_lands_unreviewed_and_is_pending_hunk_by_hu
     w.cli.wait_text("The edit is done.");
     assert_eq!(w.reviews_shown(), 0, "a review was asked for");
     assert!(!w.cli.screen().contains("Do you want to edit"), "{}", w.cli.screen());
+    // Pending, the CLI's, three hunks; the window shows what landed.
+    let change = wait_pending(&w.nvim, &path, AGENT_PATIENCE);
+    let seen = (&change["agent"], &change["kind"], &change["hunks"]);
+    assert_eq!(seen, (&json!("copilot"), &json!("changed"), &json!(3)), "{change}");
+    let told = w.nvim.t("count_events", json!(["PiIdeChangePending", "agent", "copilot"]));
+    assert_ne!(told, json!(0), "no PiIdeChangePending");
+    w.nvim.wait_for("vim.api.nvim_buf_get_lines(0, 0, -1, false)[4] == 'D'", PATIENCE);
+    type_keys(&w.nvim, "gg]h:PiIde hunk reject<CR>");
+    wait(&w.cli, "the middle hunk undone on disk", || {
+        read(&path).as_deref() == Some("A\nb\nc\nd\ne\nf\nG\n")
+    });
+    wait(&w.cli, "two hunks left pending", || {
+        pending_change(&w.nvim, &path)["hunks"] == json!(2)
+    });
 }
 
 #[test]

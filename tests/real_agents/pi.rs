@@ -435,7 +435,7 @@ fn part_of_pis_edit_accepted_hunk_by_hunk_is_what_pi_writes() {
 }
 
 /// `review = { when = "after" }`: the extension's openDiff is answered at once, no review
-/// shows, and Pi writes its proposal itself.
+/// shows, Pi writes its proposal itself, and the write is pending.
 #[test]
 fn with_review_after_pis_write_lands_at_once_and_is_pending() {
     let rig = connected_with("review = { when = 'after' },");
@@ -456,6 +456,10 @@ fn with_review_after_pis_write_lands_at_once_and_is_pending() {
     let opened = rig.nvim.t("count_events", json!(["PiIdeReviewOpened"]));
     assert_eq!(opened, json!(0), "a review was shown");
     assert_eq!(rig.reviews_shown(), 0);
+    // Pending, Pi's, a creation, to decide after.
+    let change = wait_pending(&rig.nvim, &hello.to_string_lossy(), PI_PATIENCE);
+    let seen = (&change["agent"], &change["kind"], &change["hunks"]);
+    assert_eq!(seen, (&json!("pi"), &json!("created"), &json!(1)), "{change}");
 }
 
 #[test]
