@@ -46,6 +46,7 @@ pub mod server;
 pub mod state;
 pub mod support;
 pub mod transport;
+pub mod watch;
 
 // The Lua entry point needs the Lua C API, which only exists inside Neovim; unit tests are
 // linked as ordinary executables, so they leave it out.

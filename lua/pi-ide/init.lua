@@ -36,7 +36,10 @@ end
 --- A table describing the server (running, port, lockfile, clients, parked, ...).
 ---@return table
 function M.info()
-  return require("pi-ide.core.server").status()
+  local info = require("pi-ide.core.server").status()
+  -- What agents wrote by themselves, not decided yet (features/pending/).
+  info.pending = require("pi-ide.features.pending").list()
+  return info
 end
 
 --- A short text for the statusline: "" when the server is off, else the agent connected (or
@@ -50,6 +53,12 @@ function M.status()
   -- A turn changed files that no review showed (features/checkpoints/).
   local checkpoints = package.loaded["pi-ide.features.checkpoints"]
   local unseen = checkpoints and checkpoints.status() or ""
+  -- Changes agents made by themselves, to keep or undo (features/pending/): said before those.
+  local pending = package.loaded["pi-ide.features.pending"]
+  local to_decide = pending and pending.status() or ""
+  if to_decide ~= "" then
+    unseen = to_decide
+  end
   if not server or not server.running() then
     return table.concat(vim.tbl_filter(function(p)
       return p ~= ""

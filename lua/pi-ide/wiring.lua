@@ -11,6 +11,8 @@ require("pi-ide.core.parts").declare({
     tools = "pi-ide.features.tools",
     review = "pi-ide.features.review",
     checkpoints = "pi-ide.features.checkpoints",
+    -- What agents wrote by themselves, watched while one is connected or running.
+    pending = "pi-ide.features.pending",
     -- Attached while the server runs: the selection, the diagnostics snapshot, the typing
     -- that asks for suggestions.
     selection = "pi-ide.features.selection",
@@ -47,7 +49,7 @@ require("pi-ide.core.parts").declare({
     build = "pi-ide.install.build",
   },
   -- The features' lines in :PiIde status, after the server's, in this order.
-  status = { { "review", always = true }, { "terminal" }, { "checkpoints" } },
+  status = { { "review", always = true }, { "terminal" }, { "checkpoints" }, { "pending" } },
 })
 
 return true

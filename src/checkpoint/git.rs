@@ -69,6 +69,24 @@ impl Git {
         run(self.command(args), args, input)
     }
 
+    /// Which of `paths` (NUL-separated) the shadow's rules ignore (`check-ignore` says nothing,
+    /// and fails with 1, when none is).
+    pub fn ignored(&self, paths: &[u8]) -> Result<std::collections::HashSet<Vec<u8>>, String> {
+        if paths.is_empty() {
+            return Ok(Default::default());
+        }
+        // check-ignore refuses literal pathspecs ("magic not supported"): a name that reads as
+        // pathspec magic (":(glob)x") may be judged by its pattern; it is only filtered out.
+        let mut c = self.command(&["check-ignore", "-z", "--stdin"]);
+        c.env_remove("GIT_LITERAL_PATHSPECS");
+        let out = match run(c, &["check-ignore"], Some(paths)) {
+            Ok(out) => out,
+            Err(e) if e.ends_with("failed: ") => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        Ok(out.split(|b| *b == 0).filter(|p| !p.is_empty()).map(<[u8]>::to_vec).collect())
+    }
+
     /// The same with paths (bytes, not UTF-8 maybe) after `--`.
     pub fn run_on(&self, args: &[&str], paths: &[&[u8]]) -> Result<Vec<u8>, String> {
         use std::os::unix::ffi::OsStrExt;

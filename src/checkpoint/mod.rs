@@ -17,6 +17,7 @@ mod git;
 mod guarded;
 mod ignored;
 mod keep;
+mod landed;
 mod lock;
 mod name;
 mod restore;
@@ -26,6 +27,7 @@ mod turns;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use landed::{Batch, Landed, MAX_SHOWN};
 pub use name::Name;
 pub use restore::{Plan, Planned, Report};
 pub use snapshot::Limits;
@@ -34,7 +36,8 @@ pub use turns::Turn;
 use self::git::Git;
 use self::guarded::Guard;
 use self::lock::Held;
-use self::turns::{now_ms, Log};
+pub use self::turns::now_ms;
+use self::turns::Log;
 
 /// A file whose change the user saw (a review they accepted, their own write in Neovim), and
 /// the blob id of the text they saw, when it is known: the turn's end must hold that very text.
@@ -99,6 +102,8 @@ pub struct Checkpoints {
     /// When this Neovim opened them: a gap between turns is looked for after a turn that ended
     /// since (what changed while no Neovim of ours ran is the user's own business).
     opened_ms: u64,
+    /// The trees of the last snapshots, with when each was done (landed.rs).
+    trees: std::cell::RefCell<Vec<(u64, String)>>,
 }
 
 impl Checkpoints {
@@ -116,7 +121,7 @@ impl Checkpoints {
         git.excludes_file = git::users_excludes_file(&git.git_dir);
         let _ = std::fs::write(dir.join("folder"), folder.as_os_str().as_encoded_bytes());
         let guard = Guard::new(&dir, &folder, users.clone());
-        let cp = Checkpoints { git, log: Log::at(&dir), limits, dir, guard, users, opened_ms: now_ms() };
+        let cp = Checkpoints { git, log: Log::at(&dir), limits, dir, guard, users, opened_ms: now_ms(), trees: Default::default() };
         cp.maintain(&held);
         Ok(cp)
     }
@@ -136,6 +141,9 @@ impl Checkpoints {
             indexed: snapshot::index_entries(&u.git_dir.join("index")),
         });
         let snap = snapshot::take(&self.git, self.limits, lender.as_ref());
+        if let Ok(s) = &snap {
+            self.remember_tree(&s.tree);
+        }
         if fresh {
             self.maintain(held);
         }

@@ -21,16 +21,16 @@ use crate::checkpoint::{Change, Checkpoints, Limits, Name, Reviewed, Turn};
 use crate::support::waker::Waker;
 
 /// A job's fields that hold names or folders: read as bytes, not as JSON.
-const BYTE_FIELDS: [&str; 5] = ["folder", "state", "path", "paths", "reviewed"];
+const BYTE_FIELDS: [&str; 6] = ["folder", "state", "path", "paths", "reviewed", "bytes"];
 
 /// A job: its JSON fields, and those of BYTE_FIELDS (a list of one for a single name).
-struct Job {
-    fields: Json,
-    bytes: HashMap<&'static str, Vec<Vec<u8>>>,
+pub(super) struct Job {
+    pub(super) fields: Json,
+    pub(super) bytes: HashMap<&'static str, Vec<Vec<u8>>>,
 }
 
 /// An answer for Lua: JSON, except names, which are bytes.
-enum Out {
+pub(super) enum Out {
     Json(Json),
     Bytes(Option<Vec<u8>>),
     Names(Vec<Name>),
@@ -51,6 +51,13 @@ static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1)
 
 fn err(message: impl Into<String>) -> mlua::Error {
     mlua::Error::runtime(message.into())
+}
+
+/// Queues a job of the core's own (a watch's batch) under `id`, the job that asked for it.
+pub(super) fn queue(id: u64, job: Job) {
+    if let Some(w) = WORKER.lock().as_ref() {
+        let _ = w.jobs.send((id, job));
+    }
 }
 
 /// Starts the worker (once) and points its wakes at `handle` (a `vim.uv.new_async` userdata).
@@ -176,7 +183,7 @@ fn spawn() -> Worker {
         .spawn(move || {
             let mut open: HashMap<(Vec<u8>, Vec<u8>), Checkpoints> = HashMap::new();
             for (id, job) in rx {
-                let r = catch_unwind(AssertUnwindSafe(|| run(&mut open, &job)))
+                let r = catch_unwind(AssertUnwindSafe(|| run(&mut open, id, &job)))
                     .unwrap_or_else(|_| Err("internal error in the checkpoint worker (please report it)".into()));
                 DONE.lock().push((id, r));
                 READY.notify_all();
@@ -187,7 +194,7 @@ fn spawn() -> Worker {
     Worker { jobs, waker }
 }
 
-fn run(open: &mut HashMap<(Vec<u8>, Vec<u8>), Checkpoints>, job: &Job) -> Result<Out, String> {
+fn run(open: &mut HashMap<(Vec<u8>, Vec<u8>), Checkpoints>, id: u64, job: &Job) -> Result<Out, String> {
     let text = |k: &str| job.fields.get(k).and_then(Json::as_str).map(str::to_owned);
     let names = |k: &str| -> Vec<Name> { job.bytes.get(k).map(|l| l.iter().map(|b| Name(b.clone())).collect()).unwrap_or_default() };
     let one = |k: &str| job.bytes.get(k).and_then(|l| l.first()).cloned().unwrap_or_default();
@@ -204,9 +211,9 @@ fn run(open: &mut HashMap<(Vec<u8>, Vec<u8>), Checkpoints>, job: &Job) -> Result
     // user's own write, trusted; a review that could not read it says UNREAD, never shown).
     let ids = |k: &str| job.fields.get(k).and_then(Json::as_array).cloned().unwrap_or_default();
     let (blobs, lefts) = (ids("reviewed_blobs"), ids("reviewed_lefts"));
-    let id = |list: &[Json], i: usize| list.get(i).and_then(Json::as_str).filter(|b| !b.is_empty()).map(str::to_owned);
+    let blob_at = |list: &[Json], i: usize| list.get(i).and_then(Json::as_str).filter(|b| !b.is_empty()).map(str::to_owned);
     let reviewed: Vec<Reviewed> =
-        names("reviewed").into_iter().enumerate().map(|(i, path)| Reviewed { path, blob: id(&blobs, i), left: id(&lefts, i) }).collect();
+        names("reviewed").into_iter().enumerate().map(|(i, path)| Reviewed { path, blob: blob_at(&blobs, i), left: blob_at(&lefts, i) }).collect();
     Ok(match text("op").as_deref() {
         Some("begin") => {
             let (turn, closed) = cp.begin(&text("agent").unwrap_or_default(), text("prompt"), &reviewed)?;
@@ -224,6 +231,10 @@ fn run(open: &mut HashMap<(Vec<u8>, Vec<u8>), Checkpoints>, job: &Job) -> Result
         }
         Some("plan") => plan(cp, n)?,
         Some("undo") => undo(cp, n.ok_or("undo needs n")?, &names("paths"))?,
+        Some("watch") => super::pending::watch(cp, id, &key)?,
+        Some("unwatch") => super::pending::unwatch(&key),
+        Some("landed") => super::pending::landed(cp, job)?,
+        Some("put") => super::pending::put(cp, job, names("path").pop().ok_or("put needs a path")?)?,
         other => return Err(format!("no checkpoint operation {other:?}")),
     })
 }
@@ -240,7 +251,7 @@ fn limits(job: &Json) -> Limits {
 }
 
 /// A table of `plain`'s fields (a JSON object; nulls left out, as Lua's nil) and `more`.
-fn object(plain: Json, more: Vec<(&str, Out)>) -> Out {
+pub(super) fn object(plain: Json, more: Vec<(&str, Out)>) -> Out {
     let Json::Object(map) = plain else { return Out::Json(plain) };
     let mut fields: Vec<(String, Out)> = map.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, Out::Json(v))).collect();
     fields.extend(more.into_iter().map(|(k, v)| (k.to_string(), v)));
@@ -255,7 +266,7 @@ fn turn_out(t: &Turn) -> Out {
     object(plain, names.into_iter().map(|(k, v)| (k, Out::Names(v.clone()))).collect())
 }
 
-fn name_out(n: &Name) -> Out {
+pub(super) fn name_out(n: &Name) -> Out {
     Out::Bytes(Some(n.0.clone()))
 }
 

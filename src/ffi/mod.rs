@@ -5,6 +5,7 @@ mod chat;
 mod checkpoint;
 mod events;
 mod json;
+mod pending;
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};

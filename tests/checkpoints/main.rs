@@ -5,4 +5,5 @@ mod harness;
 
 mod changes_and_undo;
 mod hunks;
+mod pending;
 mod terminal_prompts;

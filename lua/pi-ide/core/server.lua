@@ -169,7 +169,7 @@ end
 
 -- The parts that watch the editor while the server runs: attach(native) at its start, detach()
 -- at its stop.
-local WATCHERS = { "selection", "diagnostics", "suggestions" }
+local WATCHERS = { "selection", "diagnostics", "suggestions", "pending" }
 
 --- Starts the server. Returns true, or false after telling the user why not.
 function M.start()

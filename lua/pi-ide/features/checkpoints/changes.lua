@@ -217,34 +217,68 @@ local function map_quickfix(turn, folder)
     local list = vim.fn.getqflist({ context = 0, items = 0 })
     local item = list.items[vim.fn.line(".")]
     local ours = type(list.context) == "table" and list.context.pi_ide_changes
-    if not ours or not item then
+    if not ours or not item or not item.user_data.pi_ide_change then
       return vim.cmd("execute \"normal! \\<CR>\"")
     end
     M.open(turn, item.user_data.pi_ide_change, folder)
   end, { buffer = vim.api.nvim_win_get_buf(qf), desc = "pi-ide.nvim: open the change as a two-pane view" })
 end
 
---- :PiIde changes [turn].
+-- The pending changes (features/pending/), first in the list: each opens as the file itself,
+-- where its hunks are drawn and decided.
+local function pending_items()
+  local out = {}
+  for _, p in ipairs(require("pi-ide.features.pending").list()) do
+    local what = ("pending: %s by %s%s · %d hunk%s · :PiIde accept|reject or :PiIde hunk in its window"):format(
+      p.kind, p.agent, p.turn and (" in turn %d"):format(p.turn) or "", p.hunks, p.hunks == 1 and "" or "s")
+    table.insert(out, { filename = p.path, lnum = 1, col = 1, text = what, user_data = { pi_ide_pending = true } })
+  end
+  return out
+end
+
+-- The list: the pending changes first, then turn `turn`'s files (none when it is nil).
+local function list(folder, turn, files)
+  local all = pending_items()
+  local context = { pi_ide_changes = { turn = turn and turn.n, folder = folder } }
+  local title = turn and ("PiIde changes since turn %d (%s)"):format(turn.n, turn.agent) or "PiIde pending changes"
+  vim.list_extend(all, turn and items(folder, files, turn.started_ms) or {})
+  vim.fn.setqflist({}, " ", { title = title, items = all, context = context })
+  return #all
+end
+
+-- Only the pending changes, in the list (no turn to show, or nothing changed since it).
+local function only_pending(folder)
+  if #pending_items() == 0 then
+    return false
+  end
+  list(folder, nil, {})
+  vim.cmd("botright copen")
+  vim.cmd.cfirst()
+  return true
+end
+
+--- :PiIde changes [turn|keep|undo]: keep and undo decide every pending change at once.
 function M.run(arg)
+  if arg == "keep" or arg == "undo" then
+    return require("pi-ide.features.pending.decide").all(arg == "keep" and "accept" or "reject")
+  end
   local n = arg and tonumber(arg)
   if arg and not n then
-    return vim.notify(("pi-ide.nvim: :PiIde changes takes a turn's number (got '%s')"):format(arg), vim.log.levels.ERROR)
+    return vim.notify(("pi-ide.nvim: :PiIde changes takes a turn's number, keep or undo (got '%s')"):format(arg), vim.log.levels.ERROR)
   end
   n = n or checkpoints.warned_turn()
   local folder = checkpoints.folder()
   checkpoints.run({ op = "changes", n = n, folder = folder }, function(ok, r)
     if not ok then
-      return vim.notify("pi-ide.nvim: " .. tostring(r), vim.log.levels.ERROR)
+      return only_pending(folder) or vim.notify("pi-ide.nvim: " .. tostring(r), vim.log.levels.ERROR)
     end
     checkpoints.seen()
     local turn = r.turn
-    local title = ("PiIde changes since turn %d (%s)"):format(turn.n, turn.agent)
     if #r.files == 0 then
-      return vim.notify(("pi-ide.nvim: nothing changed since turn %d (%s)"):format(turn.n, turn.agent), vim.log.levels.INFO)
+      return only_pending(folder) or vim.notify(("pi-ide.nvim: nothing changed since turn %d (%s)"):format(turn.n, turn.agent), vim.log.levels.INFO)
     end
-    local context = { pi_ide_changes = { turn = turn.n, folder = folder } }
-    vim.fn.setqflist({}, " ", { title = title, items = items(folder, r.files, turn.started_ms), context = context })
-    require("pi-ide.core.events").fire("PiIdeChanges", { turn = turn.n, count = #r.files })
+    local count = list(folder, turn, r.files)
+    require("pi-ide.core.events").fire("PiIdeChanges", { turn = turn.n, count = #r.files, pending = count - #r.files })
     M.open(turn, r.files[1], folder, function()
       vim.cmd("botright copen")
       map_quickfix(turn, folder)

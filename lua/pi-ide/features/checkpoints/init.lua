@@ -20,6 +20,7 @@ local state = {
   told = {}, -- reason -> true: a skipped checkpoint's reason, said once
   prompted_at = nil, -- vim.uv.now() of the last prompt typed in an agent's terminal that began a turn
   jobs = {}, -- agent -> the job of the checkpoint being taken for its turn
+  streams = {}, -- job id -> callback: a job that answers many times (a watch's batches)
 }
 
 -- How long a turn waits for its checkpoint before it starts anyway.
@@ -46,7 +47,7 @@ local function drain()
   local native = require("pi-ide.core.native").get()
   local results = native and native.checkpoint_drain() or {}
   for _, r in ipairs(results) do
-    local cb = state.waiting[r.id]
+    local cb = state.streams[r.id] or state.waiting[r.id]
     state.waiting[r.id] = nil
     if cb then
       local ok, err = xpcall(cb, debug.traceback, r.ok, r.ok and r.value or r.error)
@@ -85,6 +86,27 @@ function M.run(job, cb)
   local id = native.checkpoint_job(job)
   state.waiting[id] = cb
   return id
+end
+
+--- Runs `job`, whose callback is called for each answer it gives until unstream(id) (a
+--- workspace's watch: its start, then each batch of changes). Its number.
+function M.stream(job, cb)
+  local id = M.run(job, cb)
+  if id then
+    state.waiting[id], state.streams[id] = nil, cb
+  end
+  return id
+end
+
+function M.unstream(id)
+  if id then
+    state.streams[id] = nil
+  end
+end
+
+--- The turn under way here ({ n, agent, ... }), if there is one.
+function M.open_turn()
+  return state.open
 end
 
 local function plural(n, word)

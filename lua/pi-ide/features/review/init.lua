@@ -406,10 +406,18 @@ local function go_to_review()
 end
 
 -- :PiIde accept / reject act on the review the user is in.
+-- The pending change (features/pending/) of the file in the current window, if it is one.
+local function pending_here()
+  local path = vim.api.nvim_buf_get_name(0)
+  return path ~= "" and require("pi-ide.features.pending").entry(path) and vim.fs.normalize(path) or nil
+end
+
 local function in_review(action)
   local r = M.current()
   if r then
     M[action](r)
+  elseif pending_here() then
+    require("pi-ide.features.pending.decide").file(pending_here(), action)
   else
     vim.notify(("pi-ide.nvim: not in a review (open reviews: %d)"):format(#M.list()), vim.log.levels.WARN)
   end
@@ -432,6 +440,10 @@ local function hunk(opts)
     return changes.move(STEP[action], 1)
   elseif not r and changes.here() then
     return changes.decide(action)
+  elseif not r and pending_here() and STEP[action] then
+    return require("pi-ide.features.pending.decide").move(pending_here(), STEP[action], 1)
+  elseif not r and pending_here() then
+    return require("pi-ide.features.pending.decide").hunk(pending_here(), action)
   elseif not r then
     return vim.notify(("pi-ide.nvim: not in a review (open reviews: %d)"):format(#M.list()), vim.log.levels.WARN)
   end

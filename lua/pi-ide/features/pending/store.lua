@@ -1,0 +1,73 @@
+-- Undecided pending changes kept across a restart of Neovim: an index and each baseline's bytes
+-- under stdpath("state")/pi-ide/pending/<folder's hash>/ (readable by the user alone: the
+-- baselines are the workspace's text). Loaded when the watch begins; a file back at its
+-- baseline since is dropped.
+local M = {}
+
+local function dir_of(folder)
+  return ("%s/pi-ide/pending/%s"):format(vim.fn.stdpath("state"), vim.fn.sha256(folder):sub(1, 16))
+end
+
+local function write(path, bytes)
+  local tmp = path .. ".tmp"
+  local f = io.open(tmp, "wb")
+  if not f then
+    return false
+  end
+  f:write(bytes)
+  f:close()
+  return os.rename(tmp, path)
+end
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then
+    return nil
+  end
+  local bytes = f:read("*a")
+  f:close()
+  return bytes
+end
+
+--- Saves `entries` (path -> entry) of `folder`.
+function M.save(folder, entries)
+  local dir = dir_of(folder)
+  vim.fn.mkdir(dir, "p", 448) -- 0700
+  local index, n = {}, 0
+  for path, e in pairs(entries) do
+    n = n + 1
+    local base = e.base and ("base-%d"):format(n) or nil
+    if base then
+      write(dir .. "/" .. base, e.base)
+    end
+    table.insert(index, { path = path, agent = e.agent, turn = e.turn, kind = e.kind, base = base, base_blob = e.base_blob, not_diffed = e.not_diffed })
+  end
+  local ok, json = pcall(vim.json.encode, { entries = index })
+  if ok then
+    write(dir .. "/index.json", json)
+  end
+end
+
+--- Gives `pending.restore(path, entry)` each change of `folder` kept from an earlier session.
+function M.load(folder, pending)
+  local json = read(dir_of(folder) .. "/index.json")
+  local ok, index = pcall(vim.json.decode, json or "")
+  if not (ok and type(index) == "table" and type(index.entries) == "table") then
+    return
+  end
+  local native = require("pi-ide.core.native").get()
+  for _, i in ipairs(index.entries) do
+    if type(i.path) == "string" and type(i.agent) == "string" then
+      local now = read(i.path)
+      local e = { agent = i.agent, turn = i.turn ~= vim.NIL and i.turn or nil, kind = i.kind, not_diffed = i.not_diffed ~= vim.NIL and i.not_diffed or nil }
+      e.base = type(i.base) == "string" and read(dir_of(folder) .. "/" .. i.base) or nil
+      e.base_blob = type(i.base_blob) == "string" and i.base_blob or nil
+      e.text, e.blob = now, now and native and native.blob_of_file(i.path, 64 * 1024 * 1024) or nil
+      if not (now == nil and i.kind == "created") and e.base ~= now then
+        pending.restore(i.path, e)
+      end
+    end
+  end
+end
+
+return M

@@ -1,0 +1,107 @@
+//! Pending changes (features/pending/): what an agent writes by itself, no review asked, is
+//! seen the moment it lands while an agent is connected, drawn in the file's window and kept
+//! or undone hunk by hunk on disk. Neovim's own writes never are. The agent here is a connected
+//! client (the pi-ide wire) whose writes are a shell's, as an agent's own edit tool writes.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::harness::*;
+use pi_ide_testkit::nvim::Options;
+
+const SIX: &str = "one\ntwo\nthree\nfour\nfive\nsix\n";
+const TWO_HUNKS: &str = "ONE\ntwo\nthree\nfour\nFIVE\nsix\n";
+
+/// A Neovim with an agent connected (so the workspace is watched), `a.txt` open in its window.
+fn rig() -> (Nvim, pi_ide_testkit::Peer) {
+    let nvim = Nvim::start_with(Options {
+        after: Some("require('pi-ide').setup({ checkpoints = { idle_ms = 600000 } })".into()),
+        ..Default::default()
+    });
+    nvim.command("set columns=80").unwrap();
+    nvim.record_notify();
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    std::fs::write(nvim.cwd.join("a.txt"), SIX).unwrap();
+    nvim.command("edit a.txt").unwrap();
+    nvim.lua("_G.pending_events = {} vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeChangePending', callback = function(e) table.insert(_G.pending_events, e.data) end })");
+    let p = nvim.peer();
+    nvim.wait_for("require('pi-ide.features.pending').health():find('^watching') ~= nil", PATIENCE);
+    (nvim, p)
+}
+
+fn pending(nvim: &Nvim) -> Vec<serde_json::Value> {
+    nvim.lua("return require('pi-ide').info().pending").as_array().cloned().unwrap_or_default()
+}
+
+fn read(p: &Path) -> Option<String> {
+    std::fs::read_to_string(p).ok()
+}
+
+#[test]
+fn a_write_no_review_showed_is_pending_at_once_drawn_in_its_window_and_decided_hunk_by_hunk() {
+    let (nvim, _p) = rig();
+    let (a, new) = (nvim.cwd.join("a.txt"), nvim.cwd.join("new.txt"));
+    std::fs::write(&a, TWO_HUNKS).unwrap();
+    std::fs::write(&new, "made\n").unwrap();
+    nvim.wait_for("#require('pi-ide').info().pending == 2", PATIENCE);
+    let list = pending(&nvim);
+    let of = |name: &str| list.iter().find(|e| e["path"].as_str().unwrap().ends_with(name)).cloned().unwrap();
+    assert_eq!((of("a.txt")["kind"].clone(), of("a.txt")["hunks"].clone()), (json!("changed"), json!(2)), "{list:?}");
+    assert_eq!(of("new.txt")["kind"], json!("created"), "{list:?}");
+    assert!(nvim.lua("return #_G.pending_events").as_i64().unwrap() >= 2);
+    // Its window shows the file as the agent left it, the old lines drawn above the new.
+    nvim.wait_for("vim.api.nvim_buf_get_lines(0, 0, 1, false)[1] == 'ONE'", PATIENCE);
+    let marks = nvim.lua("return #vim.api.nvim_buf_get_extmarks(0, vim.api.nvim_create_namespace('pi_ide_pending'), 0, -1, {})");
+    assert!(marks.as_i64().unwrap() >= 4, "{marks}");
+    let status = nvim.lua("return require('pi-ide').status()");
+    assert!(status.as_str().unwrap().contains("⚠ 2 changes to review"), "{status}");
+
+    // The first hunk undone on disk, the second kept.
+    type_keys(&nvim, "gg:PiIde hunk reject<CR>");
+    nvim.wait_for("vim.api.nvim_buf_get_lines(0, 0, 1, false)[1] == 'one'", PATIENCE);
+    assert_eq!(read(&a).as_deref(), Some("one\ntwo\nthree\nfour\nFIVE\nsix\n"));
+    type_keys(&nvim, "gg]h");
+    assert_eq!(nvim.lua("return vim.fn.line('.')"), json!(5));
+    type_keys(&nvim, ":PiIde hunk accept<CR>");
+    nvim.wait_for("#require('pi-ide').info().pending == 1", PATIENCE);
+    assert_eq!(read(&a).as_deref(), Some("one\ntwo\nthree\nfour\nFIVE\nsix\n"));
+
+    // The created file undone whole: it is gone.
+    type_keys(&nvim, ":edit new.txt<CR>:PiIde reject<CR>");
+    nvim.wait_for("#require('pi-ide').info().pending == 0", PATIENCE);
+    assert!(!new.exists(), "the created file was not removed");
+    assert_eq!(pending(&nvim).len(), 0);
+}
+
+#[test]
+fn neovims_own_write_is_never_pending_and_a_later_agent_write_is_judged_against_it() {
+    let (nvim, _p) = rig();
+    let a = nvim.cwd.join("a.txt");
+    type_keys(&nvim, "ggcwuno<Esc>:w<CR>");
+    assert_eq!(read(&a).as_deref(), Some("uno\ntwo\nthree\nfour\nfive\nsix\n"));
+    // The agent writes after the user's save: only its own line is pending, and undoing it keeps the save.
+    std::fs::write(&a, "uno\ntwo\nthree\nfour\nfive\nSIX\n").unwrap();
+    nvim.wait_for("#require('pi-ide').info().pending == 1", PATIENCE);
+    assert_eq!(pending(&nvim)[0]["hunks"], json!(1), "{:?}", pending(&nvim));
+    nvim.wait_for("vim.api.nvim_buf_get_lines(0, 5, 6, false)[1] == 'SIX'", PATIENCE);
+    type_keys(&nvim, ":PiIde reject<CR>");
+    nvim.wait_for("#require('pi-ide').info().pending == 0", PATIENCE);
+    assert_eq!(read(&a).as_deref(), Some("uno\ntwo\nthree\nfour\nfive\nsix\n"));
+}
+
+#[test]
+fn an_undo_never_overwrites_a_write_that_came_after_the_change_was_shown() {
+    let (nvim, _p) = rig();
+    let a = nvim.cwd.join("a.txt");
+    std::fs::write(&a, TWO_HUNKS).unwrap();
+    nvim.wait_for("#require('pi-ide').info().pending == 1", PATIENCE);
+    nvim.wait_for("vim.api.nvim_buf_get_lines(0, 0, 1, false)[1] == 'ONE'", PATIENCE);
+    // The user's unsaved edit in the buffer: nothing is written under it.
+    type_keys(&nvim, "Gox<Esc>:PiIde hunk reject<CR>");
+    assert_eq!(read(&a).as_deref(), Some(TWO_HUNKS));
+    assert!(nvim.notes().iter().any(|n| n.contains("unsaved edits")), "{:?}", nvim.notes());
+    type_keys(&nvim, "u");
+}
+
+
