@@ -136,12 +136,16 @@ struct World {
 }
 
 fn connected() -> World {
-    connected_with(&[])
+    connected_with(&[], &[])
 }
 
-/// As `connected`, the CLI run with these flags.
-fn connected_with(flags: &[&str]) -> World {
+/// As `connected`, the CLI run with these flags, and these files (name, text) in the folder
+/// before it starts (the project's own: what it writes is judged against them).
+fn connected_with(flags: &[&str], files: &[(&str, &str)]) -> World {
     let dirs = Folders::new();
+    for (name, text) in files {
+        std::fs::write(dirs.work.join(name), text).unwrap();
+    }
     let model = OpenAiMock::start();
     let nvim = start_neovim(&dirs);
     neovim_lock(&nvim, &dirs);
@@ -358,9 +362,10 @@ fn a_partial_acceptance_is_set_over_the_clis_write_and_its_model_is_not_told() {
 /// typed in the file's window on the middle hunk undoes that hunk alone, on disk.
 #[test]
 fn with_allow_all_tools_the_clis_edit_lands_unreviewed_and_is_pending_hunk_by_hunk() {
-    let w = connected_with(&["--allow-all-tools"]);
+    let w = connected_with(&["--allow-all-tools"], &[("p.txt", "a\nb\nc\nd\ne\nf\ng\n")]);
     w.nvim.t("record_events", json!(["PiIdeChangePending"]));
-    let path = edit_file(&w.nvim, "p.txt", &["a", "b", "c", "d", "e", "f", "g"]);
+    w.nvim.command("edit p.txt").unwrap();
+    let path = w.dirs.work.join("p.txt").to_string_lossy().into_owned();
     let args = json!({"path": path, "old_str": "a\nb\nc\nd\ne\nf\ng", "new_str": "A\nb\nc\nD\ne\nf\nG"});
     w.model.on_user("please-edit", Reply::tool("edit", args));
     w.model.after_tool("edit", Reply::text("The edit is done."));
