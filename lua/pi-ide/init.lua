@@ -57,7 +57,7 @@ function M.status()
   local pending = package.loaded["pi-ide.features.pending"]
   local to_decide = pending and pending.status() or ""
   if to_decide ~= "" then
-    unseen = to_decide
+    unseen = unseen ~= "" and (to_decide .. " · " .. unseen) or to_decide
   end
   if not server or not server.running() then
     return table.concat(vim.tbl_filter(function(p)

@@ -17,20 +17,20 @@ use parking_lot::Mutex;
 use serde_json::{json, Value as Json};
 
 use super::json::{from_lua, to_lua};
-use crate::checkpoint::{Change, Checkpoints, Limits, Name, Reviewed, Turn};
+use crate::checkpoint::{Change, Checkpoints, Landed, Limits, Name, Reviewed, Turn};
 use crate::support::waker::Waker;
 
 /// A job's fields that hold names or folders: read as bytes, not as JSON.
 const BYTE_FIELDS: [&str; 6] = ["folder", "state", "path", "paths", "reviewed", "bytes"];
 
 /// A job: its JSON fields, and those of BYTE_FIELDS (a list of one for a single name).
-pub(super) struct Job {
-    pub(super) fields: Json,
-    pub(super) bytes: HashMap<&'static str, Vec<Vec<u8>>>,
+struct Job {
+    fields: Json,
+    bytes: HashMap<&'static str, Vec<Vec<u8>>>,
 }
 
 /// An answer for Lua: JSON, except names, which are bytes.
-pub(super) enum Out {
+enum Out {
     Json(Json),
     Bytes(Option<Vec<u8>>),
     Names(Vec<Name>),
@@ -51,13 +51,6 @@ static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1)
 
 fn err(message: impl Into<String>) -> mlua::Error {
     mlua::Error::runtime(message.into())
-}
-
-/// Queues a job of the core's own (a watch's batch) under `id`, the job that asked for it.
-pub(super) fn queue(id: u64, job: Job) {
-    if let Some(w) = WORKER.lock().as_ref() {
-        let _ = w.jobs.send((id, job));
-    }
 }
 
 /// Starts the worker (once) and points its wakes at `handle` (a `vim.uv.new_async` userdata).
@@ -231,10 +224,10 @@ fn run(open: &mut HashMap<(Vec<u8>, Vec<u8>), Checkpoints>, id: u64, job: &Job) 
         }
         Some("plan") => plan(cp, n)?,
         Some("undo") => undo(cp, n.ok_or("undo needs n")?, &names("paths"))?,
-        Some("watch") => super::pending::watch(cp, id, &key)?,
-        Some("unwatch") => super::pending::unwatch(&key),
-        Some("landed") => super::pending::landed(cp, job)?,
-        Some("put") => super::pending::put(cp, job, names("path").pop().ok_or("put needs a path")?)?,
+        Some("watch") => object(super::pending::watch(cp, &key, batch_to_worker(id, &key))?, vec![]),
+        Some("unwatch") => Out::Json(json!(super::pending::unwatch(&key))),
+        Some("landed") => landed(cp, job)?,
+        Some("put") => put(cp, job, names("path").pop().ok_or("put needs a path")?)?,
         other => return Err(format!("no checkpoint operation {other:?}")),
     })
 }
@@ -251,7 +244,7 @@ fn limits(job: &Json) -> Limits {
 }
 
 /// A table of `plain`'s fields (a JSON object; nulls left out, as Lua's nil) and `more`.
-pub(super) fn object(plain: Json, more: Vec<(&str, Out)>) -> Out {
+fn object(plain: Json, more: Vec<(&str, Out)>) -> Out {
     let Json::Object(map) = plain else { return Out::Json(plain) };
     let mut fields: Vec<(String, Out)> = map.into_iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k, Out::Json(v))).collect();
     fields.extend(more.into_iter().map(|(k, v)| (k.to_string(), v)));
@@ -266,7 +259,7 @@ fn turn_out(t: &Turn) -> Out {
     object(plain, names.into_iter().map(|(k, v)| (k, Out::Names(v.clone()))).collect())
 }
 
-pub(super) fn name_out(n: &Name) -> Out {
+fn name_out(n: &Name) -> Out {
     Out::Bytes(Some(n.0.clone()))
 }
 
@@ -297,4 +290,41 @@ fn undo(cp: &Checkpoints, n: u64, paths: &[Name]) -> Result<Out, String> {
     let r = cp.undo(n, paths)?;
     let failed = r.failed.iter().map(|(p, e)| object(json!({"error": e}), vec![("path", name_out(p))]));
     Ok(object(json!({}), vec![("restored", Out::Names(r.restored)), ("deleted", Out::Names(r.deleted)), ("failed", Out::List(failed.collect()))]))
+}
+
+/// What a watch does with each batch it sees settle: a job of its own for the worker, under
+/// `id` (the job that started the watch, whose callback Lua keeps).
+fn batch_to_worker(id: u64, key: &(Vec<u8>, Vec<u8>)) -> impl FnMut(Vec<(Vec<u8>, u64)>) + Send + 'static {
+    let (folder, state) = key.clone();
+    move |changed| {
+        let (paths, first): (Vec<Vec<u8>>, Vec<u64>) = changed.into_iter().unzip();
+        let bytes = HashMap::from([("folder", vec![folder.clone()]), ("state", vec![state.clone()]), ("paths", paths)]);
+        if let Some(w) = WORKER.lock().as_ref() {
+            let _ = w.jobs.send((id, Job { fields: json!({"op": "landed", "first_ms": first}), bytes }));
+        }
+    }
+}
+
+/// A batch a watch saw settle, judged: `{ landed = { ... }, more = n }`.
+fn landed(cp: &Checkpoints, job: &Job) -> Result<Out, String> {
+    let paths = job.bytes.get("paths").cloned().unwrap_or_default();
+    let first: Vec<u64> = job.fields.get("first_ms").and_then(Json::as_array).map(|a| a.iter().filter_map(Json::as_u64).collect()).unwrap_or_default();
+    let batch = cp.landed(&paths.into_iter().zip(first).collect::<Vec<_>>())?;
+    let list = Out::List(batch.landed.iter().map(landed_out).collect());
+    Ok(object(json!({"more": batch.more}), vec![("landed", list)]))
+}
+
+fn landed_out(l: &Landed) -> Out {
+    let plain = json!({"kind": l.kind, "blob": l.blob, "base_blob": l.base_blob, "not_diffed": l.not_diffed, "no_base": l.no_base});
+    let bytes = |b: &Option<Vec<u8>>| Out::Bytes(b.clone());
+    object(plain, vec![("path", name_out(&l.path)), ("text", bytes(&l.text)), ("base", bytes(&l.base))])
+}
+
+/// Writes a decision on a pending change: `bytes` (a list of one; none: the file is removed)
+/// while the file is still the blob `expected` (absent: nothing there).
+fn put(cp: &Checkpoints, job: &Job, path: Name) -> Result<Out, String> {
+    let bytes = job.bytes.get("bytes").and_then(|l| l.first());
+    let expected = job.fields.get("expected").and_then(Json::as_str);
+    cp.put(&path, bytes.map(Vec::as_slice), expected)?;
+    Ok(Out::Json(json!(true)))
 }

@@ -17,13 +17,18 @@ struct Rig {
 
 /// A Neovim with the chat agent `fake` (the fake ACP agent, started with `args`), its messages logged.
 fn rig(args: &[&str]) -> Rig {
+    rig_with(args, "")
+}
+
+/// rig, with more options for setup() (Lua table fields).
+fn rig_with(args: &[&str], options: &str) -> Rig {
     let dir = pi_ide_testkit::nvim::temp_dir("acp-log");
     let log = dir.join("agent.log");
     let mut cmd = vec![format!("{:?}", fake())];
     cmd.extend(args.iter().map(|a| format!("{a:?}")));
     let nvim = Nvim::start_with(Options {
         after: Some(format!(
-            "require('pi-ide').setup({{ chat = {{ agents = {{ fake = {{ cmd = {{ {} }}, label = 'Fake', env = {{ FAKE_ACP_LOG = {:?} }} }} }} }} }})",
+            "require('pi-ide').setup({{ chat = {{ agents = {{ fake = {{ cmd = {{ {} }}, label = 'Fake', env = {{ FAKE_ACP_LOG = {:?} }} }} }} }}, {options} }})",
             cmd.join(", "),
             log.display().to_string()
         )),
@@ -313,6 +318,28 @@ fn fs_write_alone_is_an_editable_review_and_q_answers_an_error() {
     type_accept(&rig.nvim, ":w<CR>");
     rig.wait_text("write: null");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "hi\n");
+}
+
+/// With `review.when = "after"` for the chat's agent, its fs/write_text_file is written at once,
+/// no review shown, the chat says so, and the write is that agent's pending change.
+#[test]
+fn with_review_when_after_an_fs_write_lands_at_once_and_is_the_chat_agents_pending_change() {
+    let rig = rig_with(&[], "review = { when = { fake = 'after' } }");
+    rig.nvim.t("record_events", json!(["PiIdeReviewOpened"]));
+    let path = rig.nvim.cwd.join("w.txt").display().to_string();
+    rig.open();
+    // A chat is watched once it has worked (its first prompt).
+    rig.send("stream 1 10");
+    rig.wait_text("c1");
+    rig.idle();
+    watching(&rig.nvim);
+    rig.send(&format!("write {path} hi"));
+    rig.wait_text("write: null");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "hi\n");
+    assert!(rig.text().contains("accepted at once"), "{}", rig.text());
+    assert_eq!(rig.nvim.t("count_events", json!(["PiIdeReviewOpened"])), json!(0), "a review was shown");
+    let agent = || rig.nvim.lua_with("for _, p in ipairs(require('pi-ide').info().pending or {}) do if p.path == ... then return p.agent end end", vec![path.clone().into()]);
+    wait_until("the write pending, the chat agent's", PATIENCE, || agent() == json!("fake"));
 }
 
 #[test]

@@ -97,7 +97,7 @@ fn setup_names_unknown_and_ill_typed_options_and_keeps_the_rest() {
     );
     // Nested options are named with their path.
     nvim.record_notify();
-    nvim.lua("require('pi-ide').setup({ suggestion = { count = 5, keys = { accept = true }, filetypes = { lua = 'yes' } }, review = { layout = 'float', keyz = {} } })");
+    nvim.lua("require('pi-ide').setup({ suggestion = { count = 5, keys = { accept = true }, filetypes = { lua = 'yes' } }, review = { layout = 'float', keyz = {}, when = 'later' } })");
     let notes = nvim.notes().join("\n");
     assert!(
         notes.contains("option 'suggestion.count' must be 1, 2 or 3"),
@@ -119,6 +119,13 @@ fn setup_names_unknown_and_ill_typed_options_and_keeps_the_rest() {
         notes.contains("unknown option 'review.keyz' (did you mean 'keys'?)"),
         "{notes}"
     );
+    assert!(notes.contains("option 'review.when' must be one of before, after"), "{notes}");
+    // review.when per agent: each agent's must be "before" or "after".
+    nvim.record_notify();
+    nvim.lua("require('pi-ide').setup({ review = { when = { default = 'after', pi = 'soon' } } })");
+    let notes = nvim.notes().join("\n");
+    assert!(notes.contains("option 'review.when' pi must be \"before\" or \"after\""), "{notes}");
+    assert_eq!(nvim.lua("return require('pi-ide.core.config').values.review.when"), json!("before"));
     assert_eq!(
         nvim.lua("return require('pi-ide.core.config').values.suggestion.count"),
         json!(3)

@@ -36,6 +36,12 @@ const THREE: &str = "Change three lines of h.txt";
 const H_BEFORE: &str = "a\nb\nc\nd\ne\nf\ng\n";
 const H_PROPOSED: &str = "A\nb\nc\nD\ne\nf\nG\n";
 const PROPOSED: &str = "hello from claude\n";
+const CREATE_NEW: &str = "Create new.txt";
+const TWO: &str = "Change two lines of two.txt";
+/// two.txt before and after TWO's Write: two one-line hunks, neither on the first line.
+const TWO_BEFORE: &str = "a\nb\nc\nd\ne\nf\ng\n";
+const TWO_PROPOSED: &str = "a\nB\nc\nd\ne\nF\ng\n";
+const NEW_TEXT: &str = "written without asking\n";
 const USER_LINE: &str = "added in the review";
 
 /// The pinned CLI: `$PI_IDE_AGENTS/claude`, else `.deps/agents/node_modules/.bin/claude`.
@@ -262,10 +268,15 @@ impl Rig {
     /// instead of Neovim's (seen in loaded runs, ~0.4 s after it connected). Its log's last word
     /// on the IDE's connection (2.1.330) says it is set up.
     fn wait_ready(&self) {
+        self.wait_ready_in("manual mode on");
+    }
+
+    /// wait_ready, for Claude Code started in the mode whose line on its screen is `mode`.
+    fn wait_ready_in(&self, mode: &str) {
         let nvim = &self.nvim;
         self.wait("Claude Code connected to Neovim", || claude_connected(nvim));
-        self.wait("Claude Code's prompt, manual mode", || {
-            self.tui().screen().contains("manual mode on")
+        self.wait(&format!("Claude Code's prompt, {mode:?}"), || {
+            self.tui().screen().contains(mode)
         });
         let debug = self.scratch.path("claude-debug.txt");
         self.wait("Claude Code's IDE client set up", || {
@@ -299,7 +310,9 @@ impl Rig {
     fn wait_idle_with(&self, text: &str) {
         self.wait(&format!("Claude Code idle, showing {text:?}"), || {
             let s = self.tui().screen();
-            s.contains(text) && s.contains("? for shortcuts") && !s.contains("esc to interrupt")
+            // Its footer's hint, or in acceptEdits mode that mode's line.
+            let footer = s.contains("? for shortcuts") || s.contains("accept edits on");
+            s.contains(text) && footer && !s.contains("esc to interrupt")
         });
     }
 
@@ -367,7 +380,16 @@ fn script(hello: PathBuf) -> impl Fn(&Turn) -> Reply + Send + Sync + 'static {
             name: "Write".into(),
             input: json!({"file_path": hello.with_file_name("h.txt"), "content": H_PROPOSED}),
         },
+        Turn::Prompt(p) if p == CREATE_NEW => Reply::Tool {
+            name: "Write".into(),
+            input: json!({"file_path": hello.with_file_name("new.txt"), "content": NEW_TEXT}),
+        },
+        Turn::Prompt(p) if p == TWO => Reply::Tool {
+            name: "Write".into(),
+            input: json!({"file_path": hello.with_file_name("two.txt"), "content": TWO_PROPOSED}),
+        },
         Turn::Prompt(p) if p == ASK => Reply::Text("Noted your selection.".into()),
+        Turn::ToolResult { text, .. } if text.contains("two.txt") => Reply::Text("Two lines changed.".into()),
         Turn::ToolResult { .. } => Reply::Text("The file is written.".into()),
         _ => Reply::Text("Understood.".into()),
     }
@@ -381,6 +403,34 @@ fn claude_connected(nvim: &Nvim) -> bool {
     ) == json!(true)
 }
 
+/// The pending changes (`info().pending`): `{ path, agent, turn, hunks, kind }` each.
+fn pending(nvim: &Nvim) -> Vec<Value> {
+    let list = nvim.lua("return require('pi-ide').info().pending or {}");
+    list.as_array().cloned().unwrap_or_default()
+}
+
+/// The pending change of `file`, if it is one.
+fn pending_of(nvim: &Nvim, file: &Path) -> Option<Value> {
+    // As Neovim names it, or through the links on the way (a temporary folder's).
+    let names = [file.to_path_buf(), file.canonicalize().unwrap_or_else(|_| file.to_path_buf())];
+    let named = |p: &Value| names.iter().any(|n| p["path"] == json!(n.display().to_string()));
+    pending(nvim).into_iter().find(named)
+}
+
+/// How many `PiIdeChangePending` events named `file`.
+fn change_pending_events(nvim: &Nvim, file: &Path) -> u64 {
+    let path = file.display().to_string();
+    nvim.t("count_events", json!(["PiIdeChangePending", "path", path])).as_u64().unwrap()
+}
+
+fn read(file: &Path) -> Option<String> {
+    std::fs::read_to_string(file).ok()
+}
+
+fn cursor_line(nvim: &Nvim) -> Value {
+    nvim.lua("return vim.fn.line('.')")
+}
+
 fn review_closed(nvim: &Nvim, result: &str) -> u64 {
     nvim.t("count_events", json!(["PiIdeReviewClosed", "result", result]))
         .as_u64()
@@ -390,11 +440,17 @@ fn review_closed(nvim: &Nvim, result: &str) -> u64 {
 /// Neovim with the plugin set up as a user would (`setup` in their config, before it loads), and
 /// Claude Code started against it (its TUI may still be coming up).
 fn start_rig() -> Rig {
+    start_rig_with("", &[])
+}
+
+/// start_rig, with more options for setup() (Lua table fields, after `claude_code = true`) and
+/// more arguments for Claude Code.
+fn start_rig_with(options: &str, claude_args: &[&str]) -> Rig {
     let claude = claude_binary();
     let scratch = Scratch::new();
     let config = scratch.path("config");
     let nvim = Nvim::start_with(Options {
-        before: Some("require('pi-ide').setup({ claude_code = true })".into()),
+        before: Some(format!("require('pi-ide').setup({{ claude_code = true, {options} }})")),
         env: vec![("CLAUDE_CONFIG_DIR".into(), config.display().to_string())],
         ..Default::default()
     });
@@ -410,7 +466,7 @@ fn start_rig() -> Rig {
     write_claude_config(&config, &nvim.cwd);
     nvim.t(
         "record_events",
-        json!(["PiIdeReviewOpened", "PiIdeReviewClosed"]),
+        json!(["PiIdeReviewOpened", "PiIdeReviewClosed", "PiIdeChangePending"]),
     );
     let mock = Mock::start(script(nvim.cwd.join("hello.txt")));
     let env = claude_env(&scratch, &mock, port);
@@ -421,7 +477,8 @@ fn start_rig() -> Rig {
         mock,
         scratch,
     };
-    let args = ["--debug-file".to_string(), debug];
+    let mut args = vec!["--debug-file".to_string(), debug];
+    args.extend(claude_args.iter().map(|a| a.to_string()));
     rig.tui = Some(Tui::start(
         &rig.scratch,
         &rig.nvim.cwd,
@@ -588,6 +645,84 @@ fn real_claude_code_writes_only_the_hunks_accepted_in_neovim() {
     );
     rig.wait_idle_with("The file is written.");
     assert_eq!(review_closed(nvim, "accepted"), 1);
+}
+
+/// Claude Code in acceptEdits mode writes by itself: no openDiff, no review. Each write is a
+/// pending change at once, both together (a file created, a file open in Neovim changed in two
+/// hunks); in the open file's window `]h` and `:PiIde hunk reject` put one hunk's lines back on
+/// disk, `:PiIde hunk accept` keeps the other, and `:PiIde reject` in the created file's window
+/// deletes it.
+#[test]
+fn real_claude_code_in_accept_edits_writes_by_itself_and_each_write_is_decided_after_hunk_by_hunk() {
+    let rig = start_rig_with("", &["--permission-mode", "acceptEdits"]);
+    let (nvim, tui) = (&rig.nvim, rig.tui());
+    let (two, created) = (nvim.cwd.join("two.txt"), nvim.cwd.join("new.txt"));
+    edit_file(nvim, "two.txt", &["a", "b", "c", "d", "e", "f", "g"]);
+    assert_eq!(read(&two).as_deref(), Some(TWO_BEFORE));
+    rig.wait_ready_in("accept edits on");
+    watching(nvim);
+
+    tui.type_prompt(&rig, CREATE_NEW);
+    rig.wait("Claude Code created new.txt by itself", || read(&created).as_deref() == Some(NEW_TEXT));
+    rig.wait_idle_with("The file is written.");
+    tui.type_prompt(&rig, TWO);
+    rig.wait("Claude Code changed two.txt by itself", || read(&two).as_deref() == Some(TWO_PROPOSED));
+    rig.wait_idle_with("Two lines changed.");
+    assert_eq!(nvim.t("count_events", json!(["PiIdeReviewOpened"])), json!(0), "Claude Code asked for a review");
+
+    // Both pending at once, each said by its event.
+    rig.wait("both writes pending", || pending_of(nvim, &two).is_some() && pending_of(nvim, &created).is_some());
+    let changed = pending_of(nvim, &two).unwrap();
+    assert_eq!((&changed["agent"], &changed["kind"], &changed["hunks"]), (&json!("claude"), &json!("changed"), &json!(2)), "{changed}");
+    let made = pending_of(nvim, &created).unwrap();
+    assert_eq!((&made["agent"], &made["kind"]), (&json!("claude"), &json!("created")), "{made}");
+    assert!(change_pending_events(nvim, &two) >= 1 && change_pending_events(nvim, &created) >= 1);
+
+    // In two.txt's window (still the current one): the first hunk undone, the second kept.
+    assert_eq!(nvim.lua("return vim.api.nvim_buf_get_name(0)"), json!(two.display().to_string()));
+    type_keys(nvim, "gg]h");
+    assert_eq!(cursor_line(nvim), json!(2), "]h goes to the first hunk");
+    type_keys(nvim, ":PiIde hunk reject<CR>");
+    let first_undone = "a\nb\nc\nd\ne\nF\ng\n";
+    rig.wait("the first hunk undone on disk", || read(&two).as_deref() == Some(first_undone));
+    type_keys(nvim, "]h");
+    assert_eq!(cursor_line(nvim), json!(6), "]h goes to the second hunk");
+    type_keys(nvim, ":PiIde hunk accept<CR>");
+    rig.wait("two.txt decided", || pending_of(nvim, &two).is_none());
+    assert_eq!(read(&two).as_deref(), Some(first_undone), "the kept hunk stays, the undone one stays undone");
+
+    // The created file undone in its window: gone.
+    type_keys(nvim, ":edit new.txt<CR>");
+    type_keys(nvim, ":PiIde reject<CR>");
+    rig.wait("new.txt undone: deleted", || !created.exists());
+    rig.wait("nothing pending", || pending(nvim).is_empty());
+    assert!(rig.mock.outside().is_empty(), "Claude Code tried to reach the internet:\n{}", rig.mock.summary());
+}
+
+/// With `review.when = "after"` for Claude Code alone (per agent), its openDiff in its default
+/// mode is answered at once as accepted, its proposal unchanged: no review opens, Claude Code
+/// writes its proposal as it sent it, and that write is its pending change.
+#[test]
+fn real_claude_code_with_review_when_after_is_answered_at_once_and_its_write_is_pending() {
+    let rig = start_rig_with("review = { when = { default = 'before', claude = 'after' } }", &[]);
+    let (nvim, tui) = (&rig.nvim, rig.tui());
+    let hello = nvim.cwd.join("hello.txt");
+    rig.wait_ready();
+    watching(nvim);
+    tui.type_prompt(&rig, CREATE);
+    rig.wait("Claude Code wrote its proposal, answered at once", || read(&hello).as_deref() == Some(PROPOSED));
+    let written = result_of(&rig.turn_for_result("Write"), "Write").unwrap();
+    assert_ne!(written["is_error"], json!(true), "{written}");
+    assert!(!written.to_string().contains("modified"), "the proposal was answered changed: {written}");
+    rig.wait_idle_with("The file is written.");
+    assert_eq!(nvim.t("count_events", json!(["PiIdeReviewOpened"])), json!(0), "a review was shown");
+    assert_eq!(nvim.lua("return #require('pi-ide.features.review').list()"), json!(0), "a review is open");
+    assert_eq!(nvim.lua("return #vim.api.nvim_list_tabpages()"), json!(1), "a review's tab opened");
+    rig.wait("its write pending", || pending_of(nvim, &hello).is_some());
+    let p = pending_of(nvim, &hello).unwrap();
+    assert_eq!((&p["agent"], &p["kind"]), (&json!("claude"), &json!("created")), "{p}");
+    assert!(change_pending_events(nvim, &hello) >= 1);
+    assert!(rig.mock.outside().is_empty(), "Claude Code tried to reach the internet:\n{}", rig.mock.summary());
 }
 
 /// `:PiIde open claude` in LazyVim (200 columns, so snacks.nvim's terminal), with

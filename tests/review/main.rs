@@ -12,3 +12,4 @@ mod hunks;
 mod inline;
 mod links;
 mod what_is_accepted;
+mod when_after;

@@ -102,6 +102,12 @@ pub fn hunks_counted(nvim: &Nvim) {
     nvim.wait_for("(require('pi-ide.features.review').current() or {}).hunks ~= nil", PATIENCE);
 }
 
+/// Waits until the workspace is watched for agents' writes (an agent connected or running): a
+/// write before its snapshot is taken is part of it, not a change (features/pending/).
+pub fn watching(nvim: &Nvim) {
+    nvim.wait_for("require('pi-ide.features.pending').health():find('^watching') ~= nil", PATIENCE);
+}
+
 /// The current window's winbar.
 pub fn winbar(nvim: &Nvim) -> String {
     nvim.lua("return vim.wo.winbar").as_str().unwrap().to_string()

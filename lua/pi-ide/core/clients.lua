@@ -51,6 +51,30 @@ function M.kind_of(id)
   end
 end
 
+-- An agent as the user names it: a chat's by its chat (tag "chat:<name>"), one served as
+-- another's wire (`served_as`) by its client's name.
+local function agent_name(a)
+  local chat = a.agent == "chat" and type(a.tag) == "string" and a.tag:match("^chat:(.+)$")
+  if chat then
+    return chat
+  end
+  for _, kind in ipairs(require("pi-ide.core.parts").get("agents").all()) do
+    if kind.served_as == a.agent and (a.name or ""):lower():find(kind.name, 1, true) then
+      return kind.name
+    end
+  end
+  return a.agent
+end
+
+--- The name of the agent client `id` is (review.when's keys), if it is connected.
+function M.agent_name(id)
+  for _, a in ipairs(M.list()) do
+    if a.id == id then
+      return agent_name(a)
+    end
+  end
+end
+
 --- All of them, for the statusline: "pi-ide, <cli> “Fix…”", or nil when none.
 function M.summary()
   local labels = vim.tbl_map(M.label, M.list())

@@ -71,6 +71,21 @@ local function agent_defaults()
   return out
 end
 
+-- review.when: "before" or "after", or per agent { default = ..., <agent> = ... }.
+local WHEN = { "before", "after" }
+local function when_check(v)
+  if type(v) == "string" then
+    return one_of(unpack(WHEN))(v)
+  end
+  for name, when in pairs(v) do
+    if type(name) ~= "string" or not name:match("^[%w_-]+$") then
+      return ("has a key that cannot be an agent's: %s"):format(tostring(name))
+    elseif not vim.tbl_contains(WHEN, when) then
+      return ("%s must be \"before\" or \"after\""):format(name)
+    end
+  end
+end
+
 local spec = {
   -- Start the server when Neovim has started (after VimEnter, so startup is never slowed).
   auto_start = opt(true, { "boolean" }),
@@ -108,6 +123,14 @@ local spec = {
     -- false: accept every proposal at once, without showing it (the agent writes unreviewed).
     -- Takes effect at once when setup() is called again while the server runs.
     enabled = opt(true, { "boolean" }),
+    -- When you decide an agent's change. "before": its review opens and the file is written
+    -- only once you accept. "after": the agent is answered at once as if you had accepted its
+    -- proposal unchanged, no review opens, and the write that follows is a pending change that
+    -- you keep or undo in the file's own window, hunk by hunk (:help pi-ide-review-when). A file
+    -- outside Neovim's current folder, or reached through a link, is still reviewed before. Per
+    -- agent, by its name in :PiIde open or :PiIde chat: { default = "before", pi = "after" }.
+    -- @type "before"|"after"|table<string, "before"|"after">
+    when = opt("before", { "string", "table" }, when_check),
     -- "tab": a new tab page; "vsplit": two new windows in the current tab; "inline": inside the
     -- file's own window (removed lines highlighted, added ones as virtual lines under them; not
     -- editable there). A file not open in this tab, a new file, a buffer with unsaved edits, an

@@ -34,6 +34,15 @@ local function below(p, dir)
   return p == dir or p:sub(1, #dir + 1) == (dir:sub(-1) == "/" and dir or dir .. "/")
 end
 
+-- Whether `p` (normalized) is in folder `dir` or in the folder `dir` really is.
+local function in_folder(p, dir, native)
+  if below(p, dir) then
+    return true
+  end
+  local real = native and native.realpath(dir) -- within a deadline: a hung mount is no folder
+  return real ~= nil and below(p, real)
+end
+
 --- Whether `path` is inside one of the folders (a proposal outside them deserves a second look).
 --- A real path (links resolved, as a review's target is) is inside a folder reached through a
 --- link too.
@@ -41,15 +50,16 @@ function M.contains(path)
   local p = vim.fs.normalize(path)
   local native = require("pi-ide.core.native").get()
   for _, dir in ipairs(M.folders()) do
-    if below(p, dir) then
-      return true
-    end
-    local real = native and native.realpath(dir) -- within a deadline: a hung mount is no folder
-    if real and below(p, real) then
+    if in_folder(p, dir, native) then
       return true
     end
   end
   return false
+end
+
+--- Whether `path` is inside Neovim's current folder (what the pending changes' watch sees).
+function M.in_cwd(path)
+  return in_folder(vim.fs.normalize(path), vim.fs.normalize(vim.fn.getcwd()), require("pi-ide.core.native").get())
 end
 
 return M

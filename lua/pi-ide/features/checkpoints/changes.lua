@@ -236,12 +236,23 @@ local function pending_items()
   return out
 end
 
--- The list: the pending changes first, then turn `turn`'s files (none when it is nil).
+-- The list: the pending changes first (a file the turn lists too keeps the turn's entry, moved
+-- up), then the rest of turn `turn`'s files (none when it is nil).
 local function list(folder, turn, files)
-  local all = pending_items()
+  local first, rest, listed = {}, {}, {}
+  for _, item in ipairs(turn and items(folder, files, turn.started_ms) or {}) do
+    local p = require("pi-ide.features.pending").entry(item.filename)
+    table.insert(p and first or rest, item)
+    listed[vim.fs.normalize(item.filename)] = true
+  end
+  for _, item in ipairs(pending_items()) do
+    if not listed[item.filename] then
+      table.insert(first, item)
+    end
+  end
+  local all = vim.list_extend(first, rest)
   local context = { pi_ide_changes = { turn = turn and turn.n, folder = folder } }
   local title = turn and ("PiIde changes since turn %d (%s)"):format(turn.n, turn.agent) or "PiIde pending changes"
-  vim.list_extend(all, turn and items(folder, files, turn.started_ms) or {})
   vim.fn.setqflist({}, " ", { title = title, items = all, context = context })
   return #all
 end
@@ -278,7 +289,7 @@ function M.run(arg)
       return only_pending(folder) or vim.notify(("pi-ide.nvim: nothing changed since turn %d (%s)"):format(turn.n, turn.agent), vim.log.levels.INFO)
     end
     local count = list(folder, turn, r.files)
-    require("pi-ide.core.events").fire("PiIdeChanges", { turn = turn.n, count = #r.files, pending = count - #r.files })
+    require("pi-ide.core.events").fire("PiIdeChanges", { turn = turn.n, count = count })
     M.open(turn, r.files[1], folder, function()
       vim.cmd("botright copen")
       map_quickfix(turn, folder)

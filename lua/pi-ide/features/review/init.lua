@@ -11,7 +11,7 @@
 -- reload.lua (buffers follow the agent's write), hunks.lua and hunk_keys.lua (deciding a hunk),
 -- declined.lua (what an agent is told of the hunks not kept), stale.lua (a file that changed
 -- on disk meanwhile), inline.lua (review.layout = "inline": the review drawn in the file's own
--- window).
+-- window), after.lua (review.when = "after": answered at once, decided once written).
 local log = require("pi-ide.core.log")
 local ui = require("pi-ide.features.review.ui")
 local winbar = require("pi-ide.features.review.winbar")
@@ -162,10 +162,14 @@ function M.failed(r, err)
 end
 
 --- `review_opened`: the core hands over a review to show (src/state/events.rs, ReviewOpened);
---- show.lua builds its panes, in turns of the loop. When this fails, the server calls failed().
+--- show.lua builds its panes, in turns of the loop. One its agent's review.when decides after
+--- is answered at once instead (after.lua). When this fails, the server calls failed().
 function M.open(ev)
   local buffers = require("pi-ide.core.buffers")
   local path = buffers.to_path(ev.path)
+  if require("pi-ide.features.review.after").answered(ev, path) then
+    return
+  end
   local user_buf = buffers.find(path)
   local r = {
     req = ev.req,

@@ -86,6 +86,21 @@ function M.text(buf)
   return bom .. text
 end
 
+--- The proposal exactly as the agent sent it: the staged bytes, with their byte order mark
+--- back on (the core kept it aside). nil and why when the staged file cannot be read.
+function M.proposal(r)
+  local fd, err = vim.uv.fs_open(r.proposal_file, "r", 0)
+  if not fd then
+    return nil, err
+  end
+  local bytes = vim.uv.fs_read(fd, r.new.bytes, 0)
+  vim.uv.fs_close(fd)
+  if not bytes or #bytes ~= r.new.bytes then
+    return nil, "the staged proposal is incomplete"
+  end
+  return (r.new.bom and BOM or "") .. bytes
+end
+
 --- nil when `text` is valid UTF-8, else where it stops being: "line N".
 function M.invalid_utf8(text)
   local native = require("pi-ide.core.native").get()

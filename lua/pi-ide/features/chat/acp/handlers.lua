@@ -144,6 +144,10 @@ local events = {
     -- Named as its review's winbar names it: where a link leads, and a file outside the workspace.
     local winbar = require("pi-ide.features.review.winbar")
     local path, real = tostring(ev.path), type(ev.real_path) == "string" and ev.real_path or nil
+    if require("pi-ide.features.review.after").applies(chat.name, path, real, ev.linked == true) then
+      -- review.when = "after": accepted at once; decided in the file once written.
+      return chat.view.lines({ ("⚖ %s: accepted at once, decided once written (review.when = \"after\")"):format(winbar.target_name(path, real, false)) })
+    end
     local outside = winbar.outside(path, real) and " ⚠ outside the workspace" or ""
     chat.view.lines({ ("⚖ review: %s%s (:w accepts, :q rejects%s)"):format(winbar.target_name(path, real, ev.linked == true), outside, waits) })
     notify_if_hidden(chat, "proposes a change: its review is open")
