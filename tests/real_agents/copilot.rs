@@ -366,6 +366,7 @@ fn with_allow_all_tools_the_clis_edit_lands_unreviewed_and_is_pending_hunk_by_hu
     w.nvim.t("record_events", json!(["PiIdeChangePending"]));
     w.nvim.command("edit p.txt").unwrap();
     let path = w.dirs.work.join("p.txt").to_string_lossy().into_owned();
+    watching(&w.nvim);
     let args = json!({"path": path, "old_str": "a\nb\nc\nd\ne\nf\ng", "new_str": "A\nb\nc\nD\ne\nf\nG"});
     w.model.on_user("please-edit", Reply::tool("edit", args));
     w.model.after_tool("edit", Reply::text("The edit is done."));

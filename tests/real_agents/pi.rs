@@ -439,6 +439,7 @@ fn part_of_pis_edit_accepted_hunk_by_hunk_is_what_pi_writes() {
 #[test]
 fn with_review_after_pis_write_lands_at_once_and_is_pending() {
     let rig = connected_with("review = { when = 'after' },");
+    watching(&rig.nvim);
     let hello = rig.path("hello.txt");
     rig.model.on_user(
         "please-write",

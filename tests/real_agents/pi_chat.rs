@@ -628,7 +628,13 @@ fn without_the_extension_pis_write_is_pending_and_its_undoing_is_told_with_the_n
     rig.model
         .after_tool("write", Reply::text("Mock model: the write is over."));
     rig.model.on_user("and-now", Reply::text("Mock model: noted."));
+    rig.model.on_user("say-hello", Reply::text("Mock model: hello."));
     rig.open_chat();
+    // A chat is watched once it has worked (its first prompt).
+    rig.send("say-hello");
+    rig.wait_text("Mock model: hello.");
+    rig.wait("the state to go back to idle", || rig.status().is_empty());
+    watching(&rig.nvim);
     rig.send("please-write notes.txt");
     rig.wait("Pi to write the file by itself", || {
         std::fs::read_to_string(&notes).ok().as_deref() == Some("one\nTWO\nthree\n")
@@ -654,6 +660,7 @@ fn without_the_extension_pis_write_is_pending_and_its_undoing_is_told_with_the_n
     };
     let told = asked("and-now go on");
     assert!(told.contains("notes.txt: your line 2 (undone by the user)"), "{told}");
+    rig.wait_text("↺ Pi is told: [pi-ide: since your last prompt the user undid");
     rig.wait_text("Mock model: noted.");
     rig.wait("the state to go back to idle", || rig.status().is_empty());
     rig.send("and-now again");
