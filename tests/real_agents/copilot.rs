@@ -59,12 +59,13 @@ fn start_neovim(dirs: &Folders) -> Nvim {
     })
 }
 
-fn start_cli(dirs: &Folders, model: &OpenAiMock) -> CopilotCli {
+fn start_cli(dirs: &Folders, model: &OpenAiMock, flags: &[&str]) -> CopilotCli {
     CopilotCli::start(Launch {
         scratch: &dirs.root,
         copilot_home: &dirs.copilot_home,
         cwd: &dirs.work,
         model_url: &model.base_url(),
+        flags,
     })
 }
 
@@ -135,11 +136,20 @@ struct World {
 }
 
 fn connected() -> World {
+    connected_with(&[], &[])
+}
+
+/// As `connected`, the CLI run with these flags, and these files (name, text) in the folder
+/// before it starts (the project's own: what it writes is judged against them).
+fn connected_with(flags: &[&str], files: &[(&str, &str)]) -> World {
     let dirs = Folders::new();
+    for (name, text) in files {
+        std::fs::write(dirs.work.join(name), text).unwrap();
+    }
     let model = OpenAiMock::start();
     let nvim = start_neovim(&dirs);
     neovim_lock(&nvim, &dirs);
-    let cli = start_cli(&dirs, &model);
+    let cli = start_cli(&dirs, &model, flags);
     cli.trust_the_folder();
     wait_connected(&nvim, &cli);
     World {
@@ -231,7 +241,7 @@ fn the_cli_connects_to_neovim_by_its_lock_file_in_the_shared_folder() {
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
     assert_eq!(mode & 0o077, 0, "lock file mode {mode:o}");
 
-    let cli = start_cli(&dirs, &model);
+    let cli = start_cli(&dirs, &model, &[]);
     cli.trust_the_folder();
     wait_connected(&nvim, &cli);
     // The model is offered Neovim's two tools for it, under the CLI's names.
@@ -250,7 +260,7 @@ fn the_cli_connects_to_neovim_by_its_lock_file_in_the_shared_folder() {
 fn the_cli_connects_to_a_neovim_started_after_it() {
     let dirs = Folders::new();
     let model = OpenAiMock::start();
-    let cli = start_cli(&dirs, &model);
+    let cli = start_cli(&dirs, &model, &[]);
     cli.trust_the_folder();
     cli.wait_text("0 servers connected");
     // While unconnected, the CLI watches its lock file folder.
@@ -345,6 +355,42 @@ fn a_partial_acceptance_is_set_over_the_clis_write_and_its_model_is_not_told() {
     wait(&w.cli, "the notice", || w.nvim.notes().iter().any(|n| n.contains("written over it") && n.contains("Its model is not told")));
     w.cli.wait_text("The edit is done.");
     assert_eq!(read(&path).as_deref(), Some("A\nb\nc\nd\ne\nf\nG\n"));
+}
+
+/// With `--allow-all-tools` the CLI asks nobody (no open_diff): its edit of three hunks lands
+/// on disk by itself, the file open in Neovim, and is pending at once; `:PiIde hunk reject`
+/// typed in the file's window on the middle hunk undoes that hunk alone, on disk.
+#[test]
+fn with_allow_all_tools_the_clis_edit_lands_unreviewed_and_is_pending_hunk_by_hunk() {
+    let w = connected_with(&["--allow-all-tools"], &[("p.txt", "a\nb\nc\nd\ne\nf\ng\n")]);
+    w.nvim.t("record_events", json!(["PiIdeChangePending"]));
+    w.nvim.command("edit p.txt").unwrap();
+    let path = w.dirs.work.join("p.txt").to_string_lossy().into_owned();
+    watching(&w.nvim);
+    let args = json!({"path": path, "old_str": "a\nb\nc\nd\ne\nf\ng", "new_str": "A\nb\nc\nD\ne\nf\nG"});
+    w.model.on_user("please-edit", Reply::tool("edit", args));
+    w.model.after_tool("edit", Reply::text("The edit is done."));
+    w.cli.send_line("please-edit the file");
+    wait(&w.cli, "the CLI to write the file by itself", || {
+        read(&path).as_deref() == Some("A\nb\nc\nD\ne\nf\nG\n")
+    });
+    w.cli.wait_text("The edit is done.");
+    assert_eq!(w.reviews_shown(), 0, "a review was asked for");
+    assert!(!w.cli.screen().contains("Do you want to edit"), "{}", w.cli.screen());
+    // Pending, the CLI's, three hunks; the window shows what landed.
+    let change = wait_pending(&w.nvim, &path, AGENT_PATIENCE);
+    let seen = (&change["agent"], &change["kind"], &change["hunks"]);
+    assert_eq!(seen, (&json!("copilot"), &json!("changed"), &json!(3)), "{change}");
+    let told = w.nvim.t("count_events", json!(["PiIdeChangePending", "agent", "copilot"]));
+    assert_ne!(told, json!(0), "no PiIdeChangePending");
+    w.nvim.wait_for("vim.api.nvim_buf_get_lines(0, 0, -1, false)[4] == 'D'", PATIENCE);
+    type_keys(&w.nvim, "gg]h:PiIde hunk reject<CR>");
+    wait(&w.cli, "the middle hunk undone on disk", || {
+        read(&path).as_deref() == Some("A\nb\nc\nd\ne\nf\nG\n")
+    });
+    wait(&w.cli, "two hunks left pending", || {
+        pending_change(&w.nvim, &path)["hunks"] == json!(2)
+    });
 }
 
 #[test]

@@ -26,10 +26,15 @@ const OURS: &str = "nvim-under-test";
 
 /// A Neovim in `work` named `name`, its server up, its lockfile in a lock folder of its own.
 fn start_neovim(dirs: &Folders, name: &str) -> Nvim {
+    start_neovim_with(dirs, name, "")
+}
+
+/// As `start_neovim`, with more fields for setup() (Lua, each followed by a comma).
+fn start_neovim_with(dirs: &Folders, name: &str, setup: &str) -> Nvim {
     let nvim = Nvim::start_with(Options {
         cwd: Some(dirs.work.clone()),
         before: Some(format!(
-            "require('pi-ide').setup({{ ide_name = '{name}' }})"
+            "require('pi-ide').setup({{ {setup} ide_name = '{name}' }})"
         )),
         ..Default::default()
     });
@@ -69,9 +74,14 @@ struct Rig {
 impl Rig {
     /// Neovim in a fresh folder; Pi not started yet.
     fn new() -> Rig {
+        Rig::with_setup("")
+    }
+
+    /// As `new`, with more fields for setup() (as `start_neovim_with`).
+    fn with_setup(setup: &str) -> Rig {
         let dirs = Folders::new();
         let model = OpenAiMock::start();
-        let nvim = start_neovim(&dirs, OURS);
+        let nvim = start_neovim_with(&dirs, OURS, setup);
         Rig {
             pi: None,
             nvim,
@@ -198,7 +208,12 @@ fn read(path: &PathBuf) -> Option<String> {
 
 /// A Neovim and Pi in one folder, connected, the model's replies to come set by the test.
 fn connected() -> Rig {
-    let mut rig = Rig::new();
+    connected_with("")
+}
+
+/// As `connected`, with more fields for setup() (as `start_neovim_with`).
+fn connected_with(setup: &str) -> Rig {
+    let mut rig = Rig::with_setup(setup);
     rig.nvim.t(
         "record_events",
         json!(["PiIdeReviewOpened", "PiIdeReviewClosed"]),
@@ -417,6 +432,35 @@ fn part_of_pis_edit_accepted_hunk_by_hunk_is_what_pi_writes() {
     rig.wait_pi_text("Mock model: the edit is over.");
     rig.wait_reviews(0);
     assert_eq!((rig.closed("accepted"), rig.closed("rejected")), (1, 0));
+}
+
+/// `review = { when = "after" }`: the extension's openDiff is answered at once, no review
+/// shows, Pi writes its proposal itself, and the write is pending.
+#[test]
+fn with_review_after_pis_write_lands_at_once_and_is_pending() {
+    let rig = connected_with("review = { when = 'after' },");
+    watching(&rig.nvim);
+    let hello = rig.path("hello.txt");
+    rig.model.on_user(
+        "please-write",
+        Reply::tool("write", json!({"path": "hello.txt", "content": "hello from pi\n"})),
+    );
+    rig.model
+        .after_tool("write", Reply::text("Mock model: the write is over."));
+    rig.pi().send_line("please-write hello.txt");
+    // Nothing typed in Neovim: the write lands by itself.
+    rig.wait("Pi to write its proposal", || {
+        read(&hello).as_deref() == Some("hello from pi\n")
+    });
+    rig.wait_tool_result("write", "Successfully wrote");
+    rig.wait_pi_text("Mock model: the write is over.");
+    let opened = rig.nvim.t("count_events", json!(["PiIdeReviewOpened"]));
+    assert_eq!(opened, json!(0), "a review was shown");
+    assert_eq!(rig.reviews_shown(), 0);
+    // Pending, Pi's, a creation, to decide after.
+    let change = wait_pending(&rig.nvim, &hello.to_string_lossy(), PI_PATIENCE);
+    let seen = (&change["agent"], &change["kind"], &change["hunks"]);
+    assert_eq!(seen, (&json!("pi"), &json!("created"), &json!(1)), "{change}");
 }
 
 #[test]

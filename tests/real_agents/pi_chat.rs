@@ -614,6 +614,60 @@ fn without_the_extension_the_chat_says_writes_are_not_reviewed() {
     rig.wait("the header to warn", || rig.header().contains("writes NOT reviewed"));
 }
 
+/// Pi without the extension: its write tool writes the file itself, nothing asked, the file
+/// open in a window of Neovim's beside the chat. The write is pending at once; `:PiIde reject`
+/// typed in the file's window undoes it, and the next prompt tells Pi so (chat/undone.lua).
+#[test]
+fn without_the_extension_pis_write_is_pending_and_its_undoing_is_told_with_the_next_prompt() {
+    let rig = Rig::with(PiCmd::WithoutExtension, |_| {});
+    let notes = edit_file(&rig.nvim, "notes.txt", &["one", "two", "three"]);
+    rig.model.on_user(
+        "please-write",
+        Reply::tool("write", json!({"path": "notes.txt", "content": "one\nTWO\nthree\n"})),
+    );
+    rig.model
+        .after_tool("write", Reply::text("Mock model: the write is over."));
+    rig.model.on_user("and-now", Reply::text("Mock model: noted."));
+    rig.model.on_user("say-hello", Reply::text("Mock model: hello."));
+    rig.open_chat();
+    // A chat is watched once it has worked (its first prompt).
+    rig.send("say-hello");
+    rig.wait_text("Mock model: hello.");
+    rig.wait("the state to go back to idle", || rig.status().is_empty());
+    watching(&rig.nvim);
+    rig.send("please-write notes.txt");
+    rig.wait("Pi to write the file by itself", || {
+        std::fs::read_to_string(&notes).ok().as_deref() == Some("one\nTWO\nthree\n")
+    });
+    rig.wait_text("Mock model: the write is over.");
+    rig.wait("the state to go back to idle", || rig.status().is_empty());
+    assert_eq!(rig.nvim.lua("return #require('pi-ide.features.review').list()"), json!(0));
+    let change = wait_pending(&rig.nvim, &notes, PI_PATIENCE);
+    let seen = (&change["agent"], &change["kind"], &change["hunks"]);
+    assert_eq!(seen, (&json!("pi"), &json!("changed"), &json!(1)), "{change}");
+    // Undone in the file's window: the file as it was, nothing pending.
+    rig.nvim.lua_with("vim.api.nvim_set_current_win(vim.fn.bufwinid(...))", vec![notes.clone().into()]);
+    type_keys(&rig.nvim, ":PiIde reject<CR>");
+    rig.wait("the write undone on disk", || {
+        std::fs::read_to_string(&notes).ok().as_deref() == Some("one\ntwo\nthree\n")
+    });
+    rig.wait("nothing pending", || pending_change(&rig.nvim, &notes).is_null());
+    // The next prompt tells Pi what was undone, once.
+    rig.send("and-now go on");
+    let asked = |text: &str| {
+        let body = rig.model.wait_completion(text, PI_PATIENCE, |b| user_said(b, text));
+        user_texts(&body).last().cloned().unwrap_or_default()
+    };
+    let told = asked("and-now go on");
+    assert!(told.contains("notes.txt: your line 2 (undone by the user)"), "{told}");
+    rig.wait_text("↺ Pi is told: [pi-ide: since your last prompt the user undid");
+    rig.wait_text("Mock model: noted.");
+    rig.wait("the state to go back to idle", || rig.status().is_empty());
+    rig.send("and-now again");
+    let again = asked("and-now again");
+    assert!(!again.contains("undone"), "told twice: {again}");
+}
+
 /// Pi's MCP adapter runs `pi-ide-mcp` as the project's `.mcp.json` (as :PiIde mcp pi gives it)
 /// says; the model calls a tool of this Neovim through the adapter's `mcp` tool, and the
 /// answer reaches the model.

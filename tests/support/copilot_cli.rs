@@ -50,6 +50,8 @@ pub struct Launch<'a> {
     pub cwd: &'a Path,
     /// The mock model's base URL (`http://127.0.0.1:<port>/v1`).
     pub model_url: &'a str,
+    /// More of its flags, e.g. `--allow-all-tools` (it then asks nobody before a write).
+    pub flags: &'a [&'a str],
 }
 
 pub struct CopilotCli {
@@ -107,8 +109,9 @@ impl CopilotCli {
         ]);
         cmd.arg(l.cwd);
         cmd.arg(format!(
-            "exec '{}' --log-level debug",
-            copilot_binary().display()
+            "exec '{}' --log-level debug {}",
+            copilot_binary().display(),
+            l.flags.join(" ")
         ));
         cmd.env_clear()
             .envs(cli_env(home, l.copilot_home, l.model_url));

@@ -120,6 +120,24 @@ pub fn file_with(nvim: &Nvim, name: &str, text: &str) -> String {
     path.to_string_lossy().to_string()
 }
 
+/// The pending change of `path` (absolute) in `info().pending`, if there is one (Null).
+pub fn pending_change(nvim: &Nvim, path: &str) -> Value {
+    nvim.lua_with(
+        "for _, p in ipairs(require('pi-ide').info().pending or {}) do if p.path == ... then return p end end",
+        vec![path.into()],
+    )
+}
+
+/// Waits until `path` has a pending change; returns it.
+pub fn wait_pending(nvim: &Nvim, path: &str, patience: Duration) -> Value {
+    let mut found = Value::Null;
+    wait_until(&format!("{path} to be pending"), patience, || {
+        found = pending_change(nvim, path);
+        !found.is_null()
+    });
+    found
+}
+
 /// The texts of the answer with this id among `frames`, if there is one.
 pub fn answer_in(frames: &[Value], id: &str) -> Option<Vec<String>> {
     frames

@@ -193,6 +193,7 @@ function M.ensure()
     return false
   end
   chat.cwd = cwd
+  require("pi-ide.features.chat.undone").watch()
   local proc, start_err = process.start({
     cmd = cmd,
     cwd = cwd,
@@ -278,7 +279,11 @@ function M.send(text)
   -- Pi ignores streamingBehavior when idle; sent always, a second prompt sent before Pi's
   -- agent_start is drawn queues instead of being refused.
   local behavior = cfg().while_working == "follow_up" and "followUp" or "steer"
-  local command = { type = "prompt", message = text, streamingBehavior = behavior }
+  -- What the user undid of Pi's own writes since goes first (chat/undone.lua).
+  local undone = require("pi-ide.features.chat.undone")
+  local note, noted = undone.note("pi")
+  local message = note and (note .. "\n\n" .. text) or text
+  local command = { type = "prompt", message = message, streamingBehavior = behavior }
   local function send()
     local sent = process.send(chat.proc, command, function(r)
       if not r.success then
@@ -302,6 +307,10 @@ function M.send(text)
     require("pi-ide.features.checkpoints").before_turn("pi", text, send, function()
       return chat.state == "working"
     end)
+  end
+  undone.told("pi", noted)
+  if note then
+    view.lines({ "↺ Pi is told: " .. note })
   end
   view.user(text, steering and behavior or nil)
   return true

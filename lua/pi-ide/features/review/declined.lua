@@ -6,9 +6,11 @@ local hunks = require("pi-ide.features.review.hunks")
 
 local M = {}
 
-local function lines(first, count)
+--- "line 4" or "lines 4-6": `count` lines from `first` (1-based), in an agent's words.
+function M.lines(first, count)
   return count == 1 and ("line %d"):format(first) or ("lines %d-%d"):format(first, first + count - 1)
 end
+local lines = M.lines
 
 -- Where hunk `h` is, in the agent's words: its lines in the proposal, or the file's lines it
 -- removed.
