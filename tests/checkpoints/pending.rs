@@ -156,6 +156,8 @@ fn a_storm_keeps_ignored_files_out_caps_what_is_listed_and_binary_files_are_name
     nvim.wait_for("#require('pi-ide').info().pending == 1", PATIENCE); // .gitignore itself
     type_keys(&nvim, ":edit .gitignore<CR>:PiIde accept<CR>");
     nvim.wait_for("#require('pi-ide').info().pending == 0", PATIENCE);
+    std::fs::write(ws.join("logo.png"), b"\x89PNG\0\0binary").unwrap();
+    nvim.wait_for("require('pi-ide.features.pending').entry(vim.fn.getcwd() .. '/logo.png') ~= nil", PATIENCE);
     for dir in ["node_modules/pkg", "build", "src"] {
         std::fs::create_dir_all(ws.join(dir)).unwrap();
     }
@@ -164,8 +166,8 @@ fn a_storm_keeps_ignored_files_out_caps_what_is_listed_and_binary_files_are_name
         std::fs::write(ws.join(format!("build/{i}.o")), "x").unwrap();
         std::fs::write(ws.join(format!("src/{i}.txt")), format!("{i}\n")).unwrap();
     }
-    std::fs::write(ws.join("logo.png"), b"\x89PNG\0\0binary").unwrap();
-    nvim.wait_for("require('pi-ide.features.pending').entry(vim.fn.getcwd() .. '/logo.png') ~= nil", PATIENCE);
+    nvim.wait_for("#require('pi-ide').info().pending == 200", PATIENCE);
+    wait_until("the storm told", PATIENCE, || nvim.notes().iter().any(|n| n.contains("more not shown")));
     let list = pending(&nvim);
     assert!(list.len() <= 205 && list.len() >= 100, "{}", list.len());
     assert!(list.iter().all(|e| !e["path"].as_str().unwrap().contains("node_modules") && !e["path"].as_str().unwrap().contains("/build/")));
