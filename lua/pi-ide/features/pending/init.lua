@@ -325,15 +325,9 @@ end
 -- The agent a client is, by its name here (not its client's, "<agent>-mcp-client"): the one it
 -- came as, or the one speaking that one's wire (`served_as`) whose name its client's holds, so
 -- that a launched agent and its connection are one agent.
+-- A connected client's agent, as the user names it (core/clients.lua).
 local function client_agent(d)
-  local kind = require("pi-ide.core.clients").kind_of(d.client)
-  local name = (d.name or ""):lower()
-  for _, a in ipairs(require("pi-ide.agents").all()) do
-    if kind and a.served_as == kind.name and name:find(a.name, 1, true) then
-      return a.name
-    end
-  end
-  return kind and kind.name or d.name or "an agent"
+  return require("pi-ide.core.clients").agent_name(d.client) or d.name or "an agent"
 end
 
 --- The changes of `folder` left undecided by an earlier session, once.
