@@ -32,6 +32,18 @@ local function removed(base_lines, h, ts)
   return out
 end
 
+-- Lines drawn above the first line show only when the window is scrolled to them (Neovim's
+-- "topfill"): a window at the top is scrolled so.
+local function reveal_top(buf, n)
+  for _, win in ipairs(vim.fn.win_findbuf(buf)) do
+    vim.api.nvim_win_call(win, function()
+      if vim.fn.line("w0") == 1 then
+        vim.fn.winrestview({ topfill = n })
+      end
+    end)
+  end
+end
+
 --- Draws `e` in `buf` (which shows e.text).
 local function draw(buf, e)
   vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
@@ -51,6 +63,9 @@ local function draw(buf, e)
         at, above = n - 1, false
       end
       pcall(vim.api.nvim_buf_set_extmark, buf, ns, math.max(at, 0), 0, { virt_lines = removed(base_lines, h, ts), virt_lines_above = above })
+      if at == 0 and above then
+        reveal_top(buf, h[2])
+      end
     end
   end
 end
