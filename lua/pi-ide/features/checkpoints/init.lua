@@ -437,6 +437,8 @@ M.commands = {
     run = function(opts)
       require("pi-ide.features.checkpoints.changes").run(opts.fargs[2])
     end,
+    -- A turn's number, or keep / undo for the pending changes (features/pending/).
+    complete = require("pi-ide.core.commands").first_of({ "keep", "undo" }),
   },
   undo = {
     run = function(opts)
