@@ -14,6 +14,8 @@ use crate::support::blob::blob_id;
 
 /// The snapshots remembered, newest last: enough for the turn's and the few taken since.
 const TREES_KEPT: usize = 8;
+/// What `put` expects a symlink to be "holding" (it has no blob of its own here).
+pub const LINK: &str = "link";
 /// Changes read and handed over in full from one batch; the rest are counted.
 pub const MAX_SHOWN: usize = 200;
 
@@ -146,15 +148,20 @@ impl Checkpoints {
         Some(l)
     }
 
-    /// The baselines' texts, read in one go, for the changes whose lines can be shown.
+    /// The baselines' bytes, read in one go: a text's to show, any other's to put back whole
+    /// (a binary file, a link swapped in for a file).
     fn read_bases(&self, landed: &mut [Landed]) -> Result<(), String> {
-        let ids: Vec<&str> = landed.iter().filter(|l| l.not_diffed.is_none()).filter_map(|l| l.base_blob.as_deref()).collect();
+        let ids: Vec<&str> = landed.iter().filter_map(|l| l.base_blob.as_deref()).collect();
         let texts: HashMap<String, Option<Vec<u8>>> = ids.iter().map(|s| s.to_string()).zip(diff::blobs(&self.git, &ids)?).collect();
-        for l in landed.iter_mut().filter(|l| l.not_diffed.is_none()) {
+        for l in landed.iter_mut() {
             let Some(id) = &l.base_blob else { continue };
             match texts.get(id).cloned().flatten() {
-                Some(b) if binary(&b) => l.not_diffed = Some("binary"),
-                Some(b) => l.base = Some(b),
+                Some(b) => {
+                    if binary(&b) && l.not_diffed.is_none() {
+                        l.not_diffed = Some("binary");
+                    }
+                    l.base = Some(b);
+                }
                 None => l.no_base = true,
             }
         }
@@ -168,6 +175,8 @@ impl Checkpoints {
         let full = self.git.work_tree.join(path.as_path());
         let now = match std::fs::symlink_metadata(&full) {
             Err(_) => None,
+            // A link swapped in is named, never followed: replaced by the rename below.
+            Ok(m) if m.file_type().is_symlink() => Some(LINK.to_string()),
             Ok(_) => Some(files::read_regular(&full, self.limits.file_bytes).map(|b| blob_id(&b)).map_err(|e| e.to_string())?),
         };
         if now.as_deref() != expected {

@@ -199,3 +199,20 @@ fn past_the_systems_watch_limit_it_says_so_once_and_checkhealth_shows_it() {
     let health = nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')");
     assert!(health.as_str().unwrap().contains("agents' own writes: gave up"), "{health}");
 }
+
+#[test]
+fn a_link_swapped_in_for_a_file_is_named_and_undone_without_following_it() {
+    let (nvim, _p) = rig();
+    let outside = pi_ide_testkit::nvim::temp_dir("pending-outside").join("profile.sh");
+    std::fs::write(&outside, "outside\n").unwrap();
+    let a = nvim.cwd.join("a.txt");
+    std::fs::remove_file(&a).unwrap();
+    std::os::unix::fs::symlink(&outside, &a).unwrap();
+    nvim.wait_for("#require('pi-ide').info().pending == 1", PATIENCE);
+    type_keys(&nvim, ":PiIde hunk reject<CR>");
+    assert!(nvim.notes().iter().any(|n| n.contains("a symlink, decided as a whole")), "{:?}", nvim.notes());
+    type_keys(&nvim, ":PiIde reject<CR>");
+    wait_until("a.txt a file again", PATIENCE, || std::fs::symlink_metadata(&a).is_ok_and(|m| m.is_file()));
+    assert_eq!(read(&a).as_deref(), Some(SIX));
+    assert_eq!(read(&outside).as_deref(), Some("outside\n"), "the link's target was written");
+}

@@ -269,13 +269,13 @@ end
 --- An agent in a terminal asked something after `checkpoints.idle_ms` of quiet (the core
 --- tells): its turn begins, ending the one under way — unless a chat's turn is (a chat's agent
 --- may ask through the same server).
-function M.activity(agent)
+function M.activity(agent, after)
   if not cfg().enabled or M.chat_turn() or recently(state.prompted_at) then
     return -- a prompt typed in its terminal began this turn: the agent's first request is in it
   end
   local closing = state.open
   state.open = nil
-  return M.before_turn(agent, nil, function() end, nil, closing)
+  return M.before_turn(agent, nil, after or function() end, nil, closing)
 end
 
 --- The user sent a prompt to `agent` in its terminal (Enter there: terminal/prompts.lua): its

@@ -52,7 +52,9 @@ local function write(path, e, bytes, done)
   if not rel then
     return say(("%s is outside the workspace: not written"):format(short(path)), vim.log.levels.ERROR)
   end
-  checkpoints.run({ op = "put", path = rel, bytes = bytes, expected = e.blob }, function(ok, err)
+  -- A link swapped in has no blob: the core expects it still to be a link ("link").
+  local expected = e.blob or (e.not_diffed == "a symlink" and "link" or nil)
+  checkpoints.run({ op = "put", path = rel, bytes = bytes, expected = expected }, function(ok, err)
     if not ok then
       return say(("%s: nothing undone (%s); its change is shown again"):format(short(path), tostring(err):gsub("^.-: ", "")), vim.log.levels.WARN)
     end

@@ -201,6 +201,23 @@ local function take(folder, l, new)
   end
 end
 
+-- Changes that landed with no turn open begin one, named as their agent: what it writes next
+-- is in that turn (its checkpoint is taken now, with these changes in it: they stay pending).
+local function open_turn_for(new)
+  local first = state.entries[new[1] or ""]
+  if not first or first.turn or checkpoints.open_turn() or first.agent:find(" or ", 1, true) then
+    return
+  end
+  checkpoints.activity(first.agent, function()
+    local open = checkpoints.open_turn()
+    for _, p in ipairs(new) do
+      if open and state.entries[p] and not state.entries[p].turn then
+        state.entries[p].turn = open.n
+      end
+    end
+  end)
+end
+
 -- A batch the watch saw settle.
 local function landed(folder, r)
   local new = {}
@@ -211,6 +228,7 @@ local function landed(folder, r)
     end
   end
   tell(new, (r.more or 0) + (new.over or 0))
+  open_turn_for(new)
 end
 
 local function once(reason, msg)
