@@ -773,3 +773,33 @@ fn a_null_in_a_tools_arguments_is_shown_as_null() {
     let t = rig.text();
     assert!(t.contains(r#""move_path":null"#), "{t}");
 }
+
+#[test]
+fn a_write_the_agent_made_itself_and_the_user_undid_is_told_with_the_next_prompt() {
+    let rig = rig(&[]);
+    let path = file(&rig, "own.txt", "one\ntwo\n");
+    rig.open();
+    rig.send("stream 1 10");
+    rig.idle();
+    watching(&rig.nvim);
+    // Its shell writes, nothing asked: a pending change of the chat's agent.
+    rig.send(&format!("shell printf 'one\\nTWO\\n' > {path}"));
+    rig.idle();
+    rig.nvim.wait_for("#require('pi-ide').info().pending == 1", PATIENCE);
+    assert_eq!(rig.nvim.lua("return require('pi-ide').info().pending[1].agent"), json!("fake"));
+    rig.nvim.command(&format!("edit {path}")).unwrap();
+    type_keys(&rig.nvim, ":PiIde reject<CR>");
+    rig.nvim.wait_for("#require('pi-ide').info().pending == 0", PATIENCE);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\ntwo\n");
+    rig.send("stream 1");
+    rig.idle();
+    let prompts: Vec<_> = rig.received().into_iter().filter(|m| m["method"] == "session/prompt").collect();
+    let last = prompts.last().unwrap().to_string();
+    assert!(last.contains("Note from the editor") && last.contains("own.txt") && last.contains("undone by the user"), "{last}");
+    assert!(rig.text().contains("Fake is told"), "{}", rig.text());
+    // Told once.
+    rig.send("stream 1");
+    rig.idle();
+    let again: Vec<_> = rig.received().into_iter().filter(|m| m["method"] == "session/prompt").collect();
+    assert!(!again.last().unwrap().to_string().contains("undone by the user"));
+}

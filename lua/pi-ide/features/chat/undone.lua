@@ -13,14 +13,9 @@ local M = {}
 local wrote = {}
 local group
 
+-- The file's bytes (false: none, or not a regular file: a FIFO is never opened).
 local function read(path)
-  local f = io.open(path, "rb")
-  if not f then
-    return false
-  end
-  local bytes = f:read("*a")
-  f:close()
-  return bytes
+  return require("pi-ide.features.pending.store").read(path) or false
 end
 
 local function on_pending(ev)

@@ -217,8 +217,17 @@ end
 function Chat:prompt(text)
   self:set_state("working")
   local prompt = require("pi-ide.features.chat.acp.context").blocks(text, self.cwd)
-  for _, note in ipairs(self.notes) do
-    table.insert(prompt, { type = "text", text = "(Note from the editor: " .. note .. ")" })
+  -- What the user undid of the agent's own writes since (chat/undone.lua) goes with the notes.
+  local undone = require("pi-ide.features.chat.undone")
+  undone.watch()
+  local note, noted = undone.note(self.name)
+  if note then
+    table.insert(self.notes, note)
+    undone.told(self.name, noted)
+    self.view.lines({ ("↺ %s is told: %s"):format(self:label(), note) })
+  end
+  for _, note_text in ipairs(self.notes) do
+    table.insert(prompt, { type = "text", text = "(Note from the editor: " .. note_text .. ")" })
   end
   self.notes = {}
   -- The turn starts after its checkpoint (features/checkpoints/).
