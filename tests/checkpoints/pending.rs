@@ -216,3 +216,21 @@ fn a_link_swapped_in_for_a_file_is_named_and_undone_without_following_it() {
     assert_eq!(read(&a).as_deref(), Some(SIX));
     assert_eq!(read(&outside).as_deref(), Some("outside\n"), "the link's target was written");
 }
+
+#[test]
+fn a_kept_change_is_the_baseline_of_the_agents_next_write_to_that_file() {
+    let (nvim, _p) = rig();
+    let a = nvim.cwd.join("a.txt");
+    std::fs::write(&a, TWO_HUNKS).unwrap();
+    nvim.wait_for("#require('pi-ide').info().pending == 1", PATIENCE);
+    nvim.wait_for("vim.api.nvim_buf_get_lines(0, 0, 1, false)[1] == 'ONE'", PATIENCE);
+    type_keys(&nvim, ":PiIde accept<CR>");
+    nvim.wait_for("#require('pi-ide').info().pending == 0", PATIENCE);
+    std::fs::write(&a, "ONE\ntwo\nthree\nfour\nFIVE\nSIX\n").unwrap();
+    nvim.wait_for("#require('pi-ide').info().pending == 1", PATIENCE);
+    assert_eq!(pending(&nvim)[0]["hunks"], json!(1), "the kept hunks came back: {:?}", pending(&nvim));
+    nvim.wait_for("vim.api.nvim_buf_get_lines(0, 5, 6, false)[1] == 'SIX'", PATIENCE);
+    type_keys(&nvim, ":PiIde reject<CR>");
+    nvim.wait_for("#require('pi-ide').info().pending == 0", PATIENCE);
+    assert_eq!(read(&a).as_deref(), Some(TWO_HUNKS));
+}

@@ -96,14 +96,14 @@ function M.file(path, action)
   if not e then
     return
   elseif action == "accept" then
-    pending.forget(path)
+    pending.forget(path, e.text or false, e.blob)
     return say(("kept %s's change of %s"):format(e.agent, short(path)))
   elseif e.base == nil and e.kind ~= "created" then
     return say(("%s: its text before is not known (%s): nothing undone"):format(short(path), e.not_diffed or "no snapshot"), vim.log.levels.WARN)
   end
   local bytes = e.kind ~= "created" and e.base or nil
-  write(path, e, bytes, function()
-    pending.forget(path)
+  write(path, e, bytes, function(blob)
+    pending.forget(path, bytes or false, blob)
     local buf = require("pi-ide.core.buffers").find(path)
     if buf and vim.api.nvim_buf_is_loaded(buf) and bytes then
       require("pi-ide.core.buffers").reload(buf)

@@ -105,8 +105,18 @@ local function count(e)
   return e.hunks
 end
 
---- Drops `path`'s entry (decided, or back to its baseline).
-function M.forget(path)
+-- What the file is known to hold, as the user saw or decided it: the baseline of the agent's
+-- next write to it (`text` false: no file), instead of an older snapshot's.
+local function known(path, text, blob)
+  state.own_text[path], state.own[path] = text, blob
+end
+
+--- Drops `path`'s entry (decided, or back to its baseline); `text`, `blob`: what the file holds
+--- now it is decided (false: no file).
+function M.forget(path, text, blob)
+  if text ~= nil then
+    known(path, text, blob)
+  end
   if state.entries[path] then
     state.entries[path] = nil
     state.order = vim.tbl_filter(function(p)
@@ -120,11 +130,8 @@ end
 
 --- The entry changed (a decision, a new write): counted, drawn, stored, told.
 function M.changed(path, e, quiet)
-  if e.kind ~= "deleted" and e.base_blob == e.blob and e.blob ~= nil then
-    return M.forget(path)
-  end
-  if count(e) == 0 then
-    return M.forget(path)
+  if (e.kind ~= "deleted" and e.base_blob == e.blob and e.blob ~= nil) or count(e) == 0 then
+    return M.forget(path, e.text or false, e.blob)
   end
   if not state.entries[path] then
     table.insert(state.order, path)
@@ -169,6 +176,8 @@ local function take(folder, l, new)
     if e then
       e.text, e.blob = l.text, l.blob
       M.changed(path, e, true)
+    elseif l.text then
+      known(path, l.text, l.blob) -- an accepted review's write: what the user saw
     end
     return
   end
@@ -185,9 +194,9 @@ local function take(folder, l, new)
     base, base_blob, agent, turn = e.base, e.base_blob, e.agent, e.turn
   elseif exp then
     base, base_blob = exp.base, exp.blob
-  elseif state.own_text[path] then
-    -- The user saved it since the snapshot: undoing the agent's change keeps their save.
-    base, base_blob = state.own_text[path], state.own[path]
+  elseif state.own_text[path] ~= nil then
+    -- The user saved it, or decided it, since the snapshot: undoing the agent's change keeps that.
+    base, base_blob = state.own_text[path] or nil, state.own_text[path] and state.own[path] or nil
   end
   local kind = l.kind
   if base_blob == nil and l.kind ~= "deleted" and not l.no_base then
