@@ -133,9 +133,18 @@ function M.show(path, e)
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
     return
   end
-  local shown = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
-  if e.text and shown ~= table.concat(text.buffer_lines(e.text), "\n") then
+  local want = e.text and table.concat(text.buffer_lines(e.text), "\n")
+  local function stale()
+    return want and table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n") ~= want
+  end
+  if stale() then
     require("pi-ide.core.buffers").reload(buf)
+    -- checktime saw no change (the same size within the same mtime tick): read it again.
+    if stale() then
+      vim.api.nvim_buf_call(buf, function()
+        vim.cmd("silent! edit!")
+      end)
+    end
   end
   draw(buf, e)
   take_keys(buf, path)
