@@ -227,17 +227,39 @@ local function open_turn_for(new)
   end)
 end
 
--- A batch the watch saw settle.
-local function landed(folder, r)
-  local new = {}
-  for _, l in ipairs(r.landed or {}) do
-    local ok, err = xpcall(take, debug.traceback, folder, l, new)
-    if not ok then
-      log.error("pending: %s", tostring(err))
+-- Batches waiting to be taken in: a storm's 200 changes are taken CHUNK at a time, the loop
+-- free between (typing is never held for a whole batch); batches keep their order.
+local CHUNK = 25
+local queue = {}
+
+local function drain_queue()
+  local budget = CHUNK
+  while budget > 0 and queue[1] do
+    local b = queue[1]
+    while budget > 0 and b.at <= #b.items do
+      local ok, err = xpcall(take, debug.traceback, b.folder, b.items[b.at], b.new)
+      if not ok then
+        log.error("pending: %s", tostring(err))
+      end
+      b.at, budget = b.at + 1, budget - 1
+    end
+    if b.at > #b.items then
+      table.remove(queue, 1)
+      tell(b.new, b.more + (b.new.over or 0))
+      open_turn_for(b.new)
     end
   end
-  tell(new, (r.more or 0) + (new.over or 0))
-  open_turn_for(new)
+  if queue[1] then
+    vim.defer_fn(drain_queue, 0)
+  end
+end
+
+-- A batch the watch saw settle.
+local function landed(folder, r)
+  table.insert(queue, { folder = folder, items = r.landed or {}, at = 1, new = {}, more = r.more or 0 })
+  if #queue == 1 then
+    drain_queue()
+  end
 end
 
 local function once(reason, msg)
