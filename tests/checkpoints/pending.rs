@@ -133,7 +133,7 @@ fn an_undecided_change_stays_across_a_restart_and_an_undone_deletion_puts_the_fi
     first.wait_for("#require('pi-ide').info().pending == 2", PATIENCE);
     // Stored as they come (a crash right after loses nothing): the index names both.
     wait_until("both stored", PATIENCE, || {
-        let index = std::fs::read_dir(state.join("pi-ide/pending")).into_iter().flatten().flatten().next();
+        let index = std::fs::read_dir(state.join("nvim/pi-ide/pending")).into_iter().flatten().flatten().next();
         index.and_then(|d| std::fs::read_to_string(d.path().join("index.json")).ok()).is_some_and(|t| t.contains("a.txt") && t.contains("gone.txt"))
     });
     drop(p);
