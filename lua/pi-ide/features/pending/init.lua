@@ -9,6 +9,7 @@
 local log = require("pi-ide.core.log")
 local checkpoints = require("pi-ide.features.checkpoints")
 local text = require("pi-ide.features.pending.text")
+local watch = require("pi-ide.features.pending.watch")
 
 local M = {}
 
@@ -19,9 +20,6 @@ local state = {
   own_text = {}, -- absolute path -> the text the user last wrote there, while watching
   accepted = {}, -- absolute path -> blob id an accepted review showed
   expected = {}, -- absolute path -> { agent, base, blob, until_ms }: review.when = "after"
-  holders = {}, -- "client:N", "terminal:name", "chat:name" -> the agent's name: who keeps the watch on
-  watching = nil, -- { folder, job } while the watch is on
-  told = {}, -- reason -> true: said once
   over = 0, -- changes past the cap in the last storm
 }
 
@@ -60,7 +58,7 @@ local function save_soon()
     state.saving = true
     vim.schedule(function()
       state.saving = false
-      require("pi-ide.features.pending.store").save(state.watching and state.watching.folder or checkpoints.folder(), state.entries)
+      require("pi-ide.features.pending.store").save(watch.folder() or checkpoints.folder(), state.entries)
     end)
   end
 end
@@ -84,14 +82,7 @@ local function agent_now()
   if open then
     return open.agent, open.n
   end
-  local names, seen = {}, {}
-  for _, name in pairs(state.holders) do
-    if not seen[name] then
-      seen[name] = true
-      table.insert(names, name)
-    end
-  end
-  table.sort(names)
+  local names = watch.names()
   return #names > 0 and table.concat(names, " or ") or "an agent", nil
 end
 
@@ -262,70 +253,6 @@ local function landed(folder, r)
   end
 end
 
-local function once(reason, msg)
-  if not state.told[reason] then
-    state.told[reason] = true
-    say(msg, vim.log.levels.WARN)
-  end
-end
-
---- What :checkhealth and :PiIde status say of the watch.
-function M.health()
-  local w = state.watching
-  if not w then
-    return "not watching (no agent connected or running)"
-  elseif not w.folders then
-    return "starting: the workspace's snapshot is being taken"
-  elseif w.gave_up then
-    return "gave up: " .. w.gave_up .. "; changes are found at each turn's end"
-  end
-  return ("watching %s (%s folders, set up in %s ms)"):format(vim.fn.fnamemodify(w.folder, ":~"), w.folders or "?", w.setup_ms or "?")
-end
-
--- Starts the watch of the folder (once), if checkpoints are on.
-local function watch()
-  local cfg = require("pi-ide.core.config").values
-  if state.watching or not cfg.checkpoints.enabled or cfg.pending == false then
-    return
-  end
-  local folder = checkpoints.folder()
-  state.watching = { folder = folder }
-  M.load(folder)
-  state.watching.job = checkpoints.stream({ op = "watch", folder = folder }, function(ok, r)
-    if not ok then
-      once("watch", "cannot watch the workspace for agents' writes: " .. tostring(r))
-      return
-    elseif r.watch then
-      state.watching.folders, state.watching.setup_ms, state.watching.gave_up = r.folders, r.setup_ms, r.gave_up
-      if r.gave_up then
-        once("gave_up", ("not watching for agents' writes: %s; see :checkhealth pi-ide"):format(r.gave_up))
-      end
-      return
-    end
-    landed(folder, r)
-  end)
-end
-
-local function unwatch()
-  local w = state.watching
-  if w and next(state.holders) == nil then
-    state.watching, state.own_text = nil, {}
-    checkpoints.unstream(w.job)
-    checkpoints.run({ op = "unwatch", folder = w.folder }, function() end)
-  end
-end
-
---- `who` ("client:3", "terminal:codex", "chat:pi") is connected or running, or is no more;
---- `name`: the agent's, when `who` does not say it.
-function M.hold(who, on, name)
-  state.holders[who] = on and (name or (who:gsub("^%w+:", ""))) or nil
-  if on then
-    watch()
-  else
-    vim.defer_fn(unwatch, 2000) -- its last writes still land
-  end
-end
-
 --- The next change of `path` within 10 s is `agent`'s, even one Neovim writes (review.when =
 --- "after": the review was answered as accepted, unseen). Its baseline: the file now.
 function M.expect(path, agent)
@@ -334,7 +261,7 @@ function M.expect(path, agent)
   local base = require("pi-ide.features.pending.store").read(path)
   local blob = base and native and native.blob_of_file(path, 64 * 1024 * 1024) or nil
   state.expected[path] = { agent = agent, base = base, blob = blob, until_ms = now() + 10000 }
-  watch()
+  watch.ensure()
 end
 
 -- Neovim wrote a file: not pending; the user's :w of a pending file keeps what it shows.
@@ -342,7 +269,7 @@ local function on_write(ev)
   local path = vim.fs.normalize(vim.fn.fnamemodify(ev.match ~= "" and ev.match or vim.api.nvim_buf_get_name(ev.buf), ":p"))
   local native = require("pi-ide.core.native").get()
   state.own[path] = native and native.blob_of_file(path, 64 * 1024 * 1024) or nil
-  if state.watching and state.own[path] then
+  if watch.folder() and state.own[path] then
     state.own_text[path] = require("pi-ide.features.pending.store").read(path)
   end
   if state.entries[path] and not state.expected[path] then
@@ -387,20 +314,30 @@ function M.load(folder)
   end
 end
 
+--- What :checkhealth and :PiIde status say of the watch (watch.lua).
+M.health = watch.health
+
 local group
 --- Attached while the server runs (core/server.lua): who keeps the watch on, Neovim's writes.
 function M.attach()
   group = vim.api.nvim_create_augroup("PiIdePending", { clear = true })
+  watch.setup({
+    batch = landed,
+    started = M.load,
+    stopped = function()
+      state.own_text = {}
+    end,
+  })
   local function on(pattern, cb)
     vim.api.nvim_create_autocmd("User", { group = group, pattern = pattern, callback = function(ev)
       cb(ev.data or {})
     end })
   end
-  on("PiIdeClientConnected", function(d) M.hold("client:" .. tostring(d.client), true, client_agent(d)) end)
-  on("PiIdeClientDisconnected", function(d) M.hold("client:" .. tostring(d.client), false) end)
-  on("PiIdeAgentStarted", function(d) M.hold("terminal:" .. tostring(d.agent), true) end)
-  on("PiIdeAgentExited", function(d) M.hold("terminal:" .. tostring(d.agent), false) end)
-  on("PiIdeChatState", function(d) M.hold("chat:" .. tostring(d.agent or "pi"), true) end)
+  on("PiIdeClientConnected", function(d) watch.hold("client:" .. tostring(d.client), true, client_agent(d)) end)
+  on("PiIdeClientDisconnected", function(d) watch.hold("client:" .. tostring(d.client), false) end)
+  on("PiIdeAgentStarted", function(d) watch.hold("terminal:" .. tostring(d.agent), true) end)
+  on("PiIdeAgentExited", function(d) watch.hold("terminal:" .. tostring(d.agent), false) end)
+  on("PiIdeChatState", function(d) watch.hold("chat:" .. tostring(d.agent or "pi"), true) end)
   on("PiIdeReviewClosed", function(d) on_review_closed({ data = d }) end)
   vim.api.nvim_create_autocmd("BufWritePost", { group = group, callback = on_write })
   require("pi-ide.features.pending.view").attach(group)
@@ -412,7 +349,7 @@ function M.detach() end
 --- Its line in :PiIde status.
 function M.status_lines()
   local n = #M.list()
-  return { ("  pending: %d change%s; %s"):format(n, n == 1 and "" or "s", M.health()) }
+  return { ("  pending: %d change%s; %s"):format(n, n == 1 and "" or "s", watch.health()) }
 end
 
 return M
