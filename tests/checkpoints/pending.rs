@@ -172,11 +172,11 @@ fn a_storm_keeps_ignored_files_out_caps_what_is_listed_and_binary_files_are_name
         std::fs::write(ws.join(format!("src/{i}.txt")), format!("{i}\n")).unwrap();
     }
     nvim.wait_for("#require('pi-ide').info().pending == 200", PATIENCE);
-    wait_until("the storm told", PATIENCE, || nvim.notes().iter().any(|n| n.contains("more not shown")));
+    wait_until("the storm told", PATIENCE, || nvim.notes().iter().any(|n| n.contains("more)")));
     let list = pending(&nvim);
     assert!(list.len() <= 205 && list.len() >= 100, "{}", list.len());
     assert!(list.iter().all(|e| !e["path"].as_str().unwrap().contains("node_modules") && !e["path"].as_str().unwrap().contains("/build/")));
-    assert!(nvim.notes().iter().any(|n| n.contains("more not shown")), "{:?}", nvim.notes());
+    assert!(nvim.notes().iter().any(|n| n.contains("more)")), "{:?}", nvim.notes());
     assert!(nvim.notes().iter().all(|n| n.chars().count() <= 80), "{:?}", nvim.notes());
     type_keys(&nvim, ":edit logo.png<CR>:PiIde hunk reject<CR>");
     assert!(nvim.notes().iter().any(|n| n.contains("binary, decided as a whole")), "{:?}", nvim.notes());
@@ -238,4 +238,17 @@ fn a_kept_change_is_the_baseline_of_the_agents_next_write_to_that_file() {
     type_keys(&nvim, ":PiIde reject<CR>");
     nvim.wait_for("#require('pi-ide').info().pending == 0", PATIENCE);
     assert_eq!(read(&a).as_deref(), Some(TWO_HUNKS));
+}
+
+#[test]
+fn the_line_that_tells_a_change_keeps_its_hint_at_80_columns_whatever_the_name() {
+    let (nvim, _p) = rig();
+    let deep = "a/very/deep/folder/of/the/project/with/a/name/longer/than/the/line";
+    std::fs::create_dir_all(nvim.cwd.join(deep)).unwrap();
+    nvim.wait_for("true", PATIENCE);
+    std::fs::write(nvim.cwd.join(deep).join("naïve-file-name.txt"), "x\n").unwrap();
+    wait_until("told", PATIENCE, || nvim.notes().iter().any(|n| n.contains("changed")));
+    let note = nvim.notes().into_iter().find(|n| n.contains("changed")).unwrap();
+    assert!(note.ends_with(" · :PiIde changes") && note.contains("…") && note.contains("naïve-file-name.txt"), "{note}");
+    assert!(note.chars().count() <= 80 - 12, "{note}: {} columns", note.chars().count());
 }

@@ -142,11 +142,19 @@ local function tell(new, over)
     return
   end
   local first = state.entries[new[1]]
-  local what = #new == 1 and vim.fn.fnamemodify(new[1], ":~:.") or ("%d files"):format(#new)
-  local by = first and first.agent or "an agent"
-  local more = over > 0 and (" (+%d more not shown)"):format(over) or ""
-  local msg = ("%s changed %s%s: ]h to go, :PiIde changes to list"):format(by, what, more)
-  say(msg:sub(1, math.max(20, vim.v.echospace - 13)))
+  local by = first and first.agent or agent_now()
+  local more = over > 0 and (" (+%d more)"):format(over) or ""
+  local tail = " · :PiIde changes"
+  local what = ("%d files"):format(#new)
+  if #new == 1 then
+    -- One line at any width: a long name loses its start, never the rest.
+    what = vim.fn.fnamemodify(new[1], ":~:.")
+    local room = math.max(12, vim.v.echospace - 13 - vim.fn.strchars(by .. " changed " .. more .. tail))
+    if vim.fn.strchars(what) > room then
+      what = "…" .. vim.fn.strcharpart(what, vim.fn.strchars(what) - room + 1)
+    end
+  end
+  say(("%s changed %s%s%s"):format(by, what, more, tail))
 end
 
 -- Whether Neovim (or a review the user accepted) wrote `path` with this blob: never pending.
