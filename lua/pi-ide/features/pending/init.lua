@@ -54,6 +54,31 @@ local function redraw_status()
   pcall(vim.cmd.redrawstatus, { bang = true })
 end
 
+-- Stores the entries and redraws the statusline, once per batch while one is taken (`held`):
+-- per change, a storm's 200 would write every entry's baseline 200 times over.
+local held, dirty = false, false
+local function stored()
+  if held then
+    dirty = true
+    return
+  end
+  require("pi-ide.features.pending.store").save(state.watching and state.watching.folder or checkpoints.folder(), state.entries)
+  redraw_status()
+end
+
+-- Runs `fn` with the store held, then stores once if anything changed.
+local function batched(fn)
+  held, dirty = true, false
+  local ok, err = pcall(fn)
+  held = false
+  if dirty then
+    stored()
+  end
+  if not ok then
+    error(err, 0)
+  end
+end
+
 --- What the statusline says: "⚠ 2 changes to review: :PiIde changes", or "".
 function M.status()
   local n = #M.list()
@@ -92,8 +117,7 @@ function M.forget(path)
   if state.entries[path] then
     state.entries[path] = nil
     require("pi-ide.features.pending.view").clear(path)
-    require("pi-ide.features.pending.store").save(state.watching and state.watching.folder or checkpoints.folder(), state.entries)
-    redraw_status()
+    stored()
   end
 end
 
@@ -110,8 +134,7 @@ function M.changed(path, e, quiet)
   end
   state.entries[path] = e
   require("pi-ide.features.pending.view").show(path, e)
-  require("pi-ide.features.pending.store").save(state.watching and state.watching.folder or checkpoints.folder(), state.entries)
-  redraw_status()
+  stored()
   if not quiet then
     require("pi-ide.core.events").fire("PiIdeChangePending", { path = path, agent = e.agent, turn = e.turn, hunks = e.hunks })
   end
@@ -179,12 +202,14 @@ end
 -- A batch the watch saw settle.
 local function landed(folder, r)
   local new = {}
-  for _, l in ipairs(r.landed or {}) do
-    local ok, err = xpcall(take, debug.traceback, folder, l, new)
-    if not ok then
-      log.error("pending: %s", tostring(err))
+  batched(function()
+    for _, l in ipairs(r.landed or {}) do
+      local ok, err = xpcall(take, debug.traceback, folder, l, new)
+      if not ok then
+        log.error("pending: %s", tostring(err))
+      end
     end
-  end
+  end)
   tell(new, r.more or 0)
 end
 

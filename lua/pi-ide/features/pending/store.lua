@@ -29,22 +29,47 @@ local function read(path)
   return bytes
 end
 
+-- The baselines on disk, per folder's directory: file name -> true. A baseline's file is named
+-- by its blob id, so it is written once however often the index is saved (a storm saves it once
+-- a batch with thousands pending) and removed when no entry names it.
+local on_disk = {}
+
+local function listed(dir)
+  if not on_disk[dir] then
+    on_disk[dir] = {}
+    for name in vim.fs.dir(dir) do
+      if name:match("^base%-") then
+        on_disk[dir][name] = true
+      end
+    end
+  end
+  return on_disk[dir]
+end
+
 --- Saves `entries` (path -> entry) of `folder`.
 function M.save(folder, entries)
   local dir = dir_of(folder)
   vim.fn.mkdir(dir, "p", 448) -- 0700
-  local index, n = {}, 0
+  local have, named, index = listed(dir), {}, {}
   for path, e in pairs(entries) do
-    n = n + 1
-    local base = e.base and ("base-%d"):format(n) or nil
+    local base = e.base and ("base-" .. (e.base_blob or (e.base == "" and "empty") or vim.fn.sha256(e.base))) or nil
+    if base and not have[base] then
+      have[base] = write(dir .. "/" .. base, e.base) and true or nil
+    end
     if base then
-      write(dir .. "/" .. base, e.base)
+      named[base] = true
     end
     table.insert(index, { path = path, agent = e.agent, turn = e.turn, kind = e.kind, base = base, base_blob = e.base_blob, not_diffed = e.not_diffed })
   end
   local ok, json = pcall(vim.json.encode, { entries = index })
   if ok then
     write(dir .. "/index.json", json)
+  end
+  for name in pairs(have) do
+    if not named[name] then
+      os.remove(dir .. "/" .. name)
+      have[name] = nil
+    end
   end
 end
 
