@@ -81,6 +81,9 @@ function M.load(folder, pending)
     return
   end
   local native = require("pi-ide.core.native").get()
+  -- Every baseline read before any is restored: a restore saves the index, and a save removes
+  -- the baselines of the entries not restored yet.
+  local kept = {}
   for _, i in ipairs(index.entries) do
     if type(i.path) == "string" and type(i.agent) == "string" then
       local now = read(i.path)
@@ -89,9 +92,12 @@ function M.load(folder, pending)
       e.base_blob = type(i.base_blob) == "string" and i.base_blob or nil
       e.text, e.blob = now, now and native and native.blob_of_file(i.path, 64 * 1024 * 1024) or nil
       if not (now == nil and i.kind == "created") and e.base ~= now then
-        pending.restore(i.path, e)
+        table.insert(kept, { i.path, e })
       end
     end
+  end
+  for _, k in ipairs(kept) do
+    pending.restore(k[1], k[2])
   end
 end
 
