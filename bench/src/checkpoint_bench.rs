@@ -14,12 +14,12 @@ use serde_json::json;
 
 /// One run's numbers (ms): wall time, and the 1 ms timer's longest and p99 lateness.
 #[derive(Clone, Copy, Default)]
-struct Timed {
-    wall: f64,
-    longest: f64,
-    p99: f64,
+pub(crate) struct Timed {
+    pub wall: f64,
+    pub longest: f64,
+    pub p99: f64,
     /// The main thread's CPU time across the longest gap.
-    longest_cpu: f64,
+    pub longest_cpu: f64,
 }
 
 struct Run {
@@ -37,14 +37,14 @@ struct Run {
 
 /// Stops the timer: its longest and p99 lateness, and the main thread's CPU time across the
 /// longest (ms).
-fn stalls(nvim: &Nvim) -> (f64, f64, f64) {
+pub(crate) fn stalls(nvim: &Nvim) -> (f64, f64, f64) {
     let v = nvim.lua("__s.timer:stop() __s.timer:close() table.sort(__s.gaps) return { __s.gaps[#__s.gaps], __s.gaps[math.max(1, math.floor(#__s.gaps * 0.99))], __s.worst_cpu }");
     let f = |i: usize| v[i].as_f64().unwrap_or(0.0).max(0.0);
     (f(0), f(1), f(2))
 }
 
 /// Types into the scratch window (as the user would) until `done` is true.
-fn type_until(nvim: &Nvim, done: &str) {
+pub(crate) fn type_until(nvim: &Nvim, done: &str) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while !nvim.lua(&format!("return {done}")).as_bool().unwrap_or(false) {
         assert!(Instant::now() < deadline, "timed out waiting for: {done}");
@@ -85,7 +85,7 @@ fn contents(seed: usize) -> String {
 }
 
 /// The repository: `n` files in nested folders, committed; ~1% modified, 5 untracked.
-fn generate(n: usize) -> (PathBuf, Vec<String>) {
+pub(crate) fn generate(n: usize) -> (PathBuf, Vec<String>) {
     let dir = temp_dir(&format!("ckpt-{n}"));
     let paths: Vec<String> = (0..n).map(|i| format!("src/m{:02}/d{:02}/f{i:05}.rs", i / 400, (i / 20) % 20)).collect();
     for (i, p) in paths.iter().enumerate() {
@@ -115,7 +115,7 @@ fn append(path: &Path, line: &str) {
 }
 
 /// Changes 10 files spread over the repository (a different 10 for each `salt`).
-fn change_ten(dir: &Path, paths: &[String], salt: usize) {
+pub(crate) fn change_ten(dir: &Path, paths: &[String], salt: usize) {
     let step = paths.len() / 10;
     for j in 0..10 {
         let i = (j * step + 37 * salt + 1) % paths.len();
@@ -124,7 +124,7 @@ fn change_ten(dir: &Path, paths: &[String], salt: usize) {
 }
 
 /// A checkpoint (`begin`), started and answered on Neovim's clock, keys typed meanwhile.
-fn checkpoint(nvim: &Nvim) -> Timed {
+pub(crate) fn checkpoint(nvim: &Nvim) -> Timed {
     nvim.t("bench.stall_timer_with_cpu", json!([]));
     nvim.lua(
         r#"_G.__j = { t0 = vim.uv.hrtime(), t1 = 0 }
@@ -141,7 +141,7 @@ fn checkpoint(nvim: &Nvim) -> Timed {
 
 /// `:PiIde changes` -> the quickfix list has its first entry (PiIdeChanges fires right after
 /// setqflist); stalls until its tab has opened. Also the entries' count.
-fn changes(nvim: &Nvim) -> (Timed, u64) {
+pub(crate) fn changes(nvim: &Nvim) -> (Timed, u64) {
     nvim.t("bench.stall_timer_with_cpu", json!([]));
     nvim.t("bench.time_changes", json!([]));
     type_until(nvim, "__c.t1 > 0");
@@ -191,7 +191,7 @@ fn one_run(dir: &Path, paths: &[String], salt: usize) -> Run {
     Run { first, again, changes, entries, pruning, later: median(later), shadow_bytes, repo_bytes: disk_bytes(&dir.join(".git")) }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }

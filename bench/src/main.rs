@@ -9,6 +9,7 @@ mod copilot_bench;
 mod hunk_bench;
 mod mcp_bench;
 mod memory_bench;
+mod pending_bench;
 
 use std::path::Path;
 use std::process::Command;
@@ -474,7 +475,7 @@ fn main() {
         return;
     }
     let quick = std::env::args().any(|a| a == "--quick");
-    // `--only rss` (or review, roundtrip, copilot, mcp, chat, checkpoints, startup): one measure,
+    // `--only rss` (or review, roundtrip, copilot, mcp, chat, checkpoints, pending, startup): one measure,
     // for working on it.
     let only: Option<String> = std::env::args()
         .skip_while(|a| a != "--only")
@@ -522,6 +523,12 @@ fn main() {
     }
     if only.as_deref() == Some("checkpoints") {
         for r in checkpoint_bench::rows(quick) {
+            println!("{r}");
+        }
+        return;
+    }
+    if only.as_deref() == Some("pending") {
+        for r in pending_bench::rows(quick) {
             println!("{r}");
         }
         return;
@@ -631,6 +638,9 @@ fn main() {
         println!("{r}");
     }
     for r in checkpoint_bench::rows(quick) {
+        println!("{r}");
+    }
+    for r in pending_bench::rows(quick) {
         println!("{r}");
     }
     for r in mcp_bench::mcp_numbers(quick, rss_kib) {

@@ -15,14 +15,19 @@ const TWO_HUNKS: &str = "ONE\ntwo\nthree\nfour\nFIVE\nsix\n";
 
 /// A Neovim with an agent connected (so the workspace is watched), `a.txt` open in its window.
 fn rig() -> (Nvim, pi_ide_testkit::Peer) {
+    rig_with(Options::default(), SIX)
+}
+
+/// The same with `opts` (its `after` is the rig's), `a.txt` holding `a` first.
+fn rig_with(opts: Options, a: &str) -> (Nvim, pi_ide_testkit::Peer) {
     let nvim = Nvim::start_with(Options {
         after: Some("require('pi-ide').setup({ checkpoints = { idle_ms = 600000 } })".into()),
-        ..Default::default()
+        ..opts
     });
     nvim.command("set columns=80").unwrap();
     nvim.record_notify();
     nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
-    std::fs::write(nvim.cwd.join("a.txt"), SIX).unwrap();
+    std::fs::write(nvim.cwd.join("a.txt"), a).unwrap();
     nvim.command("edit a.txt").unwrap();
     nvim.lua("_G.pending_events = {} vim.api.nvim_create_autocmd('User', { pattern = 'PiIdeChangePending', callback = function(e) table.insert(_G.pending_events, e.data) end })");
     let p = nvim.peer();
@@ -32,6 +37,14 @@ fn rig() -> (Nvim, pi_ide_testkit::Peer) {
 
 fn pending(nvim: &Nvim) -> Vec<serde_json::Value> {
     nvim.lua("return require('pi-ide').info().pending").as_array().cloned().unwrap_or_default()
+}
+
+/// Waits until the pending store under `state` (XDG_STATE_HOME) names each of `names`.
+fn stored(state: &Path, names: &[&str]) {
+    wait_until("the pending changes stored", PATIENCE, || {
+        let index = std::fs::read_dir(state.join("nvim/pi-ide/pending")).into_iter().flatten().flatten().next();
+        index.and_then(|d| std::fs::read_to_string(d.path().join("index.json")).ok()).is_some_and(|t| names.iter().all(|n| t.contains(n)))
+    });
 }
 
 fn read(p: &Path) -> Option<String> {
@@ -132,10 +145,7 @@ fn an_undecided_change_stays_across_a_restart_and_an_undone_deletion_puts_the_fi
     std::fs::remove_file(work.join("gone.txt")).unwrap();
     first.wait_for("#require('pi-ide').info().pending == 2", PATIENCE);
     // Stored as they come (a crash right after loses nothing): the index names both.
-    wait_until("both stored", PATIENCE, || {
-        let index = std::fs::read_dir(state.join("nvim/pi-ide/pending")).into_iter().flatten().flatten().next();
-        index.and_then(|d| std::fs::read_to_string(d.path().join("index.json")).ok()).is_some_and(|t| t.contains("a.txt") && t.contains("gone.txt"))
-    });
+    stored(&state, &["a.txt", "gone.txt"]);
     drop(p);
     drop(first);
     // No agent yet: what was left undecided is there at once.
@@ -251,4 +261,27 @@ fn the_line_that_tells_a_change_keeps_its_hint_at_80_columns_whatever_the_name()
     let note = nvim.notes().into_iter().find(|n| n.contains("changed")).unwrap();
     assert!(note.ends_with(" · :PiIde changes") && note.contains("…") && note.contains("naïve-file-name.txt"), "{note}");
     assert!(note.chars().count() <= 80 - 12, "{note}: {} columns", note.chars().count());
+}
+
+#[test]
+fn an_undecided_change_outlives_a_crash_of_neovim_and_is_undone_to_its_baseline_after_the_restart() {
+    let shared = pi_ide_testkit::nvim::temp_dir("pending-restart");
+    let (work, state) = (shared.join("work"), shared.join("state"));
+    std::fs::create_dir_all(&work).unwrap();
+    let opts = || Options { cwd: Some(work.clone()), env: vec![("XDG_STATE_HOME".into(), state.display().to_string())], ..Default::default() };
+    let (first, p) = rig_with(opts(), SIX);
+    std::fs::write(work.join("a.txt"), TWO_HUNKS).unwrap();
+    std::fs::write(work.join("new.txt"), "made\n").unwrap();
+    first.wait_for("#require('pi-ide').info().pending == 2", PATIENCE);
+    stored(&state, &["a.txt", "new.txt"]);
+    // Killed, as a crash: nothing runs at exit.
+    drop(p);
+    drop(first);
+    let (again, _p) = rig_with(opts(), TWO_HUNKS);
+    again.wait_for("#require('pi-ide').info().pending == 2", PATIENCE);
+    type_keys(&again, ":PiIde reject<CR>");
+    wait_until("a.txt put back", PATIENCE, || read(&work.join("a.txt")).as_deref() == Some(SIX));
+    type_keys(&again, ":edit new.txt<CR>:PiIde reject<CR>");
+    wait_until("new.txt removed", PATIENCE, || !work.join("new.txt").exists());
+    again.wait_for("#require('pi-ide').info().pending == 0", PATIENCE);
 }

@@ -213,4 +213,76 @@ function M.decide_hunk(samples)
   return out
 end
 
+-- Pending changes --------------------------------------------------------------------------
+
+--- Watches what the workspace's watch (features/pending/) answers, before it starts: _G.__w.ready
+--- is when it was set up (hrtime; -1: it failed, __w.error says why), __w.batches each batch
+--- it handed over ({ landed, more, ms: the main thread's time handling it }), __w.events when
+--- each PiIdeChangePending fired.
+function M.pending_probe()
+  _G.__w = { ready = 0, batches = {}, events = {} }
+  local checkpoints = require("pi-ide.features.checkpoints")
+  local stream = checkpoints.stream
+  checkpoints.stream = function(job, cb)
+    return stream(job, function(ok, r)
+      local t0 = vim.uv.hrtime()
+      cb(ok, r)
+      local t1 = vim.uv.hrtime()
+      if not ok then
+        __w.ready, __w.error = -1, tostring(r)
+      elseif type(r) == "table" and r.watch then
+        __w.ready = t1
+      elseif type(r) == "table" then
+        table.insert(__w.batches, { landed = #(r.landed or {}), more = r.more or 0, ms = (t1 - t0) / 1e6 })
+      end
+    end)
+  end
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "PiIdeChangePending",
+    callback = function()
+      table.insert(__w.events, vim.uv.hrtime())
+    end,
+  })
+end
+
+--- Counts the main loop's turns (a prepare handle runs once before each wait for events) in
+--- _G.__l.n until `loop_turns` stops it and returns the count.
+function M.count_loop_turns()
+  _G.__l = { n = 0, h = vim.uv.new_prepare() }
+  __l.h:start(function()
+    __l.n = __l.n + 1
+  end)
+end
+
+function M.loop_turns()
+  __l.h:stop()
+  __l.h:close()
+  return __l.n
+end
+
+local function sorted_ms(t)
+  table.sort(t)
+  return { p50 = t[math.max(1, math.floor(#t * 0.5))], p99 = t[math.max(1, math.floor(#t * 0.99))] }
+end
+
+--- Draws a pending change of `path` (open in the current window, holding `text`) against `base`
+--- `n` times: the view alone (view.show) and the whole of a change arriving (pending.changed:
+--- counted, drawn, stored, told). Returns { show = { p50, p99 }, changed = { p50, p99 }, hunks }
+--- in ms.
+function M.time_pending_draw(path, base, text, n)
+  local pending = require("pi-ide.features.pending")
+  local view = require("pi-ide.features.pending.view")
+  local e = { agent = "bench", kind = "changed", base = base, text = text, base_blob = "a", blob = "b" }
+  pending.changed(path, e) -- the buffer reloaded once, as when it lands
+  local show, changed = {}, {}
+  for i = 1, n do
+    local t0 = vim.uv.hrtime()
+    view.show(path, e)
+    local t1 = vim.uv.hrtime()
+    pending.changed(path, e)
+    show[i], changed[i] = (t1 - t0) / 1e6, (vim.uv.hrtime() - t1) / 1e6
+  end
+  return { show = sorted_ms(show), changed = sorted_ms(changed), hunks = e.hunks }
+end
+
 return M
