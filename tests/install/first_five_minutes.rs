@@ -147,10 +147,12 @@ fn statusline_text_follows_the_state() {
             .to_owned()
     };
     assert_eq!(status(), "π no agent");
-    let mut p = nvim.peer();
-    nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", PATIENCE);
+    // Written before an agent connects: the workspace as it was, no change of the agent's.
     let path = nvim.cwd.join("s.txt");
     std::fs::write(&path, "a\n").unwrap();
+    let mut p = nvim.peer();
+    nvim.wait_for("require('pi-ide').status() == 'π pi-ide'", PATIENCE);
+    watching(&nvim);
     let path = path.to_string_lossy().to_string();
     p.send_json(&json!({"jsonrpc": "2.0", "id": "d", "method": "tools/call", "params": {"name": "openDiff", "arguments": {
         "old_file_path": path, "new_file_path": path, "new_file_contents": "b\n", "tab_name": "t"}}})).unwrap();

@@ -20,6 +20,7 @@ local state = {
   told = {}, -- reason -> true: a skipped checkpoint's reason, said once
   prompted_at = nil, -- vim.uv.now() of the last prompt typed in an agent's terminal that began a turn
   jobs = {}, -- agent -> the job of the checkpoint being taken for its turn
+  ended = nil, -- { n, agent, at = vim.uv.now() }: the last turn that ended here
   streams = {}, -- job id -> callback: a job that answers many times (a watch's batches)
 }
 
@@ -104,8 +105,13 @@ function M.unstream(id)
   end
 end
 
---- The turn under way here ({ n, agent, ... }), if there is one.
-function M.open_turn()
+--- The turn under way here ({ n, agent, ... }), if there is one; else the one that ended less
+--- than `grace_ms` ago (a write it made lands a moment after its end), if asked.
+function M.open_turn(grace_ms)
+  local ended = state.ended
+  if not state.open and grace_ms and ended and vim.uv.now() - ended.at < grace_ms then
+    return ended
+  end
   return state.open
 end
 
@@ -235,7 +241,7 @@ function M.after_turn(agent, done)
   if not open or open.agent ~= agent then
     return done and done(nil)
   end
-  state.open = nil
+  state.open, state.ended = nil, { n = open.n, agent = open.agent, at = vim.uv.now() }
   M.run(reviewed_fields({ op = "end", n = open.n, folder = open.folder }, open), function(ok, t)
     if not ok then
       return log.warn("checkpoint at the end of turn %d: %s", open.n, tostring(t))

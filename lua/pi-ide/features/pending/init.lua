@@ -78,7 +78,8 @@ end
 
 -- The agent whose turn is open, or the ones that may have written (two: both named).
 local function agent_now()
-  local open = checkpoints.open_turn()
+  -- A write lands ~100 ms after it is made: one just after a chat's turn ended is that turn's.
+  local open = checkpoints.open_turn(2000)
   if open then
     return open.agent, open.n
   end
