@@ -39,26 +39,35 @@ end
 --- The bytes of `path`, a regular file (no link followed) within the cap, else nil.
 M.read = read
 
--- A baseline's file name: its blob id (written once), else a name of this save's own.
-local function base_name(e, n)
-  return e.base_blob and ("base-" .. e.base_blob) or ("text-%d"):format(n)
+-- The file holding `e`'s baseline, written unless this session already wrote that very text
+-- (Lua strings are interned: comparing them is one pointer): a storm's 200 created files each
+-- wrote theirs again at every save (190 ms). A text with a blob id is named by it and written
+-- once; an empty one (a created file's) needs no file.
+local function store_base(dir, e)
+  if not e.base or e.base == "" then
+    return nil
+  end
+  if e.stored ~= e.base then
+    local name = e.base_blob and ("base-" .. e.base_blob) or ("text-%d"):format(vim.uv.hrtime())
+    if not (e.base_blob and vim.uv.fs_stat(dir .. "/" .. name)) then
+      write(dir .. "/" .. name, e.base)
+    end
+    e.stored, e.base_file = e.base, name
+  end
+  return e.base_file
 end
 
 --- Saves `entries` (path -> entry) of `folder`: the index, and each baseline not written yet.
 function M.save(folder, entries)
   local dir = dir_of(folder)
   vim.fn.mkdir(dir, "p", 448) -- 0700
-  local index, n, names = {}, 0, {}
+  local index, names = {}, {}
   for path, e in pairs(entries) do
-    n = n + 1
-    local base = e.base and base_name(e, n) or nil
-    if base and (not e.base_blob or not vim.uv.fs_stat(dir .. "/" .. base)) then
-      write(dir .. "/" .. base, e.base)
-    end
+    local base = store_base(dir, e)
     if base then
       names[base] = true
     end
-    table.insert(index, { path = path, agent = e.agent, turn = e.turn, kind = e.kind, base = base, base_blob = e.base_blob, not_diffed = e.not_diffed })
+    table.insert(index, { path = path, agent = e.agent, turn = e.turn, kind = e.kind, base = base, base_empty = e.base == "", base_blob = e.base_blob, not_diffed = e.not_diffed })
   end
   local ok, json = pcall(vim.json.encode, { entries = index })
   if ok then
@@ -84,7 +93,8 @@ function M.load(folder, pending)
     if type(i.path) == "string" and type(i.agent) == "string" then
       local now = read(i.path)
       local e = { agent = i.agent, turn = i.turn ~= vim.NIL and i.turn or nil, kind = i.kind, not_diffed = i.not_diffed ~= vim.NIL and i.not_diffed or nil }
-      e.base = type(i.base) == "string" and read(dir_of(folder) .. "/" .. i.base) or nil
+      e.base = type(i.base) == "string" and read(dir_of(folder) .. "/" .. i.base) or (i.base_empty == true and "" or nil)
+      e.stored, e.base_file = e.base, type(i.base) == "string" and i.base or nil
       e.base_blob = type(i.base_blob) == "string" and i.base_blob or nil
       e.text, e.blob = now, now and native and native.blob_of_file(i.path, 64 * 1024 * 1024) or nil
       if not (now == nil and i.kind == "created") and e.base ~= now then
