@@ -23,7 +23,7 @@ pub const MAX_SHOWN: usize = 200;
 #[derive(Default)]
 pub struct Landed {
     pub path: Name,
-    /// "changed", "created", "deleted".
+    /// "changed", "created", "deleted", or "gone": made since the baseline and gone again.
     pub kind: &'static str,
     /// The blob id of what is there now (None: nothing, or not read) and of the baseline.
     pub blob: Option<String>,
@@ -117,12 +117,14 @@ impl Checkpoints {
     }
 
     /// What `path` is now against `base` (its blob id at the baseline); None when it is the
-    /// same, or nothing was and is there.
+    /// same ("gone": nothing was there, nor is now).
     fn now_of(&self, path: &Name, base: Option<String>, no_base: bool) -> Option<Landed> {
         let full = self.git.work_tree.join(path.as_path());
         let mut l = Landed { base_blob: base.clone(), no_base, ..Default::default() };
         match std::fs::symlink_metadata(&full) {
-            Err(_) if base.is_none() => return None,
+            // Made and gone again (an editor's or agent's temporary file, renamed over the
+            // real one): said, so that one reported while it was there is no longer pending.
+            Err(_) if base.is_none() => l.kind = "gone",
             Err(_) => l.kind = "deleted",
             Ok(m) if m.is_dir() => return None,
             Ok(m) => {

@@ -285,3 +285,17 @@ fn an_undecided_change_outlives_a_crash_of_neovim_and_is_undone_to_its_baseline_
     wait_until("new.txt removed", PATIENCE, || !work.join("new.txt").exists());
     again.wait_for("#require('pi-ide').info().pending == 0", PATIENCE);
 }
+
+#[test]
+fn a_temporary_file_seen_before_it_was_renamed_over_its_file_is_pending_no_more_once_gone() {
+    let (nvim, _p) = rig();
+    let tmp = nvim.cwd.join("a.txt.tmp.1234.abcdef");
+    std::fs::write(&tmp, TWO_HUNKS).unwrap();
+    nvim.wait_for("#require('pi-ide').info().pending == 1", PATIENCE);
+    // Renamed over a.txt, as an agent's atomic write does: only a.txt stays, changed.
+    std::fs::rename(&tmp, nvim.cwd.join("a.txt")).unwrap();
+    wait_until("only a.txt pending", PATIENCE, || {
+        let list = pending(&nvim);
+        list.len() == 1 && list[0]["path"].as_str().unwrap().ends_with("/a.txt") && list[0]["kind"] == json!("changed")
+    });
+}

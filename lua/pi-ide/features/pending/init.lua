@@ -169,6 +169,10 @@ end
 local function take(folder, l, new)
   local path = folder .. "/" .. l.path
   local e, exp = state.entries[path], state.expected[path]
+  if l.kind == "gone" then
+    -- A temporary file (an agent's atomic write) reported while it was there: gone again.
+    return e and e.kind == "created" and M.forget(path, false, nil)
+  end
   if exp and exp.until_ms < now() then
     state.expected[path], exp = nil, nil
   end
