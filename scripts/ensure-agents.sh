@@ -15,7 +15,8 @@ pi_extension_version=0.2.4
 agents_pins=("@github/copilot@1.0.102" "@anthropic-ai/claude-code@2.1.330"
   "node@22.23.3" "@earendil-works/pi-coding-agent@0.87.1" "@earendil-works/pi-ai@0.87.1" "ws@8.23.0"
   "mcporter@0.9.0" "@agentclientprotocol/claude-agent-acp@0.101.0" "@google/gemini-cli@0.61.0"
-  "@openai/codex@0.169.0" "@zed-industries/codex-acp@0.16.0" "opencode-ai@1.18.33")
+  "@openai/codex@0.169.0" "@zed-industries/codex-acp@0.16.0" "opencode-ai@1.18.33"
+  "@qwen-code/qwen-code@0.24.4" "cline@3.0.65" "@kilocode/cli@7.7.7")
 # Pi's MCP adapter declares Pi's packages up to 0.86 as peers; it runs with the 0.87 pinned
 # above, so it goes in on its own without npm's peer check (and is not saved: the next install
 # of the pins would refuse the mismatch).
