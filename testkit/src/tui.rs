@@ -180,10 +180,7 @@ impl Nvim {
         let data = home.join("data/nvim");
         std::fs::create_dir_all(&data).unwrap();
         std::os::unix::fs::symlink(assets.join("nvim-lazy"), data.join("lazy")).unwrap();
-        let run = home.join("run");
-        std::fs::create_dir_all(&run).unwrap();
-        std::fs::set_permissions(&run, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .unwrap();
+        crate::nvim::make_run_dir(&home);
         let lock_dir = home.join("locks");
         let cwd = home.join("work");
         std::fs::create_dir_all(&cwd).unwrap();

@@ -8,3 +8,4 @@ mod commands_and_config;
 mod first_five_minutes;
 mod lazyvim;
 mod prebuilt_library;
+mod vim_pack;

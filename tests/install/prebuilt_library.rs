@@ -1,7 +1,8 @@
 //! Installing without a Rust toolchain: at a release tag, the release's prebuilt library is
 //! downloaded, its SHA-256 checked before anything is placed where Neovim loads it, and
 //! installed by rename; anything wrong falls back to cargo, or says what to install. Offline:
-//! a release server on 127.0.0.1, started here, serves a release built from this checkout.
+//! a release server on 127.0.0.1, started here, serves a release built from this checkout
+//! (vim_pack.rs installs through it too).
 
 use crate::harness::*;
 use pi_ide_testkit::nvim::{plugin_root, temp_dir, Options};
@@ -10,16 +11,23 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-const TAG: &str = "v0.1.0";
+pub(crate) const TAG: &str = "v0.1.0";
 
 /// A plain HTTP/1.1 file server: GET /<path> serves `dir/<path>`; `truncate` cuts each body in
 /// half (the connection drops mid-download).
-struct ReleaseServer {
-    port: u16,
+pub(crate) struct ReleaseServer {
+    pub(crate) port: u16,
     truncate: Arc<AtomicBool>,
 }
 
-fn serve(dir: PathBuf) -> ReleaseServer {
+impl ReleaseServer {
+    /// Its base URL, for PI_IDE_RELEASES_URL.
+    pub(crate) fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+pub(crate) fn serve(dir: PathBuf) -> ReleaseServer {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let truncate = Arc::new(AtomicBool::new(false));
@@ -57,7 +65,7 @@ fn serve(dir: PathBuf) -> ReleaseServer {
     ReleaseServer { port, truncate }
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     let dir = temp_dir("sum");
     let f = dir.join("f");
     std::fs::write(&f, bytes).unwrap();
@@ -74,12 +82,23 @@ fn this_target() -> &'static str {
     }
 }
 
+/// This checkout's built library.
+pub(crate) fn built_library() -> Vec<u8> {
+    std::fs::read(plugin_root().join("target/release/libpi_ide.so")).unwrap()
+}
+
 /// A release layout: <dir>/v0.1.0/libpi_ide-<target>.so and its .sha256, from this checkout's
 /// build (`lib` replaces the library's bytes, `sum_of` the bytes the checksum is made from).
-fn release(lib: Option<Vec<u8>>, sum_of: Option<Vec<u8>>) -> PathBuf {
-    let built = std::fs::read(plugin_root().join("target/release/libpi_ide.so")).unwrap();
+pub(crate) fn release(lib: Option<Vec<u8>>, sum_of: Option<Vec<u8>>) -> PathBuf {
     let dir = temp_dir("release");
-    let tag_dir = dir.join(TAG);
+    release_at(&dir, TAG, lib, sum_of);
+    dir
+}
+
+/// Release `tag` added to the release layout at `dir` (see [`release`]).
+pub(crate) fn release_at(dir: &Path, tag: &str, lib: Option<Vec<u8>>, sum_of: Option<Vec<u8>>) {
+    let built = built_library();
+    let tag_dir = dir.join(tag);
     std::fs::create_dir_all(&tag_dir).unwrap();
     let name = format!("libpi_ide-{}.so", this_target());
     let sum = sha256_hex(sum_of.as_ref().unwrap_or(&built));
@@ -90,26 +109,29 @@ fn release(lib: Option<Vec<u8>>, sum_of: Option<Vec<u8>>) -> PathBuf {
     let name = format!("pi-ide-mcp-{}", this_target());
     std::fs::write(tag_dir.join(format!("{name}.sha256")), format!("{}  {name}\n", sha256_hex(&program))).unwrap();
     std::fs::write(tag_dir.join(&name), program).unwrap();
-    dir
+}
+
+/// Git in `dir`, as a machine without an identity or a config of its own runs it.
+pub(crate) fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// A clone of this plugin at the release tag, as lazy.nvim leaves it with `version = "*"`.
-fn clone_at_tag() -> PathBuf {
+pub(crate) fn clone_at_tag() -> PathBuf {
     let dir = fresh_copy();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(&dir)
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    };
-    git(&["init", "-q"]);
-    git(&["add", "-A"]);
-    git(&["commit", "-qm", "release"]);
-    git(&["tag", TAG]);
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "release"]);
+    git(&dir, &["tag", TAG]);
     dir
 }
 
@@ -142,9 +164,9 @@ fn lazy_build(nvim: &Nvim, dir: &Path) -> String {
 }
 
 /// No cargo anywhere on it.
-const NO_CARGO: &str = "/usr/bin:/bin";
+pub(crate) const NO_CARGO: &str = "/usr/bin:/bin";
 
-fn installed(dir: &Path) -> PathBuf {
+pub(crate) fn installed(dir: &Path) -> PathBuf {
     dir.join("target/release/libpi_ide.so")
 }
 
@@ -156,7 +178,7 @@ fn at_a_release_tag_the_prebuilt_library_is_downloaded_verified_and_loads_withou
     let nvim = nvim_at(&dir, NO_CARGO, &url);
     assert_eq!(nvim.lua("return vim.fn.executable('cargo')"), json!(0));
     assert_eq!(lazy_build(&nvim, &dir), "ok");
-    let built = std::fs::read(plugin_root().join("target/release/libpi_ide.so")).unwrap();
+    let built = built_library();
     assert_eq!(std::fs::read(installed(&dir)).unwrap(), built);
     // Where it came from is recorded beside it.
     let record: Value =
@@ -201,7 +223,7 @@ fn at_a_release_tag_the_prebuilt_library_is_downloaded_verified_and_loads_withou
 fn a_tampered_or_truncated_download_is_refused_and_nothing_is_installed() {
     let dir = clone_at_tag();
     // Tampered: other bytes than the checksum was made from.
-    let mut evil = std::fs::read(plugin_root().join("target/release/libpi_ide.so")).unwrap();
+    let mut evil = built_library();
     let mid = evil.len() / 2;
     evil[mid] ^= 0xff;
     let server = serve(release(Some(evil), None));
@@ -284,7 +306,7 @@ fn piide_build_downloads_in_the_background_with_progress() {
 
 /// A fake cargo on a PATH of its own: it records its arguments in `called` and "builds"
 /// by copying this checkout's library.
-fn fake_cargo() -> (PathBuf, PathBuf) {
+pub(crate) fn fake_cargo() -> (PathBuf, PathBuf) {
     let bin = temp_dir("bin");
     let marker = bin.join("called");
     let real = plugin_root().join("target/release/libpi_ide.so");
@@ -332,5 +354,35 @@ fn a_checksum_over_plain_http_is_refused() {
         assert!(err.contains("cargo was not found"), "{err}");
         assert!(!installed(&dir).exists());
     }
+    std::fs::remove_dir_all(dir.parent().unwrap()).ok();
+}
+
+#[test]
+fn the_lua_build_function_for_a_managers_hook_returns_how_it_went_and_tells_it() {
+    // What a rocks.nvim hook or a plain packadd user's config calls.
+    let dir = clone_at_tag();
+    let server = serve(release(None, None));
+    let nvim = nvim_at(&dir, NO_CARGO, &server.url());
+    let build = |args: &str| nvim.lua(&format!("return {{ require('pi-ide').build({args}) }}"));
+    let r = build("");
+    assert_eq!(r[0], json!(true), "{r}");
+    assert!(r[1].as_str().unwrap().contains("installed the prebuilt library for v0.1.0"), "{r}");
+    assert!(nvim.t("has_note", json!(["installed the prebuilt library for v0.1.0"])) == json!(true));
+    assert_eq!(std::fs::read(installed(&dir)).unwrap(), built_library());
+    // It loads at once: the server starts.
+    assert_eq!(nvim.lua("return require('pi-ide').start()"), json!(true));
+    // Asked again for the same release: nothing to do, said in the answer only.
+    let r = build("");
+    assert_eq!(r[0], json!(true), "{r}");
+    assert!(r[1].as_str().unwrap().contains("in place already"), "{r}");
+    // From source without cargo: false and what to install; bad options: false and why.
+    let r = build("{ source = true }");
+    assert_eq!(r[0], json!(false), "{r}");
+    assert!(r[1].as_str().unwrap().contains("install a Rust toolchain"), "{r}");
+    let r = build("'source'");
+    assert_eq!(r[0], json!(false), "{r}");
+    assert!(r[1].as_str().unwrap().contains("takes a table of options"), "{r}");
+    // :PiIde build completes its argument.
+    assert_eq!(nvim.lua("return vim.fn.getcompletion('PiIde build ', 'cmdline')"), json!(["source"]));
     std::fs::remove_dir_all(dir.parent().unwrap()).ok();
 }

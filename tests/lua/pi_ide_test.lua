@@ -24,7 +24,16 @@ function M.notes()
   end, notes)
 end
 
---- How many messages contain every one of the given pieces of text.
+--- The messages shown at `level` (vim.log.levels).
+function M.notes_at(level)
+  return vim.tbl_map(function(n)
+    return n.msg
+  end, vim.tbl_filter(function(n)
+    return n.level == level
+  end, notes))
+end
+
+-- How many messages contain every one of the given pieces of text.
 function M.count_notes(...)
   local pieces, n = { ... }, 0
   for _, note in ipairs(notes) do

@@ -32,14 +32,19 @@ function M.build_hint()
 end
 
 local loaded, load_error
+-- A build that failed told the user what to do already (install/build.lua): the start that
+-- follows says no more.
+local told
 
---- Returns the native module, or nil and a message for the user.
+--- Returns the native module, or nil, a message for the user, and whether they were told it.
 function M.load()
   if loaded then
     return loaded
   end
   if load_error then
-    return nil, load_error
+    local was_told = told
+    told = nil
+    return nil, load_error, was_told
   end
   local path = M.path()
   if not vim.uv.fs_stat(path) then
@@ -82,7 +87,18 @@ end
 
 --- Forgets why loading failed, so that the next load() tries again (after a build).
 function M.retry()
-  load_error = nil
+  load_error, told = nil, nil
+end
+
+--- A build failed and said why (`msg`): with no library in place, that is why loading fails,
+--- and the next start need not tell it again. Returns whether the user was told just that
+--- already, and nothing has tried to load since.
+function M.build_failed(msg)
+  local again = told and load_error == msg
+  if not loaded and not vim.uv.fs_stat(M.path()) then
+    load_error, told = msg, true
+  end
+  return again
 end
 
 --- The loaded module, or nil; never loads.

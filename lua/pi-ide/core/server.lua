@@ -178,9 +178,11 @@ function M.start()
   if state.info then
     return true
   end
-  local native, err = require("pi-ide.core.native").load()
+  local native, err, told = require("pi-ide.core.native").load()
   if not native then
-    log.notify(err, vim.log.levels.ERROR)
+    if not told then
+      log.notify(err, vim.log.levels.ERROR)
+    end
     return false
   end
   state.native = native

@@ -1,9 +1,10 @@
 -- Getting the Rust core: the prebuilt library of this release when the checkout is at a
 -- release tag (prebuilt.lua: downloaded, SHA-256 verified, installed by rename), else
 -- `cargo build --release`. Synchronously for lazy.nvim's build step (build.lua at the root), in
--- the background for :PiIde build. A library Neovim has loaded is never replaced in place
--- (cargo and the download both write a new file and rename it over the old name; the running
--- one stays mapped): after a rebuild, a restart loads the new one.
+-- the background for :PiIde build, either way for another manager's hook (require("pi-ide").build:
+-- vim.pack's PackChanged, rocks.nvim's RocksInstallPost). A library Neovim has loaded is never
+-- replaced in place (cargo and the download both write a new file and rename it over the old
+-- name; the running one stays mapped): after a rebuild, a restart loads the new one.
 --
 -- $PI_IDE_BUILD=source (or :PiIde build source) skips the download.
 local M = {}
@@ -17,7 +18,7 @@ local function tail(text, n)
 end
 
 local function no_cargo(why_no_prebuilt)
-  local msg = "cargo was not found on PATH: install a Rust toolchain (https://rustup.rs), then build again"
+  local msg = "cargo was not found on PATH: install a Rust toolchain (https://rustup.rs), then run :PiIde build"
   if why_no_prebuilt then
     msg = ("no prebuilt library could be used (%s), and %s"):format(why_no_prebuilt, msg)
   end
@@ -72,10 +73,11 @@ local function run(opts, done)
   local dest = require("pi-ide.core.native").path()
   require("pi-ide.install.prebuilt").install(M.root, dest, function(ok, msg, why)
     if ok then
-      return done(true, msg)
+      return done(true, msg, why)
     end
-    -- A checksum mismatch is worth the user's eye even when a build follows.
-    if why == "checksum" then
+    -- A checksum mismatch is worth the user's eye even when a build follows (without cargo,
+    -- the error says it).
+    if why == "checksum" and vim.fn.executable("cargo") == 1 then
       vim.notify("pi-ide.nvim: " .. msg, vim.log.levels.WARN)
     end
     local started, err = pcall(cargo, msg)
@@ -85,15 +87,16 @@ local function run(opts, done)
   end, progress)
 end
 
---- Gets the library: `done(ok, message)` runs once, on the main loop, whatever fails on the
---- way (a build that could never end would leave :PiIde build "already running" for good).
+--- Gets the library: `done(ok, message, why)` runs once, on the main loop, whatever fails on
+--- the way (a build that could never end would leave :PiIde build "already running" for good);
+--- `why` is prebuilt.install's.
 --- `opts.source` skips the download; `opts.progress(msg)` is told how it goes.
 function M.run(opts, done)
   local finished = false
-  local function finish(ok, msg)
+  local function finish(ok, msg, why)
     if not finished then
       finished = true
-      done(ok, msg)
+      done(ok, msg, why)
     end
   end
   local ok, err = pcall(run, opts or {}, finish)
@@ -102,31 +105,59 @@ function M.run(opts, done)
   end
 end
 
---- Gets the library and waits; raises a readable error on failure (what lazy.nvim shows).
-function M.sync()
+--- Gets the library and waits: `ok, message, why` (as M.run's).
+function M.wait(opts)
   local result
-  M.run({}, function(ok, msg)
-    result = { ok = ok, msg = msg }
+  M.run(opts, function(ok, msg, why)
+    result = { ok = ok, msg = msg, why = why }
   end)
   vim.wait(30 * 60 * 1000, function()
     return result ~= nil
   end, 50)
   if not result then
-    error("pi-ide.nvim: getting the native library did not finish", 0)
+    return false, "getting the native library did not finish"
   end
-  if not result.ok then
-    error("pi-ide.nvim: " .. result.msg, 0)
+  if result.ok then
+    require("pi-ide.core.native").retry()
   end
-  require("pi-ide.core.native").retry()
+  return result.ok, result.msg, result.why
+end
+
+--- Gets the library and waits; raises a readable error on failure (what lazy.nvim shows).
+function M.sync()
+  local ok, msg = M.wait({})
+  if not ok then
+    error("pi-ide.nvim: " .. msg, 0)
+  end
   return true
+end
+
+-- Tells the user how it went, in one message: the error, or what was installed (and that a
+-- library already loaded is used after a restart). `once`: a failure told just now is not told
+-- again (a manager's hook run twice for one install: vim.pack 0.12-dev sends "update", then
+-- "install").
+local function report(ok, msg, once)
+  local native = require("pi-ide.core.native")
+  if not ok then
+    if not native.build_failed(msg) or not once then
+      require("pi-ide.core.log").notify(msg, vim.log.levels.ERROR)
+    end
+  elseif native.get() then
+    vim.notify(
+      ("pi-ide.nvim: %s. Restart Neovim to use it (a loaded library is never replaced in place)."):format(msg),
+      vim.log.levels.INFO
+    )
+  else
+    native.retry()
+    vim.notify(("pi-ide.nvim: %s."):format(msg), vim.log.levels.INFO)
+  end
 end
 
 local running
 
 --- Gets the library in the background with progress notifications (:PiIde build [source]).
---- `on_done(ok)` runs on the main loop.
+--- `on_done(ok, msg)` runs on the main loop.
 function M.async(on_done, opts)
-  local log = require("pi-ide.core.log")
   if running then
     vim.notify("pi-ide.nvim: a build is already running", vim.log.levels.INFO)
     return
@@ -139,21 +170,34 @@ function M.async(on_done, opts)
     end,
   }, function(ok, msg)
     running = nil
-    if not ok then
-      log.notify(msg, vim.log.levels.ERROR)
-    elseif require("pi-ide.core.native").get() then
-      vim.notify(
-        ("pi-ide.nvim: %s. Restart Neovim to use it (a loaded library is never replaced in place)."):format(msg),
-        vim.log.levels.INFO
-      )
-    else
-      require("pi-ide.core.native").retry()
-      vim.notify(("pi-ide.nvim: %s."):format(msg), vim.log.levels.INFO)
-    end
+    report(ok, msg)
     if on_done then
-      on_done(ok)
+      on_done(ok, msg)
     end
   end)
+end
+
+--- require("pi-ide").build(): for a plugin manager's hook. Waits, tells the user how it went
+--- and returns `ok, message`; with `on_done`, in the background like :PiIde build.
+function M.build(opts, on_done)
+  if opts ~= nil and type(opts) ~= "table" then
+    local msg = ("build() takes a table of options, e.g. { source = true } (got a %s)"):format(type(opts))
+    report(false, msg)
+    return false, msg
+  end
+  if on_done then
+    return M.async(on_done, opts)
+  end
+  if running then
+    return false, "a build is already running"
+  end
+  running = true
+  local ok, msg, why = M.wait({ source = opts and opts.source })
+  running = nil
+  if why ~= "in place" then
+    report(ok, msg, true)
+  end
+  return ok, msg
 end
 
 -- :PiIde build [source]: the release's prebuilt library when at a release tag, else cargo.

@@ -135,7 +135,7 @@ local function plan(root)
   end
   local tag = M.tag(root)
   if not tag then
-    return nil, "the plugin is not at a release tag (lazy.nvim: version = \"*\")"
+    return nil, 'the plugin is not at a release tag (lazy.nvim: version = "*"; vim.pack: version = vim.version.range("*"))'
   end
   if changed_sources(root) then
     return nil, ("the checkout has local changes to its Rust sources, which the release's library (%s) was not built from"):format(tag)
@@ -252,11 +252,18 @@ end
 --- clients' program beside it (target/release/pi-ide-mcp: the library works without it, so
 --- its failure is told, not fatal). `done(ok, msg, why)` runs on the main loop: msg says what
 --- was installed, or why nothing was; `why` is "checksum" when the download did not match
---- (worth the user's eye). `progress(msg)` (optional) is told how the download goes.
+--- (worth the user's eye); "in place" when it was there already. `progress(msg)` (optional) is
+--- told how the download goes.
 function M.install(root, dest, done, progress)
   local job, why = plan(root)
   if not job then
     return done(false, why)
+  end
+  -- Asked twice for one change (vim.pack 0.12-dev sends "update", then "install"): the
+  -- verified library of this tag is in place already.
+  local here = M.source(dest)
+  if here and here.tag == job.tag then
+    return done(true, ("the prebuilt library for %s is in place already (SHA-256 verified)"):format(job.tag), "in place")
   end
   if not fetch_command(job.url, dest) then
     return done(false, "neither curl nor wget was found to download it")
