@@ -264,8 +264,8 @@ impl Nvim {
         nvim
     }
 
-    /// Neovim `binary` started as a user starts it: their `init_lua` (written to
-    /// `$XDG_CONFIG_HOME/nvim/init.lua`) run at startup, without `--clean`, so that
+    /// Neovim `binary` started as a user starts it: their `init_lua` (written as the init.lua
+    /// of `$XDG_CONFIG_HOME`) run at startup, without `--clean`, so that
     /// `stdpath("data")/site` is in 'packpath' (where vim.pack installs), and no plugin on the
     /// runtimepath but what the config adds. vim.notify is recorded from before the config runs.
     pub fn start_as_user(binary: &Path, init_lua: &str, env: &[(String, String)]) -> Nvim {
