@@ -260,9 +260,9 @@ function M.install(root, dest, done, progress)
     return done(false, why)
   end
   -- Asked twice for one change (vim.pack 0.12-dev sends "update", then "install"): the
-  -- verified library of this tag is in place already.
+  -- verified library of this tag is in place already, and pi-ide-mcp beside it.
   local here = M.source(dest)
-  if here and here.tag == job.tag then
+  if here and here.tag == job.tag and vim.uv.fs_stat(vim.fs.joinpath(vim.fs.dirname(dest), "pi-ide-mcp")) then
     return done(true, ("the prebuilt library for %s is in place already (SHA-256 verified)"):format(job.tag), "in place")
   end
   if not fetch_command(job.url, dest) then
