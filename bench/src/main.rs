@@ -4,6 +4,7 @@
 
 mod chat_bench;
 mod checkpoint_bench;
+mod compare_bench;
 mod inline_bench;
 mod copilot_bench;
 mod hunk_bench;
@@ -425,6 +426,16 @@ fn percentile_of(mut v: Vec<f64>, p: f64) -> f64 {
     percentile(&v, p)
 }
 
+/// Now, as "2026-12-02 04:30 UTC".
+fn utc_now() -> String {
+    Command::new("date")
+        .arg("-u")
+        .arg("+%Y-%m-%d %H:%M UTC")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
 /// memory_bench's rows, and what copilot adds.
 fn memory_rows() -> Vec<String> {
     let mut rows = memory_bench::rows();
@@ -475,7 +486,7 @@ fn main() {
         return;
     }
     let quick = std::env::args().any(|a| a == "--quick");
-    // `--only rss` (or review, roundtrip, copilot, mcp, chat, checkpoints, pending, startup): one measure,
+    // `--only rss` (or review, roundtrip, copilot, mcp, chat, checkpoints, pending, startup, compare): one measure,
     // for working on it.
     let only: Option<String> = std::env::args()
         .skip_while(|a| a != "--only")
@@ -539,6 +550,12 @@ fn main() {
         println!("time added to `nvim --headless --clean +qa` (baseline {base:.1} ms, median of {runs}): plugin on the runtimepath {plugin_added:.2} ms; server also started and stopped {start_added:.2} ms");
         return;
     }
+    if only.as_deref() == Some("compare") {
+        for r in compare_bench::rows(quick) {
+            println!("{r}");
+        }
+        return;
+    }
     if only.as_deref() == Some("rss") {
         for r in memory_rows() {
             println!("{r}");
@@ -585,12 +602,7 @@ fn main() {
     let memory = memory_rows();
     let ((c50, c99), (cf50, cf99)) = copilot_bench::roundtrip_vs_floor(n);
 
-    let date = Command::new("date")
-        .arg("-u")
-        .arg("+%Y-%m-%d %H:%M UTC")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
+    let date = utc_now();
     let cpu_name = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|c| {
