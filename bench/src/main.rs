@@ -624,20 +624,20 @@ fn main() {
     println!("| same frame, raw: ours / a bare tokio-tungstenite server answering the same bytes (floor) | p50 {o50:.3} / {f50:.3} ms = {:.2}x, p99 {o99:.3} / {f99:.3} ms | ≤ 1.2x the floor (p50) |", o50 / f50);
     println!("| main-loop wake-ups during 1,000 getDiagnostics calls | {diag_wakes} | 0 |");
     match py {
-        Some((a, b)) => println!("| same, Python `websockets` client | p50 {a:.3} ms, p99 {b:.3} ms | (pure-Lua plugins here: p50 0.30–0.40, p99 0.6–1.6) |"),
+        Some((a, b)) => println!("| same, Python `websockets` client | p50 {a:.3} ms, p99 {b:.3} ms | (the Lua plugins: `--only compare`) |"),
         None => println!("| same, Python client | not measured (run scripts/bench to install it) | |"),
     }
     println!("| main-loop wake-ups while idle {idle_secs} s, client connected, pinging each second | {wakes} (nvim CPU {cpu:.2}%) | 0 |");
-    println!("| main-thread cost per CursorMoved, client connected ({moves} moves) | median {mv50:.1} µs, p99 {mv99:.1} µs | ≤ 20 µs median (pure-Lua plugins: 64–67 µs) |");
+    println!("| main-thread cost per CursorMoved, client connected ({moves} moves) | median {mv50:.1} µs, p99 {mv99:.1} µs | ≤ 20 µs median |");
     println!("| state read once the cursor is still (once per debounce, not per move) | median {flush:.1} µs | |");
     println!("| cursor move -> client has selection_changed, beyond the 100 ms debounce ({sel_n} moves) | p50 {sel50:.2} ms, p99 {sel99:.2} ms | ≤ 2 ms p99 |");
-    println!("| openDiff {big_mib:.1} MiB / 50 hunks: frame sent -> both panes in diff mode (median) | {big_shown:.0} ms = {:.2}x floor A, {:.2}x floor B | ≤ 1.3x floor A (pure-Lua plugins: 780–1,570 ms) |", big_shown / big_floor, big_shown / big_floor_str);
+    println!("| openDiff {big_mib:.1} MiB / 50 hunks: frame sent -> both panes in diff mode (median) | {big_shown:.0} ms = {:.2}x floor A, {:.2}x floor B | ≤ 1.3x floor A |", big_shown / big_floor, big_shown / big_floor_str);
     println!("| floor A: Neovim opens the file in a tab, fills a second buffer from lines prepared in advance, diffthis both | {big_floor:.0} ms | |");
     println!("| floor B: the same, filling the second buffer from the proposal string (vim.split) | {big_floor_str:.0} ms | (the issue's floor: ~220 ms) |");
-    println!("| longest main-thread stall while it arrives and opens | {big_stall:.0} ms (Neovim's own diff of the two, one step in floor A too: {big_diff_step:.0} ms) | < 60 ms (pure-Lua plugins: ~400 ms) |");
+    println!("| longest main-thread stall while it arrives and opens | {big_stall:.0} ms (Neovim's own diff of the two, one step in floor A too: {big_diff_step:.0} ms) | < 60 ms |");
     println!("{decide_row}");
     inline_row(quick);
-    println!("| openDiff 1 KiB: frame sent -> both panes in diff mode (median) | {small_shown:.1} ms (floor {small_floor:.1} ms, longest stall {small_stall:.1} ms) | ≤ 15 ms (pure-Lua plugins: 36–40 ms) |");
+    println!("| openDiff 1 KiB: frame sent -> both panes in diff mode (median) | {small_shown:.1} ms (floor {small_floor:.1} ms, longest stall {small_stall:.1} ms) | ≤ 15 ms |");
     println!("| getSuggestions answer sent -> ghost text drawn | p50 {gh_wall:.2} ms, p95 {gh_wall95:.2} ms wall; main thread (answer handled -> drawn) p50 {gh_main:.3} ms | ≤ 1 ms main-thread |");
     println!("| typing 20 characters that match the ghost text | {gh_requests} new requests; ghost text visible after {gh_visible} of 20 keystrokes | 0 requests, 20 of 20 |");
     println!("| time added to `nvim --headless --clean +qa` by the plugin on the runtimepath (median of {runs}) | {plugin_added:.2} ms (baseline {base:.1} ms) | < 3 ms |");
