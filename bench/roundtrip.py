@@ -1,5 +1,6 @@
 """tools/call round trip as a Python client sees it (the pure-Lua plugins were measured this way).
-Usage: roundtrip.py PORT TOKEN N  -> prints {"p50": ms, "p99": ms}"""
+Usage: roundtrip.py PORT TOKEN N [AUTH_HEADER]  -> prints {"p50": ms, "p99": ms}
+(AUTH_HEADER: x-pi-ide-authorization unless given; claudecode.nvim takes x-claude-code-ide-authorization)"""
 import json
 import sys
 import time
@@ -9,7 +10,8 @@ from websockets.sync.client import connect
 
 def main():
     port, token, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-    with connect(f"ws://127.0.0.1:{port}/", additional_headers={"x-pi-ide-authorization": token},
+    header = sys.argv[4] if len(sys.argv) > 4 else "x-pi-ide-authorization"
+    with connect(f"ws://127.0.0.1:{port}/", additional_headers={header: token},
                  compression=None, max_size=None) as ws:
         ws.send(json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize",
                             "params": {"protocolVersion": "2024-11-05", "capabilities": {},

@@ -4,6 +4,7 @@
 
 mod chat_bench;
 mod checkpoint_bench;
+mod compare_bench;
 mod inline_bench;
 mod copilot_bench;
 mod hunk_bench;
@@ -425,6 +426,16 @@ fn percentile_of(mut v: Vec<f64>, p: f64) -> f64 {
     percentile(&v, p)
 }
 
+/// Now, as "2026-12-02 04:30 UTC".
+fn utc_now() -> String {
+    Command::new("date")
+        .arg("-u")
+        .arg("+%Y-%m-%d %H:%M UTC")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
 /// memory_bench's rows, and what copilot adds.
 fn memory_rows() -> Vec<String> {
     let mut rows = memory_bench::rows();
@@ -475,7 +486,7 @@ fn main() {
         return;
     }
     let quick = std::env::args().any(|a| a == "--quick");
-    // `--only rss` (or review, roundtrip, copilot, mcp, chat, checkpoints, pending, startup): one measure,
+    // `--only rss` (or review, roundtrip, copilot, mcp, chat, checkpoints, pending, startup, compare): one measure,
     // for working on it.
     let only: Option<String> = std::env::args()
         .skip_while(|a| a != "--only")
@@ -539,6 +550,12 @@ fn main() {
         println!("time added to `nvim --headless --clean +qa` (baseline {base:.1} ms, median of {runs}): plugin on the runtimepath {plugin_added:.2} ms; server also started and stopped {start_added:.2} ms");
         return;
     }
+    if only.as_deref() == Some("compare") {
+        for r in compare_bench::rows(quick) {
+            println!("{r}");
+        }
+        return;
+    }
     if only.as_deref() == Some("rss") {
         for r in memory_rows() {
             println!("{r}");
@@ -585,12 +602,7 @@ fn main() {
     let memory = memory_rows();
     let ((c50, c99), (cf50, cf99)) = copilot_bench::roundtrip_vs_floor(n);
 
-    let date = Command::new("date")
-        .arg("-u")
-        .arg("+%Y-%m-%d %H:%M UTC")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
+    let date = utc_now();
     let cpu_name = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|c| {
@@ -612,20 +624,20 @@ fn main() {
     println!("| same frame, raw: ours / a bare tokio-tungstenite server answering the same bytes (floor) | p50 {o50:.3} / {f50:.3} ms = {:.2}x, p99 {o99:.3} / {f99:.3} ms | ≤ 1.2x the floor (p50) |", o50 / f50);
     println!("| main-loop wake-ups during 1,000 getDiagnostics calls | {diag_wakes} | 0 |");
     match py {
-        Some((a, b)) => println!("| same, Python `websockets` client | p50 {a:.3} ms, p99 {b:.3} ms | (pure-Lua plugins here: p50 0.30–0.40, p99 0.6–1.6) |"),
+        Some((a, b)) => println!("| same, Python `websockets` client | p50 {a:.3} ms, p99 {b:.3} ms | (the Lua plugins: `--only compare`) |"),
         None => println!("| same, Python client | not measured (run scripts/bench to install it) | |"),
     }
     println!("| main-loop wake-ups while idle {idle_secs} s, client connected, pinging each second | {wakes} (nvim CPU {cpu:.2}%) | 0 |");
-    println!("| main-thread cost per CursorMoved, client connected ({moves} moves) | median {mv50:.1} µs, p99 {mv99:.1} µs | ≤ 20 µs median (pure-Lua plugins: 64–67 µs) |");
+    println!("| main-thread cost per CursorMoved, client connected ({moves} moves) | median {mv50:.1} µs, p99 {mv99:.1} µs | ≤ 20 µs median |");
     println!("| state read once the cursor is still (once per debounce, not per move) | median {flush:.1} µs | |");
     println!("| cursor move -> client has selection_changed, beyond the 100 ms debounce ({sel_n} moves) | p50 {sel50:.2} ms, p99 {sel99:.2} ms | ≤ 2 ms p99 |");
-    println!("| openDiff {big_mib:.1} MiB / 50 hunks: frame sent -> both panes in diff mode (median) | {big_shown:.0} ms = {:.2}x floor A, {:.2}x floor B | ≤ 1.3x floor A (pure-Lua plugins: 780–1,570 ms) |", big_shown / big_floor, big_shown / big_floor_str);
+    println!("| openDiff {big_mib:.1} MiB / 50 hunks: frame sent -> both panes in diff mode (median) | {big_shown:.0} ms = {:.2}x floor A, {:.2}x floor B | ≤ 1.3x floor A |", big_shown / big_floor, big_shown / big_floor_str);
     println!("| floor A: Neovim opens the file in a tab, fills a second buffer from lines prepared in advance, diffthis both | {big_floor:.0} ms | |");
     println!("| floor B: the same, filling the second buffer from the proposal string (vim.split) | {big_floor_str:.0} ms | (the issue's floor: ~220 ms) |");
-    println!("| longest main-thread stall while it arrives and opens | {big_stall:.0} ms (Neovim's own diff of the two, one step in floor A too: {big_diff_step:.0} ms) | < 60 ms (pure-Lua plugins: ~400 ms) |");
+    println!("| longest main-thread stall while it arrives and opens | {big_stall:.0} ms (Neovim's own diff of the two, one step in floor A too: {big_diff_step:.0} ms) | < 60 ms |");
     println!("{decide_row}");
     inline_row(quick);
-    println!("| openDiff 1 KiB: frame sent -> both panes in diff mode (median) | {small_shown:.1} ms (floor {small_floor:.1} ms, longest stall {small_stall:.1} ms) | ≤ 15 ms (pure-Lua plugins: 36–40 ms) |");
+    println!("| openDiff 1 KiB: frame sent -> both panes in diff mode (median) | {small_shown:.1} ms (floor {small_floor:.1} ms, longest stall {small_stall:.1} ms) | ≤ 15 ms |");
     println!("| getSuggestions answer sent -> ghost text drawn | p50 {gh_wall:.2} ms, p95 {gh_wall95:.2} ms wall; main thread (answer handled -> drawn) p50 {gh_main:.3} ms | ≤ 1 ms main-thread |");
     println!("| typing 20 characters that match the ghost text | {gh_requests} new requests; ghost text visible after {gh_visible} of 20 keystrokes | 0 requests, 20 of 20 |");
     println!("| time added to `nvim --headless --clean +qa` by the plugin on the runtimepath (median of {runs}) | {plugin_added:.2} ms (baseline {base:.1} ms) | < 3 ms |");
