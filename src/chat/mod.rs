@@ -165,7 +165,7 @@ impl Chat {
                     s.queue.push(op, 0);
                 }
             });
-            opts.acp.clone().map(|reviewer| Arc::new(acp::Acp::new(reviewer, tx.clone(), events)))
+            opts.acp.clone().map(|reviewer| Arc::new(acp::Acp::new(reviewer, tx.clone(), events).in_folder(opts.cwd.clone())))
         };
         let shared = Arc::new_cyclic(|weak| Shared {
             queue: Queue::default(),

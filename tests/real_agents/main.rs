@@ -25,6 +25,7 @@ mod terminal;
 mod acp_rig;
 mod claude;
 mod claude_acp;
+mod cline_acp;
 mod codex_acp;
 mod codex_exec;
 mod codex_tui;

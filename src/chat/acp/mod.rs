@@ -23,10 +23,12 @@
 
 pub mod change;
 mod landed;
+mod patch;
+mod patched;
 mod updates;
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
@@ -77,12 +79,14 @@ enum Asked {
     /// file as the review showed it.
     Write { id: Value, path: String, proposed: String, seen: Seen },
     Read { id: Value, params: Value },
+    /// A patch's files, one review each (patched.rs).
+    Patch { id: Value, options: Vec<Value>, call: String, parts: Vec<patched::Part> },
 }
 
 impl Asked {
     fn id(&self) -> &Value {
         match self {
-            Asked::Permission { id, .. } | Asked::Write { id, .. } | Asked::Read { id, .. } => id,
+            Asked::Permission { id, .. } | Asked::Write { id, .. } | Asked::Read { id, .. } | Asked::Patch { id, .. } => id,
         }
     }
 }
@@ -111,6 +115,8 @@ pub struct Acp {
     events: Events,
     /// Shared with the threads that read a file for the agent.
     state: Arc<Mutex<State>>,
+    /// The agent's folder, where the relative paths of its patches are.
+    cwd: Option<PathBuf>,
 }
 
 /// What the chat knows of the agent's questions and files, behind one lock. It is never held
@@ -150,7 +156,12 @@ struct State {
 impl Acp {
     pub fn new(reviewer: Arc<dyn Reviewer>, out: Sender<Vec<u8>>, events: Events) -> Acp {
         let state = State { out: Some(out), ..State::default() };
-        Acp { reviewer, events, state: Arc::new(Mutex::new(state)) }
+        Acp { reviewer, events, state: Arc::new(Mutex::new(state)), cwd: None }
+    }
+
+    /// The agent runs in `cwd` (its session's folder).
+    pub fn in_folder(self, cwd: Option<PathBuf>) -> Acp {
+        Acp { cwd, ..self }
     }
 
     /// One message from the agent: the op for Lua, if any.
@@ -216,20 +227,18 @@ impl Acp {
         }
     }
 
-    fn permission(self: &Arc<Self>, key: String, id: Value, mut params: Value) -> Option<Op> {
+    fn permission(self: &Arc<Self>, key: String, id: Value, params: Value) -> Option<Op> {
         let call = params.get("toolCall").cloned().unwrap_or(Value::Null);
         let options = params.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
         let call_id = str_of(&call, "toolCallId").to_owned();
         let remembered = || self.state.lock().fragments.get(&call_id).cloned();
         let change = change::of_content(&call).or_else(remembered).or_else(|| change::of_raw_input(&call));
         let Some(change) = change else {
-            // A question Lua asks: the agent's options less any "always" (a standing answer the
-            // user never gave), and whether it changes a file we could not show.
-            params["options"] = Value::Array(options.iter().filter(|o| is_once(o)).cloned().collect());
-            params["unshown_change"] = Value::Bool(change::looks_like_change(&call));
-            let asked = Asked::Permission { id, options, call: call_id, path: None, seen: None, through_us: false };
-            self.state.lock().asked.insert(key.clone(), asked);
-            return Some(Op::AgentRequest { id: key, method: "session/request_permission".into(), params });
+            if let Some(text) = patch::text_of(&call).map(str::to_owned) {
+                return self.patch_permission(key, id, params, &text);
+            }
+            let unshown = change::looks_like_change(&call).then(String::new);
+            return self.ask_user(key, id, params, unshown);
         };
         let path = change.path().to_owned();
         let through_us = self.state.lock().read_through_us.contains(&path);
@@ -244,6 +253,21 @@ impl Acp {
         let asked = Asked::Permission { id, options, call: call_id, path: Some(path), seen: Some(seen), through_us };
         self.state.lock().asked.insert(key.clone(), asked);
         self.propose(key, &change, &real, Some((&call, !through_us)))
+    }
+
+    /// A permission Lua asks: the agent's options less any "always" (a standing answer the user
+    /// never gave), and, when it changes a file we could not show, that (`unshown`: why, or "").
+    fn ask_user(&self, key: String, id: Value, mut params: Value, unshown: Option<String>) -> Option<Op> {
+        let options = params.get("options").and_then(Value::as_array).cloned().unwrap_or_default();
+        let call_id = params.pointer("/toolCall/toolCallId").and_then(Value::as_str).unwrap_or_default().to_owned();
+        params["options"] = Value::Array(options.iter().filter(|o| is_once(o)).cloned().collect());
+        params["unshown_change"] = Value::Bool(unshown.is_some());
+        if let Some(why) = unshown.filter(|w| !w.is_empty()) {
+            params["unshown_why"] = Value::String(why);
+        }
+        let asked = Asked::Permission { id, options, call: call_id, path: None, seen: None, through_us: false };
+        self.state.lock().asked.insert(key.clone(), asked);
+        Some(Op::AgentRequest { id: key, method: "session/request_permission".into(), params })
     }
 
     fn write(self: &Arc<Self>, key: String, id: Value, params: Value) -> Option<Op> {
@@ -363,10 +387,7 @@ impl Acp {
         let proposal = Proposal { tab, path: path.clone(), contents, agent_writes };
         let me = self.clone();
         self.reviewer.review(proposal, Box::new(move |verdict| me.decided(&key, verdict)));
-        let tool = permission.map(|(call, _)| tool_of(call));
-        let linked = crate::support::real::leads_elsewhere(Path::new(&path), real);
-        let real = real.to_string_lossy();
-        Some(Op::Event { kind: Some("review".into()), event: json!({ "path": path, "tool": tool, "real_path": real, "linked": linked }) })
+        Some(review_event(&path, real, permission.map(|(call, _)| call)))
     }
 
     /// The user's verdict on question `key` (nothing if it was answered already: cancelled).
@@ -401,7 +422,7 @@ impl Acp {
                 }
                 self.reply(&id, Ok(selected(allow)));
             }
-            (Asked::Permission { id, options, .. }, _) => self.reply(&id, Ok(reject(&options))),
+            (Asked::Permission { id, options, .. } | Asked::Patch { id, options, .. }, _) => self.reply(&id, Ok(reject(&options))),
             (Asked::Write { id, path, proposed, seen }, Verdict::Accepted(text, note)) => {
                 let edited = (text != proposed).then(|| note.unwrap_or_default());
                 self.write_accepted(id, path, text, seen, edited);
@@ -455,7 +476,7 @@ impl Acp {
         };
         for (_, a) in &asked {
             match a {
-                Asked::Permission { id, .. } => self.reply(id, Ok(json!({ "outcome": { "outcome": "cancelled" } }))),
+                Asked::Permission { id, .. } | Asked::Patch { id, .. } => self.reply(id, Ok(json!({ "outcome": { "outcome": "cancelled" } }))),
                 Asked::Write { id, .. } => self.reply(id, Err((REFUSED, "cancelled by the user".into()))),
                 Asked::Read { .. } => {}
             }
@@ -474,8 +495,13 @@ impl Acp {
     /// its review goes, and Lua drops its dialog.
     fn withdrawn(&self, id: &Value) -> Option<Op> {
         let key = id.to_string();
-        self.state.lock().asked.remove(&key)?;
+        let asked = self.state.lock().asked.remove(&key)?;
         self.reply(id, Err((REQUEST_CANCELLED, "cancelled by the agent".into())));
+        if let Asked::Patch { parts, .. } = &asked {
+            for tab in patched::tabs(parts) {
+                self.reviewer.close(&tab);
+            }
+        }
         let tab = {
             let mut state = self.state.lock();
             state.shown.remove(&key);
@@ -543,6 +569,13 @@ fn response(id: Value, mut msg: Map<String, Value>) -> Op {
     };
     let error = msg.remove("error").map(|e| e.get("message").and_then(Value::as_str).map_or(e.to_string(), str::to_owned));
     Op::Response { id: Some(id), command: None, success: error.is_none(), data: msg.remove("result").filter(|r| !r.is_null()), error }
+}
+
+/// The chat's line for a review opened (`call`: the permission's tool call, if any).
+fn review_event(path: &str, real: &Path, call: Option<&Value>) -> Op {
+    let linked = crate::support::real::leads_elsewhere(Path::new(path), real);
+    let event = json!({ "path": path, "tool": call.map(tool_of), "real_path": real.to_string_lossy(), "linked": linked });
+    Op::Event { kind: Some("review".into()), event }
 }
 
 /// What the chat draws of a permission's tool call (its block, when no `tool_call` came first).
@@ -631,14 +664,19 @@ fn whole_file(change: &Change) -> Result<(Option<String>, String), String> {
     if !path.is_absolute() {
         return Err(format!("{} is not an absolute path", change.path()));
     }
-    let disk = match std::fs::metadata(path) {
-        Ok(m) if !m.is_file() => return Err("it is not a file".into()),
-        Ok(_) => Some(read_bounded(path)?),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e.to_string()),
-    };
+    let disk = disk_text(path)?;
     let after = change::apply(change, disk.as_deref())?;
     Ok((disk, after))
+}
+
+/// A file's text on disk (None: there is none).
+fn disk_text(path: &Path) -> Result<Option<String>, String> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Err(format!("{} is not a file", path.display())),
+        Ok(_) => read_bounded(path).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// A file's text, at most [`MAX_FILE`] bytes of it (a file that grows while read is cut off

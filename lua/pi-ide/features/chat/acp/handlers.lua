@@ -55,7 +55,8 @@ local function permission(chat, key, params)
   local options = type(params.options) == "table" and params.options or {}
   local title = tostring(call.title or call.kind or "permission")
   -- A change in a shape we cannot read: allowing it allows what no one has seen.
-  local unshown = params.unshown_change and " (it changes a file, but the change could not be shown here)" or ""
+  local why = type(params.unshown_why) == "string" and (": " .. params.unshown_why) or ""
+  local unshown = params.unshown_change and (" (it changes a file, but the change could not be shown here%s)"):format(why) or ""
   chat.view.lines({ ("❓ %s asks: %s%s"):format(chat:label(), title, unshown) })
   notify_if_hidden(chat, "needs your answer")
   when_not_typing(chat, function()

@@ -208,7 +208,8 @@ end
 function Chat:failed(what, err)
   self.starting = false
   local text = tostring(err)
-  local hint = text:lower():find("auth") and (" (log in: run %s in a terminal)"):format(agents.get(self.name).cmd[1]) or ""
+  local spec = agents.get(self.name)
+  local hint = text:lower():find("auth") and (" (log in: run %s in a terminal)"):format(spec.login or spec.cmd[1]) or ""
   self.view.lines({ ("✗ %s: %s failed: %s%s"):format(self:label(), what, text, hint) })
   self:set_state("idle")
   self:changed()
