@@ -39,3 +39,4 @@ mod pending;
 mod pi;
 mod pi_chat;
 mod pi_checkpoints;
+mod qwen;
