@@ -40,7 +40,7 @@ fn without_tests(text: &str) -> &str {
     text.find("#[cfg(test)]\nmod tests").map_or(text, |i| &text[..i])
 }
 
-const AGENTS_ELSEWHERE: [&str; 4] = ["claude", "copilot", "gemini", "opencode"];
+const AGENTS_ELSEWHERE: [&str; 5] = ["claude", "copilot", "gemini", "opencode", "qwen"];
 
 #[test]
 fn an_agents_name_appears_only_in_its_modules_and_the_registries() {

@@ -1,4 +1,4 @@
-//! Gemini CLI's IDE mode (src/agents/gemini/) through a plain HTTP client on its loopback port,
+//! Gemini CLI's IDE mode (src/agents/gemini.rs, companion/) through a plain HTTP client on its loopback port,
 //! against a real headless Neovim: the discovery file (private, in the temp folder, gone on
 //! quit), the Bearer token and loopback Host and Origin checked on every request, the handshake,
 //! the context on the event stream, and openDiff answered at once with the decision told later.

@@ -1,6 +1,6 @@
 //! The real Gemini CLI's TUI (npm `@google/gemini-cli`, pinned by scripts/ensure-agents.sh) in
 //! its IDE mode against a real Neovim with `setup({ gemini = true })`: the CLI finds Neovim by
-//! the discovery file in the temp folder they share (src/agents/gemini/), as a user runs it
+//! the discovery file in the temp folder they share (src/agents/gemini.rs, companion/), as a user runs it
 //! beside Neovim in tmux, or launched by `:PiIde open gemini` in Neovim's own terminal. Its
 //! model is a loopback mock of Gemini's REST API (tests/support/gemini_mock.rs, also its proxy,
 //! so that nothing leaves the machine unseen) that calls the CLI's `write_file`; the CLI shows

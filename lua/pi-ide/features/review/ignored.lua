@@ -1,7 +1,7 @@
 -- An agent that writes its own proposal after a yes in its terminal, whatever its closeDiff is
--- answered (Qwen Code: agents/qwen.lua, `writes_own_proposal`): when the user had declined a
--- hunk or edited the proposal in our review, that is lost on its side. Said in one line; the
--- write that follows is a pending change (the close is no accept), decided again hunk by hunk.
+-- answered (its module's `writes_own_proposal`): when the user had declined a hunk or edited
+-- the proposal in our review, that is lost on its side. Said in one line; the write that
+-- follows is a pending change (the close is no accept), decided again hunk by hunk.
 local M = {}
 
 -- "pi-ide.nvim: " and the rest of the line around the file's name.
