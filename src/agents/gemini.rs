@@ -15,6 +15,8 @@ pub static DISCOVERY: Format = Format {
     // The CLI reads the pid and port from it.
     file_name: |port| format!("gemini-ide-server-{}-{port}.json", std::process::id()),
     ppid: false,
+    // It prefers the live pid, then the higher one.
+    newest_wins: false,
 };
 
 pub static AGENT: Agent = companion::agent("gemini", &DISCOVERY);

@@ -143,3 +143,22 @@ fn a_yes_in_its_terminal_after_a_declined_hunk_is_said_and_its_write_is_pending(
     assert!(nvim.notes()[before..].iter().all(|n| !n.contains("ignores your review")), "{:?}", nvim.notes());
     assert!(nvim.quit(PATIENCE));
 }
+
+/// Started elsewhere (a tmux pane) with no port given, it takes the newest lock file holding
+/// its folder: the Neovim that got the focus last rewrites its own, so it is that one.
+#[test]
+fn the_neovim_focused_last_has_the_newest_lock_file() {
+    let tmp = temp_dir("qwen-focus");
+    let env = vec![("QWEN_HOME".into(), tmp.to_string_lossy().into_owned())];
+    let mut first = start(env.clone());
+    let (ours, _) = lock_file(&tmp.join("ide"), &first);
+    let mut second = start(env);
+    let (theirs, _) = lock_file(&tmp.join("ide"), &second);
+    let mtime = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
+    wait_until("the second's lock file newer", PATIENCE, || mtime(&theirs) > mtime(&ours));
+    // The event its terminal's focus report fires (an embedded Neovim has no terminal to get one).
+    first.command("doautocmd FocusGained").unwrap();
+    wait_until("the first's lock file the newest once it has the focus", PATIENCE, || mtime(&ours) > mtime(&theirs));
+    assert!(first.quit(PATIENCE) && second.quit(PATIENCE));
+    let _ = std::fs::remove_dir_all(&tmp);
+}

@@ -44,6 +44,9 @@ pub struct Format {
     pub file_name: fn(u16) -> String,
     /// Whether it names our pid (`ppid`).
     pub ppid: bool,
+    /// Whether the CLI takes the newest file among those that hold its folder: then it is
+    /// written anew when Neovim gets the focus (the Neovim used last wins).
+    pub newest_wins: bool,
 }
 
 impl Format {
@@ -130,6 +133,13 @@ impl KeptLockfile for Kept {
         self.format.write(&self.dir, &self.file).map(|_| ())
     }
 
+    fn focused(&mut self) -> Result<(), String> {
+        match self.format.newest_wins {
+            true => self.format.write(&self.dir, &self.file).map(|_| ()),
+            false => Ok(()),
+        }
+    }
+
     fn check(&self) -> Result<(), String> {
         check(&self.path, &self.file)
     }
@@ -143,7 +153,7 @@ impl KeptLockfile for Kept {
 mod tests {
     use super::*;
 
-    static PLAIN: Format = Format { what: "a test's file", dir: || Ok(PathBuf::new()), file_name: |p| format!("{p}.lock"), ppid: false };
+    static PLAIN: Format = Format { what: "a test's file", dir: || Ok(PathBuf::new()), file_name: |p| format!("{p}.lock"), ppid: false, newest_wins: false };
     static WITH_PID: Format = Format { ppid: true, ..PLAIN };
 
     #[test]
