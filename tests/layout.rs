@@ -40,7 +40,7 @@ fn without_tests(text: &str) -> &str {
     text.find("#[cfg(test)]\nmod tests").map_or(text, |i| &text[..i])
 }
 
-const AGENTS_ELSEWHERE: [&str; 5] = ["claude", "cline", "copilot", "gemini", "opencode"];
+const AGENTS_ELSEWHERE: [&str; 6] = ["claude", "cline", "copilot", "gemini", "opencode", "qwen"];
 
 /// Whether `line` names `agent` (a word that begins so: "declined" does not name Cline).
 fn names(line: &str, agent: &str) -> bool {

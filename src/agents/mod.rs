@@ -16,10 +16,12 @@
 
 pub mod chat;
 pub mod claude;
+pub mod companion;
 pub mod copilot;
 pub mod gemini;
 pub mod mcp_clients;
 pub mod pi;
+pub mod qwen;
 
 use std::path::{Path, PathBuf};
 
@@ -30,7 +32,7 @@ use crate::protocol::lockfile::LockInfo;
 use crate::protocol::tools::Tool;
 
 /// Every agent the core can serve, by the name Lua gives it.
-pub static ALL: &[&Agent] = &[&pi::AGENT, &claude::AGENT, &copilot::AGENT, &gemini::AGENT, &mcp_clients::AGENT, &chat::AGENT];
+pub static ALL: &[&Agent] = &[&pi::AGENT, &claude::AGENT, &copilot::AGENT, &gemini::AGENT, &qwen::AGENT, &mcp_clients::AGENT, &chat::AGENT];
 
 /// The agent served always, whose lockfile is the server's own.
 pub static HOME: &Agent = &pi::AGENT;

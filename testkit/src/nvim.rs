@@ -109,6 +109,7 @@ pub(crate) fn isolate(cmd: &mut Command, home: &Path, lock_dir: &Path) {
         .env("PI_IDE_LOCK_DIR", lock_dir)
         .env_remove("COPILOT_HOME")
         .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("QWEN_HOME")
         .env_remove("TMUX")
         .env_remove("TMUX_PANE")
         .env_remove("WEZTERM_PANE")

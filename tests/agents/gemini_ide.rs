@@ -1,4 +1,4 @@
-//! Gemini CLI's IDE mode (src/agents/gemini/) through a plain HTTP client on its loopback port,
+//! Gemini CLI's IDE mode (src/agents/gemini.rs, companion/) through a plain HTTP client on its loopback port,
 //! against a real headless Neovim: the discovery file (private, in the temp folder, gone on
 //! quit), the Bearer token and loopback Host and Origin checked on every request, the handshake,
 //! the context on the event stream, and openDiff answered at once with the decision told later.
@@ -13,7 +13,7 @@ use pi_ide_testkit::Nvim;
 use serde_json::{json, Value};
 
 /// A temp folder of this test's own (TMPDIR), so the discovery file is found by its name alone.
-fn temp_dir(name: &str) -> PathBuf {
+pub(crate) fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pi-ide-gemini-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -47,14 +47,14 @@ fn discovery(tmp: &Path, nvim: &Nvim) -> (PathBuf, Value) {
     (path, json)
 }
 
-struct Reply {
-    status: u16,
-    headers: String,
-    body: String,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) headers: String,
+    pub(crate) body: String,
 }
 
 /// One request on a connection of its own; `headers` are added as given.
-fn request(port: u64, method: &str, headers: &[(&str, String)], body: &str) -> Reply {
+pub(crate) fn request(port: u64, method: &str, headers: &[(&str, String)], body: &str) -> Reply {
     let mut s = TcpStream::connect(("127.0.0.1", port as u16)).unwrap();
     let mut head = format!("{method} /mcp HTTP/1.1\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
     for (k, v) in headers {
@@ -68,29 +68,29 @@ fn request(port: u64, method: &str, headers: &[(&str, String)], body: &str) -> R
     Reply { status, headers: headers.to_lowercase(), body: body.to_owned() }
 }
 
-struct Client {
-    port: u64,
-    token: String,
-    session: Option<String>,
+pub(crate) struct Client {
+    pub(crate) port: u64,
+    pub(crate) token: String,
+    pub(crate) session: Option<String>,
 }
 
 impl Client {
-    fn headers(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn headers(&self) -> Vec<(&'static str, String)> {
         let mut h = vec![("Host", format!("127.0.0.1:{}", self.port)), ("Authorization", format!("Bearer {}", self.token))];
         h.extend(self.session.clone().map(|s| ("mcp-session-id", s)));
         h
     }
 
-    fn post(&self, msg: Value) -> Reply {
+    pub(crate) fn post(&self, msg: Value) -> Reply {
         request(self.port, "POST", &self.headers(), &msg.to_string())
     }
 
     /// Connected with what the discovery file `file` says.
-    fn of(file: &Value) -> Client {
+    pub(crate) fn of(file: &Value) -> Client {
         Client::connect(file["port"].as_u64().unwrap(), file["authToken"].as_str().unwrap())
     }
 
-    fn connect(port: u64, token: &str) -> Client {
+    pub(crate) fn connect(port: u64, token: &str) -> Client {
         let mut c = Client { port, token: token.into(), session: None };
         let r = c.post(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "gemini-cli-mcp-client", "version": "0"}}}));
         assert_eq!(r.status, 200, "{}", r.body);
@@ -101,7 +101,7 @@ impl Client {
     }
 
     /// The event stream: its messages, one a line.
-    fn events(&self) -> std::sync::mpsc::Receiver<Value> {
+    pub(crate) fn events(&self) -> std::sync::mpsc::Receiver<Value> {
         let mut s = TcpStream::connect(("127.0.0.1", self.port as u16)).unwrap();
         let mut head = "GET /mcp HTTP/1.1\r\nAccept: text/event-stream\r\n".to_string();
         for (k, v) in self.headers() {
@@ -121,7 +121,7 @@ impl Client {
         rx
     }
 
-    fn call(&self, id: u64, tool: &str, args: Value) -> Value {
+    pub(crate) fn call(&self, id: u64, tool: &str, args: Value) -> Value {
         let r = self.post(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}}));
         assert_eq!(r.status, 200, "{}", r.body);
         serde_json::from_str(&r.body).unwrap()
@@ -130,17 +130,17 @@ impl Client {
 
 /// Waits until `n` reviews are on screen.
 /// The CLI's openDiff of `path` with `text`, once the review is on screen; its answer.
-fn propose(c: &Client, nvim: &Nvim, id: u64, path: &str, text: &str) -> Value {
+pub(crate) fn propose(c: &Client, nvim: &Nvim, id: u64, path: &str, text: &str) -> Value {
     let answer = c.call(id, "openDiff", json!({"filePath": path, "newContent": text}));
     wait_shown(nvim, 1, "the review on screen");
     answer
 }
 
-fn wait_shown(nvim: &Nvim, n: u64, what: &str) {
+pub(crate) fn wait_shown(nvim: &Nvim, n: u64, what: &str) {
     wait_until(what, PATIENCE, || nvim.t("reviews_shown", json!([])).as_u64() == Some(n));
 }
 
-fn next_of(events: &std::sync::mpsc::Receiver<Value>, method: &str) -> Value {
+pub(crate) fn next_of(events: &std::sync::mpsc::Receiver<Value>, method: &str) -> Value {
     let deadline = std::time::Instant::now() + PATIENCE;
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
@@ -152,7 +152,7 @@ fn next_of(events: &std::sync::mpsc::Receiver<Value>, method: &str) -> Value {
 }
 
 /// The next decision on the stream (the context's updates skipped): `{method, params}`.
-fn next_diff_event(events: &std::sync::mpsc::Receiver<Value>) -> Value {
+pub(crate) fn next_diff_event(events: &std::sync::mpsc::Receiver<Value>) -> Value {
     let deadline = std::time::Instant::now() + PATIENCE;
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());

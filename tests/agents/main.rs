@@ -13,4 +13,5 @@ mod lifecycle;
 mod lockfile_and_auth;
 mod mcp_bridge;
 mod protocol;
+mod qwen_ide;
 mod served_on_request;

@@ -453,7 +453,7 @@ fn every_tool_served_has_its_handler_in_luas_registry() {
     assert_eq!(missing, json!([]));
     // By agent: Pi's twelve, the Copilot CLI's five (tests/agents/copilot.rs lists them), the two
     // review tools of the ACP chat's in-process client (src/agents/chat.rs) and Gemini CLI's two
-    // (src/agents/gemini/), whose openDiff shares its name with Pi's.
+    // (src/agents/gemini.rs, companion/), whose openDiff shares its name with Pi's.
     let per_agent = nvim.lua(
         "local n = {} for key in pairs(require('pi-ide.core.native').get().tools()) do \
            local agent = key:match('^(%w+)%.') n[agent] = (n[agent] or 0) + 1 end return n",

@@ -1,6 +1,6 @@
 //! The real Gemini CLI's TUI (npm `@google/gemini-cli`, pinned by scripts/ensure-agents.sh) in
 //! its IDE mode against a real Neovim with `setup({ gemini = true })`: the CLI finds Neovim by
-//! the discovery file in the temp folder they share (src/agents/gemini/), as a user runs it
+//! the discovery file in the temp folder they share (src/agents/gemini.rs, companion/), as a user runs it
 //! beside Neovim in tmux, or launched by `:PiIde open gemini` in Neovim's own terminal. Its
 //! model is a loopback mock of Gemini's REST API (tests/support/gemini_mock.rs, also its proxy,
 //! so that nothing leaves the machine unseen) that calls the CLI's `write_file`; the CLI shows
@@ -128,7 +128,7 @@ fn script() -> impl Fn(&Turn) -> Reply + Send + Sync + 'static {
 
 /// Where the CLI's TUI runs, as its user reads and types into it: a tmux pane beside Neovim
 /// ([`Tui`]) or Neovim's own terminal ([`InNeovim`]).
-trait Screen {
+pub(crate) trait Screen {
     fn screen(&self) -> String;
     /// Bytes to the TUI, as typed.
     fn type_text(&self, text: &str);
@@ -161,7 +161,7 @@ fn input_line(screen: &str) -> Option<String> {
 }
 
 /// The CLI's TUI in a tmux server of its own (socket in the test's folder).
-struct Tui {
+pub(crate) struct Tui {
     socket: PathBuf,
     pane_pid: Option<i32>,
 }
@@ -169,19 +169,25 @@ struct Tui {
 impl Tui {
     fn start(dirs: &Folders, mock: &GeminiMock) -> Tui {
         let (gemini, _) = gemini_and_node();
-        let conf = dirs.root.join("tmux.conf");
+        Tui::run(&dirs.root, &dirs.work, &format!("'{}'", gemini.display()), cli_env(dirs, mock), "Type your message")
+    }
+
+    /// `command` in `work` with only `env`, its tmux socket in `root`; once its screen shows
+    /// `ready`.
+    pub(crate) fn run(root: &Path, work: &Path, command: &str, env: Vec<(String, String)>, ready: &str) -> Tui {
+        let conf = root.join("tmux.conf");
         std::fs::write(&conf, "set -g remain-on-exit on\n").unwrap();
-        let mut tui = Tui { socket: dirs.root.join("tmux.sock"), pane_pid: None };
+        let mut tui = Tui { socket: root.join("tmux.sock"), pane_pid: None };
         let mut cmd = Command::new("tmux");
         cmd.arg("-S").arg(&tui.socket).arg("-f").arg(&conf);
-        cmd.args(["new-session", "-d", "-s", "cli", "-x", "200", "-y", "50", "-c"]).arg(&dirs.work);
-        cmd.arg(format!("exec '{}'", gemini.display()));
-        cmd.env_clear().envs(cli_env(dirs, mock));
+        cmd.args(["new-session", "-d", "-s", "cli", "-x", "200", "-y", "50", "-c"]).arg(work);
+        cmd.arg(format!("exec {command}"));
+        cmd.env_clear().envs(env);
         let out = cmd.output().unwrap_or_else(|e| panic!("cannot run tmux: {e}"));
         assert!(out.status.success(), "tmux new-session failed: {}", String::from_utf8_lossy(&out.stderr));
         let pid = tui.tmux(&["display-message", "-p", "-t", "cli", "#{pane_pid}"]);
         tui.pane_pid = String::from_utf8_lossy(&pid.stdout).trim().parse().ok();
-        wait_agent("the input line", || tui.screen(), || tui.screen().contains("Type your message"));
+        wait_agent("the input line", || tui.screen(), || tui.screen().contains(ready));
         tui
     }
 
@@ -214,26 +220,26 @@ impl Drop for Tui {
     }
 }
 
-/// The CLI launched by `:PiIde open gemini` in this Neovim's terminal (its pty gets the bytes).
-struct InNeovim<'a>(&'a Nvim);
+/// The CLI launched by `:PiIde open <agent>` in this Neovim's terminal (its pty gets the bytes).
+pub(crate) struct InNeovim<'a>(pub(crate) &'a Nvim, pub(crate) &'static str);
 
 impl Screen for InNeovim<'_> {
     fn screen(&self) -> String {
-        terminal::screen(self.0, "gemini")
+        terminal::screen(self.0, self.1)
     }
 
     fn type_text(&self, text: &str) {
-        terminal::type_text(self.0, "gemini", text);
+        terminal::type_text(self.0, self.1, text);
     }
 
     fn press_enter(&self) {
-        terminal::type_text(self.0, "gemini", "\r");
+        terminal::type_text(self.0, self.1, "\r");
     }
 }
 
 /// Polls `cond` until it holds; on timeout, or once Neovim's terminal says the CLI exited
 /// (looked at each second), fails with `about()` (a screen).
-fn wait_agent(what: &str, about: impl Fn() -> String, mut cond: impl FnMut() -> bool) {
+pub(crate) fn wait_agent(what: &str, about: impl Fn() -> String, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + AGENT_PATIENCE;
     let mut next_look = Instant::now();
     while !cond() {
@@ -448,7 +454,7 @@ fn piide_open_gemini_in_one_of_two_neovims_in_one_folder_connects_to_that_one() 
     edit_file(&launcher, "mine.txt", &["mine"]);
     edit_file(&other, "theirs.txt", &["theirs"]);
     launcher.command("PiIde open gemini").unwrap();
-    let cli = InNeovim(&launcher);
+    let cli = InNeovim(&launcher, "gemini");
     let about = || diagnosis(&cli, &dirs, &launcher);
     wait_agent("the input line", about, || cli.screen().contains("Type your message"));
     ide_status_says_connected(&cli, &about);
@@ -500,7 +506,7 @@ fn a_cli_made_headless_by_ci_true_says_why_it_exited() {
         if let Some(n) = nvim.notes().into_iter().find(|n| n.contains("exited with status")) {
             break n;
         }
-        assert!(Instant::now() < deadline, "no exit note: {:?}\n{}", nvim.notes(), diagnosis(&InNeovim(&nvim), &dirs, &nvim));
+        assert!(Instant::now() < deadline, "no exit note: {:?}\n{}", nvim.notes(), diagnosis(&InNeovim(&nvim, "gemini"), &dirs, &nvim));
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(note.contains("Gemini CLI exited with status 42: CI=true makes it headless; :let $CI = ''"), "{note}");
@@ -516,7 +522,7 @@ fn in_auto_edit_mode_its_write_is_pending_and_a_hunk_accept_keeps_it() {
     let nvim = start_launcher(&dirs, &mock);
     let path = edit_file(&nvim, "auto.txt", &["one", "two"]);
     nvim.command("PiIde open gemini --approval-mode auto_edit").unwrap();
-    let cli = InNeovim(&nvim);
+    let cli = InNeovim(&nvim, "gemini");
     let about = || diagnosis(&cli, &dirs, &nvim);
     wait_agent("the input line", about, || cli.screen().contains("Type your message"));
     ide_status_says_connected(&cli, &about);

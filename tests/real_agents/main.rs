@@ -40,3 +40,4 @@ mod pending;
 mod pi;
 mod pi_chat;
 mod pi_checkpoints;
+mod qwen;

@@ -18,6 +18,7 @@
 ---@field launch_args? fun(): string[] Arguments that connect a launch to this Neovim (after cmd, before the user's).
 ---@field served_as? string The agent the core serves it as, when it speaks another's wire (default: its name).
 ---@field exit_hint? fun(status: integer): string? Why its terminal ended with `status`, when it can tell.
+---@field writes_own_proposal? boolean It writes its own proposal after a yes in its terminal, whatever its closeDiff is answered (review/ignored.lua says so).
 ---@field after_restart? string What to tell when the server restarted while a launch of it runs.
 ---@field status_line? fun(st: table): string Its line in :PiIde status.
 ---@field health_title? string Its section of :checkhealth pi-ide.
@@ -33,7 +34,7 @@
 local M = {}
 
 --- Every agent, in the order they are listed to the user.
-M.names = { "pi", "claude", "copilot", "gemini", "codex", "opencode", "cline", "mcp" }
+M.names = { "pi", "claude", "copilot", "gemini", "qwen", "codex", "opencode", "cline", "mcp" }
 
 --- The module of agent `name`; nil when there is none.
 ---@return PiIde.Agent?
@@ -146,6 +147,87 @@ function M.check_served(info, name, title)
   else
     return side
   end
+end
+
+
+-- The variables each agent put in Neovim's own environment, by its name (companion()), and
+-- the agents whose variables follow the server's start and stop.
+local exported, following = {}, {}
+
+-- Puts agent `name`'s `env` in Neovim's own environment, which :terminal inherits, in place of
+-- what it put there before (nil: takes that away).
+local function export(name, env)
+  for k in pairs(exported[name] or {}) do
+    vim.env[k] = nil
+  end
+  for k, v in pairs(env or {}) do
+    vim.env[k] = v
+  end
+  exported[name] = env
+end
+
+--- The shared part of an agent that speaks the IDE companion protocol (Gemini CLI's and Qwen
+--- Code's IDE modes; src/agents/companion/): MCP over HTTP on a loopback port of its own, found
+--- through a file (`file`: what the user calls it) that names it. Served from the start with
+--- option `name`, or once Neovim launches it; while served, terminals Neovim starts get
+--- `env(port)`, what makes the CLI pick this Neovim among several. Returns its module's
+--- serve, connect, status_line and health.
+---@param spec { name: string, title: string, file: string, env: fun(port: string): table<string, string> }
+function M.companion(spec)
+  local name = spec.name
+  local function env_of(side)
+    local port = side and side.socket and side.socket:match(":(%d+)$")
+    return port and spec.env(port) or nil
+  end
+  local function export_while_served()
+    if following[name] then
+      return
+    end
+    following[name] = true
+    local group = vim.api.nvim_create_augroup("PiIdeEnv_" .. name, { clear = true })
+    vim.api.nvim_create_autocmd("User", { group = group, pattern = "PiIdeStarted", callback = function()
+      export(name, env_of(M.served(name)))
+    end })
+    vim.api.nvim_create_autocmd("User", { group = group, pattern = "PiIdeStopped", callback = function()
+      export(name, nil)
+    end })
+  end
+  local function options()
+    return { socket_dir = vim.fn.stdpath("run") }
+  end
+  local out = {}
+  function out.serve(values)
+    if not values[name] then
+      return nil
+    end
+    export_while_served()
+    return options()
+  end
+  ---@param launch PiIde.Launch
+  function out.connect(launch)
+    local side, err = M.serve(name, options())
+    if not side then
+      return nil, err
+    end
+    export_while_served()
+    local env = env_of(side)
+    export(name, env)
+    return env or nil, not env and ("the %s side has no port"):format(M.get(name).label) or nil
+  end
+  function out.status_line(st)
+    local side = (st.served or {})[name]
+    return side and ("  %s: http://%s/mcp, %s %s"):format(name, side.socket, spec.file, side.lockfile)
+      or ("  %s: off (setup({ %s = true }))"):format(name, name)
+  end
+  ---@param info table require("pi-ide").info()
+  function out.health(info)
+    local side = M.check_served(info, name, spec.title)
+    if side then
+      vim.health.ok(("%s served: http://%s/mcp, %s %s"):format(spec.title, side.socket, spec.file, side.lockfile))
+      vim.health.info("the CLI connects with its IDE mode on (/ide enable in it, or ide.enabled in its settings)")
+    end
+  end
+  return out
 end
 
 return M

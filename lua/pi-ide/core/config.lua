@@ -16,6 +16,7 @@ local M = {}
 ---@field claude_code? boolean Also serve Claude Code (same wire format): a second lockfile in $CLAUDE_CONFIG_DIR/ide (or ~/.claude/ide) and its x-claude-code-ide-authorization header. See :help pi-ide-claude-code. (default false)
 ---@field copilot? boolean|{ trust_workspace?: boolean } Also serve the GitHub Copilot CLI (see :help pi-ide-copilot); off, nothing of it runs (no socket, no lockfile). A table turns it on with options: trust_workspace = true tells the CLI the workspace folders are trusted (isTrusted in its lockfile), so it skips its "do you trust this folder?" prompt. Set it only for folders you trust. (default false)
 ---@field gemini? boolean Also serve Gemini CLI's IDE mode (its TUI sends its edits to our review); off, nothing of it runs (no port, no discovery file). The CLI connects only with its IDE mode on (/ide enable). See |pi-ide-gemini|. (default false)
+---@field qwen? boolean Also serve Qwen Code's IDE mode (its TUI sends its edits to our review); off, nothing of it runs (no port, no lock file). It connects only with its IDE mode on (/ide enable). See |pi-ide-qwen|. (default false)
 ---@field mcp? boolean|{ save_document?: boolean, close_tab?: boolean } Let any MCP client reach this Neovim through the pi-ide-mcp program (:PiIde mcp shows how; see :help pi-ide-mcp); off, no socket and no record are made. A table turns it on with tools that are off otherwise: { save_document = true } lets the model save your unsaved changes of a file, { close_tab = true } take back its own review. (default true)
 ---@field review? PiIde.ReviewConfig Reviews of the files the agent wants to write (openDiff): how they look and behave. Was `diff` (with `review` for `enabled`), still accepted until the next release.
 ---@field suggestion? PiIde.SuggestionConfig Inline completions from the agent, shown as ghost text in Insert mode.
@@ -66,7 +67,7 @@ local M = {}
 ---@field trigger? string|boolean Ask for a suggestion now. (default "<M-\\>")
 
 ---@class PiIde.TerminalConfig
----@field agent? "pi"|"claude"|"copilot"|"gemini"|"codex"|"opencode" The agent :PiIde open starts when given none. (default "pi")
+---@field agent? "pi"|"claude"|"copilot"|"gemini"|"qwen"|"codex"|"opencode" The agent :PiIde open starts when given none. (default "pi")
 ---@field provider? "auto"|"split"|"float"|"snacks"|"external" Where it runs. "split": a :terminal in a vertical split; "float"; "snacks": snacks.nvim's terminal; "external": a command of yours (external); "auto": snacks when installed, else split. (default "auto")
 ---@field side? "left"|"right" The split's side. (default "right")
 ---@field width? number The split's width: a fraction of the columns below 1, else columns; never under 40 columns (or half the screen). (default 0.4)

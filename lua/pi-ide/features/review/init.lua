@@ -231,6 +231,7 @@ function M.ended_by_core(ev)
     -- writes it if the user said yes in its terminal (maybe already), and the user's buffer
     -- shows it then.
     require("pi-ide.features.review.reload").maybe_written(r.path)
+    require("pi-ide.features.review.ignored").closed(r)
     return ended(r, "rejected")
   end
   if ev.result == "abandoned" then
@@ -282,6 +283,7 @@ function M.closeReview(args, reply, ev)
       -- A yes there: the agent writes it, and the user's buffer shows it then.
       require("pi-ide.features.review.reload").when_written(r.path)
     end
+    require("pi-ide.features.review.ignored").closed(r)
     ended(r, "rejected")
   end
   reply(text or vim.NIL)

@@ -1,10 +1,11 @@
-//! Gemini CLI's tools (its IDE mode: mod.rs). It shows a diff only when both are listed.
+//! A companion CLI's tools (mod.rs). It shows a diff only when both are listed.
 //! `openDiff` is answered at once; the user's decision goes later as the notification its
 //! reshape names (`ide/diffAccepted` with the text the user accepted, which the CLI then writes,
 //! or `ide/diffRejected`). `closeDiff` (the user answered in the terminal) closes our review,
 //! unheard with `suppressNotification` (a rejection would race the CLI's own answer), and gives
 //! the CLI the text the user left in it, at once, even while Neovim is busy (the core knows it:
-//! state/reviews/left.rs).
+//! state/reviews/left.rs). Gemini CLI writes that text; Qwen Code writes its own proposal
+//! whatever the answer (qwen.rs).
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! What Gemini CLI is told of the editor (its IDE mode: mod.rs): `ide/contextUpdate`, the files
+//! What a companion CLI is told of the editor (mod.rs): `ide/contextUpdate`, the files
 //! the user visited newest first, the active one with its cursor and selected text. Made from
 //! the selection feed every agent gets; the files visited are remembered here, since the feed
 //! names only the current one.
