@@ -28,7 +28,7 @@ fn rig_with(args: &[&str], options: &str) -> Rig {
     cmd.extend(args.iter().map(|a| format!("{a:?}")));
     let nvim = Nvim::start_with(Options {
         after: Some(format!(
-            "require('pi-ide').setup({{ chat = {{ agents = {{ fake = {{ cmd = {{ {} }}, label = 'Fake', env = {{ FAKE_ACP_LOG = {:?} }} }} }} }}, {options} }})",
+            "require('pi-ide').setup({{ chat = {{ agents = {{ fake = {{ cmd = {{ {} }}, label = 'Fake', writes_itself = true, env = {{ FAKE_ACP_LOG = {:?} }} }} }} }}, {options} }})",
             cmd.join(", "),
             log.display().to_string()
         )),
