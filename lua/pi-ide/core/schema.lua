@@ -313,7 +313,8 @@ local spec = {
     -- or changes to those, by name: cmd is the program and its arguments, env is added to
     -- Neovim's environment, label names it, mcp says whether this Neovim's tools go to it as a
     -- stdio MCP server, install what to run when it is missing, writes_itself that it writes
-    -- files itself after an allow and mirrors that write as fs/write_text_file (opencode's way).
+    -- files itself after an allow and also sends that write as fs/write_text_file (a mirror,
+    -- answered without writing; else such a write is the chat's to make).
     -- @type table<string, { cmd?: string[], env?: table<string, string>, label?: string, mcp?: "stdio"|false, install?: string, writes_itself?: boolean }>
     agents = opt({}, { "table" }, acp_agents_table),
   },

@@ -1,9 +1,9 @@
 //! An allowed change of a file the agent did not read through us, and the fs/write_text_file of
-//! it that may follow. opencode (and Kilo Code) write their own proposal and mirror it as
-//! fs/write_text_file without waiting: their entry says so (`writes_itself`), and that mirror is
-//! answered at once and written by no one here (landed.rs sets the user's text over the agent's
-//! own write; two writers would race). Any other agent means what ACP says: the client writes.
-//! Qwen Code asks about a new file without reading it, then has us write it and writes nothing
+//! it that may follow. Some agents write their own proposal and mirror it as fs/write_text_file
+//! without waiting: their entry says so (`writes_itself`, lua/pi-ide/agents/), and that mirror
+//! is answered at once and written by no one here (landed.rs sets the user's text over the
+//! agent's own write; two writers would race). Any other agent means what ACP says: the client
+//! writes. One asks about a new file without reading it, then has us write it and writes nothing
 //! itself: taken for a mirror, the accepted file would never appear. So what the user accepted
 //! is written then, as for any write of ours. The agent is never watched for telling the two
 //! apart: a timing would decide, and the loser's text would be lost.
