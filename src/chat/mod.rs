@@ -68,6 +68,9 @@ pub struct ChatOptions {
     pub cap_lines: usize,
     /// An ACP agent (else Pi's RPC), and where its changes are reviewed.
     pub acp: Option<Arc<dyn acp::Reviewer>>,
+    /// The ACP agent writes files itself after an allow, and mirrors that write as
+    /// fs/write_text_file (acp/mirror.rs); else such a write is ours to make.
+    pub acp_writes_itself: bool,
 }
 
 impl ChatOptions {
@@ -79,6 +82,7 @@ impl ChatOptions {
             frame: Duration::from_millis(16),
             cap_lines: 12,
             acp: None,
+            acp_writes_itself: false,
         }
     }
 }
@@ -165,7 +169,10 @@ impl Chat {
                     s.queue.push(op, 0);
                 }
             });
-            opts.acp.clone().map(|reviewer| Arc::new(acp::Acp::new(reviewer, tx.clone(), events).in_folder(opts.cwd.clone())))
+            opts.acp.clone().map(|reviewer| {
+                let acp = acp::Acp::new(reviewer, tx.clone(), events).in_folder(opts.cwd.clone());
+                Arc::new(acp.writing_itself(opts.acp_writes_itself))
+            })
         };
         let shared = Arc::new_cyclic(|weak| Shared {
             queue: Queue::default(),

@@ -65,6 +65,7 @@ fn options(opts: &Table) -> LuaResult<ChatOptions> {
     if let Some(acp) = opts.get::<Option<Table>>("acp")? {
         let reviews = ServerReviews { tag: acp.get("tag")?, label: acp.get("label")? };
         o.acp = Some(Arc::new(reviews));
+        o.acp_writes_itself = acp.get::<Option<bool>>("writes_itself")?.unwrap_or(false);
     }
     Ok(o)
 }

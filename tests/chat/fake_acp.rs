@@ -28,7 +28,7 @@ fn rig_with(args: &[&str], options: &str) -> Rig {
     cmd.extend(args.iter().map(|a| format!("{a:?}")));
     let nvim = Nvim::start_with(Options {
         after: Some(format!(
-            "require('pi-ide').setup({{ chat = {{ agents = {{ fake = {{ cmd = {{ {} }}, label = 'Fake', env = {{ FAKE_ACP_LOG = {:?} }} }} }} }}, {options} }})",
+            "require('pi-ide').setup({{ chat = {{ agents = {{ fake = {{ cmd = {{ {} }}, label = 'Fake', writes_itself = true, env = {{ FAKE_ACP_LOG = {:?} }} }} }} }}, {options} }})",
             cmd.join(", "),
             log.display().to_string()
         )),
@@ -449,6 +449,32 @@ fn a_missing_agent_says_what_to_install() {
     nvim.command("PiIde chat nosuch").unwrap();
     let notes = nvim.notes();
     assert!(notes.len() > notes_before && notes.last().unwrap().contains("takes an agent or an action"), "{notes:?}");
+}
+
+/// The help's entries for the agents the tests cannot run (Cursor, Kiro, Goose, Augment), as a
+/// user pastes them: setup takes them, and each starts its documented command (here a program of
+/// that name on PATH: the fake agent) and opens a session, the chat named by its label.
+#[test]
+fn the_helps_untested_agent_entries_are_taken_and_each_starts_its_command() {
+    let help = std::fs::read_to_string(plugin_root().join("doc/pi-ide.txt")).unwrap();
+    let from = help.find("Entries for agents whose CLI the tests cannot run").expect("the help's entries");
+    let block = &help[from..];
+    let block = &block[block.find(">lua\n").unwrap() + 5..];
+    let block = &block[..block.find("\n<\n").unwrap()];
+    let bin = pi_ide_testkit::nvim::temp_dir("acp-untested").join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let nvim = Nvim::start_with(Options::default());
+    nvim.command("set columns=200").unwrap();
+    nvim.record_notify();
+    nvim.lua_with("vim.env.PATH = ... .. ':' .. vim.env.PATH", vec![bin.display().to_string().into()]);
+    nvim.lua(block);
+    assert!(nvim.notes().is_empty(), "setup took them: {:?}", nvim.notes());
+    for (name, program, label) in [("cursor", "agent", "Cursor"), ("kiro", "kiro-cli", "Kiro"), ("goose", "goose", "Goose"), ("augment", "auggie", "Augment")] {
+        std::os::unix::fs::symlink(fake(), bin.join(program)).unwrap();
+        nvim.command(&format!("PiIde chat {name}")).unwrap();
+        nvim.wait_for(&format!("require('pi-ide.features.chat.acp').get('{name}').session ~= nil"), PATIENCE);
+        assert_eq!(nvim.lua(&format!("return require('pi-ide.features.chat.acp').get('{name}'):label()")), label);
+    }
 }
 
 #[test]

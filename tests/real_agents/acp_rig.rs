@@ -7,6 +7,7 @@
 use std::time::{Duration, Instant};
 
 use crate::harness::*;
+use crate::openai_mock::{self, OpenAiMock, Reply, Turn};
 use pi_ide_testkit::nvim::Options;
 
 /// Neovim with the chat agent `agent`, and `model`, the mock that plays its model.
@@ -97,5 +98,27 @@ impl<M> Rig<M> {
         let chat = self.chat();
         let pid = self.nvim.lua(&format!("local c = {chat} return c.proc and require('pi-ide.core.native').get().chat_pid(c.proc.id)"));
         pid.as_i64().map(|p| p as i32)
+    }
+}
+
+/// The steps of an agent whose model speaks OpenAI's chat completions (opencode, Kilo, Qwen).
+impl Rig<OpenAiMock> {
+    /// The model calls `tool` with `args` on a prompt that says `word`, and says `after` once it
+    /// has the result.
+    pub fn model_calls(&self, word: &str, tool: &str, args: serde_json::Value, after: &str) {
+        self.model.on_user(word, Reply::tool(tool, args));
+        self.model.after_tool(tool, Reply::text(after));
+        self.send(&format!("{word} now"));
+    }
+
+    /// The result of `tool` as the model got it.
+    pub fn tool_result(&self, tool: &str) -> String {
+        let body = self.model.wait_completion("the tool's result", self.patience, |b| {
+            matches!(openai_mock::turn(b), Turn::ToolResult { name, .. } if name == tool)
+        });
+        match openai_mock::turn(&body) {
+            Turn::ToolResult { content, .. } => content,
+            other => panic!("{other:?}"),
+        }
     }
 }

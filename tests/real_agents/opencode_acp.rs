@@ -9,13 +9,16 @@
 //! after, and mirrors that write as fs/write_text_file without waiting for the answer: the
 //! review is the permission; the mirror is answered at once (no second review); what the user
 //! accepted is set over opencode's own write. Keys into Neovim are typed (`type_keys`).
+//!
+//! Kilo Code (kilo_acp.rs), an opencode fork, is the same in the chat: these cases run for both,
+//! each with its own program, config folder and environment ([`Fork`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::acp_rig::{agent_setup, Rig};
 use crate::harness::*;
-use crate::openai_mock::{self, OpenAiMock, Reply, Turn};
+use crate::openai_mock::{OpenAiMock, Reply};
 use pi_ide_testkit::nvim::{temp_dir, Options};
 use serde_json::json;
 
@@ -23,71 +26,72 @@ use serde_json::json;
 /// binary), on a loaded 2-core machine. Only a failing test waits this long.
 const AGENT_PATIENCE: Duration = Duration::from_secs(90);
 
-/// `opencode` in the agents' folder (`$PI_IDE_AGENTS`, else .deps/agents/node_modules/.bin):
-/// missing is a failure, never a skip (the suite installs it).
-pub fn opencode_binary() -> PathBuf {
-    let bin = std::env::var_os("PI_IDE_AGENTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| pi_ide_testkit::nvim::plugin_root().join(".deps/agents/node_modules/.bin"));
-    let opencode = bin.join("opencode");
-    assert!(opencode.exists(), "opencode is not installed at {}: run scripts/test (scripts/ensure-agents.sh)", opencode.display());
-    opencode
+/// opencode, or a fork of it: its chat agent's name and label, the name of its program, config
+/// folder and file (`~/.config/<name>/<name>.json`), the prefix of its environment's switches,
+/// and what else runs it offline.
+pub struct Fork {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub env_prefix: &'static str,
+    pub extra_env: &'static [(&'static str, &'static str)],
 }
 
-/// A scratch HOME whose opencode config has the mock as its only model, and the environment
-/// that runs opencode offline in it (the XDG folders at HOME's defaults).
-pub fn opencode_home(home: &std::path::Path, base_url: &str) -> Vec<(String, String)> {
-    let config = home.join(".config/opencode");
+pub const OPENCODE: Fork = Fork { name: "opencode", label: "opencode", env_prefix: "OPENCODE", extra_env: &[] };
+
+/// Its program in the agents' folder (`$PI_IDE_AGENTS`, else .deps/agents/node_modules/.bin):
+/// missing is a failure, never a skip (the suite installs it).
+pub fn fork_binary(fork: &Fork) -> PathBuf {
+    let program = crate::copilot_cli::agents_bin().join(fork.name);
+    assert!(program.exists(), "{} is not installed at {}: run scripts/test (scripts/ensure-agents.sh)", fork.name, program.display());
+    program
+}
+
+pub fn opencode_binary() -> PathBuf {
+    fork_binary(&OPENCODE)
+}
+
+/// A scratch HOME whose config has the mock as its only model, and the environment that runs
+/// the program offline in it (the XDG folders at HOME's defaults).
+pub fn fork_home(fork: &Fork, home: &Path, base_url: &str) -> Vec<(String, String)> {
+    let config = home.join(".config").join(fork.name);
     std::fs::create_dir_all(&config).unwrap();
     let provider = json!({"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": base_url, "apiKey": "x"},
         "models": {"mock-model": {"tool_call": true}}});
     let settings = json!({"provider": {"mock": provider}, "model": "mock/mock-model", "small_model": "mock/mock-model",
         "autoupdate": false, "share": "disabled"});
-    std::fs::write(config.join("opencode.json"), settings.to_string()).unwrap();
+    std::fs::write(config.join(format!("{}.json", fork.name)), settings.to_string()).unwrap();
     let at = |p: &str| home.join(p).display().to_string();
-    vec![
+    let mut env: Vec<(String, String)> = vec![
         ("HOME".into(), home.display().to_string()),
         ("XDG_CONFIG_HOME".into(), at(".config")),
         ("XDG_DATA_HOME".into(), at(".local/share")),
         ("XDG_STATE_HOME".into(), at(".local/state")),
         ("XDG_CACHE_HOME".into(), at(".cache")),
-        ("OPENCODE_DISABLE_MODELS_FETCH".into(), "1".into()),
-        ("OPENCODE_DISABLE_AUTOUPDATE".into(), "1".into()),
-        ("OPENCODE_DISABLE_LSP_DOWNLOAD".into(), "1".into()),
-    ]
+    ];
+    for switch in ["DISABLE_MODELS_FETCH", "DISABLE_AUTOUPDATE", "DISABLE_LSP_DOWNLOAD"] {
+        env.push((format!("{}_{switch}", fork.env_prefix), "1".into()));
+    }
+    env.extend(fork.extra_env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    env
 }
 
-/// A Neovim whose chat agent `opencode` is the real program, offline, its model the mock.
-fn rig() -> Rig<OpenAiMock> {
+pub fn opencode_home(home: &Path, base_url: &str) -> Vec<(String, String)> {
+    fork_home(&OPENCODE, home, base_url)
+}
+
+/// A Neovim whose chat agent is the real program, offline, its model the mock: only the
+/// program's path and what runs it offline are configured (the plugin's entry does the rest).
+pub fn fork_rig(fork: &'static Fork) -> Rig<OpenAiMock> {
     let model = OpenAiMock::start();
     // Its title request (no tools) first: a title, whatever the prompt.
     model.on_system("title generator", Reply::text("A title"));
-    let home = temp_dir("opencode-acp").join("home");
-    let env = opencode_home(&home, &model.base_url());
-    let setup = agent_setup("opencode", &[&opencode_binary().display().to_string(), "acp"], &env);
-    Rig::start("opencode", AGENT_PATIENCE, model, OpenAiMock::turns_report, Options { after: Some(setup), ..Default::default() })
+    let home = temp_dir(&format!("{}-acp", fork.name)).join("home");
+    let env = fork_home(fork, &home, &model.base_url());
+    let setup = agent_setup(fork.name, &[&fork_binary(fork).display().to_string(), "acp"], &env);
+    Rig::start(fork.name, AGENT_PATIENCE, model, OpenAiMock::turns_report, Options { after: Some(setup), ..Default::default() })
 }
 
 impl Rig<OpenAiMock> {
-    /// The model calls `tool` with `args` on a prompt that says `word`, and says `after` once it
-    /// has the result.
-    fn model_calls(&self, word: &str, tool: &str, args: serde_json::Value, after: &str) {
-        self.model.on_user(word, Reply::tool(tool, args));
-        self.model.after_tool(tool, Reply::text(after));
-        self.send(&format!("{word} now"));
-    }
-
-    /// The result of `tool` as the model got it.
-    fn tool_result(&self, tool: &str) -> String {
-        let body = self.model.wait_completion("the tool's result", AGENT_PATIENCE, |b| {
-            matches!(openai_mock::turn(b), Turn::ToolResult { name, .. } if name == tool)
-        });
-        match openai_mock::turn(&body) {
-            Turn::ToolResult { content, .. } => content,
-            other => panic!("{other:?}"),
-        }
-    }
-
     /// opencode's pid and every process under it, while the chat runs it.
     fn processes(&self) -> Vec<i32> {
         let Some(pid) = self.agent_pid() else { return Vec::new() };
@@ -127,24 +131,22 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| format!("<{e}>"))
 }
 
-#[test]
-fn a_prompt_streams_into_the_chat_and_nothing_is_left_running_after_stop() {
-    let rig = rig();
+pub fn streams_and_leaves_nothing_running(fork: &'static Fork) {
+    let rig = fork_rig(fork);
     rig.model.on_user("hello", Reply::slow_text("Hello from the mock model", 5, Duration::from_millis(20)));
     rig.open();
     rig.send("hello there");
     rig.wait_text("Hello from the mock model");
     rig.idle();
-    assert!(rig.text().contains("## ❯ You\nhello there\n\n## opencode"), "{}", rig.text());
+    assert!(rig.text().contains(&format!("## ❯ You\nhello there\n\n## {}", fork.label)), "{}", rig.text());
     let running = rig.processes();
     assert!(!running.is_empty());
     rig.nvim.command("PiIde chat stop").unwrap();
-    wait_until("opencode and all under it gone", AGENT_PATIENCE, || running.iter().all(|p| !alive(*p)));
+    wait_until("the agent and all under it gone", AGENT_PATIENCE, || running.iter().all(|p| !alive(*p)));
 }
 
-#[test]
-fn an_edit_is_reviewed_once_and_the_users_text_is_what_stays() {
-    let rig = rig();
+pub fn edit_reviewed_once_users_text_stays(fork: &'static Fork) {
+    let rig = fork_rig(fork);
     let path = file_with(&rig.nvim, "a.txt", "one\ntwo\nthree\n");
     rig.open();
     rig.model_calls("please-edit", "edit", json!({"filePath": path, "oldString": "two", "newString": "TWO"}), "The edit is done.");
@@ -155,7 +157,7 @@ fn an_edit_is_reviewed_once_and_the_users_text_is_what_stays() {
     type_accept(&rig.nvim, "Gomine<Esc>:w<CR>");
     rig.wait_text("The edit is done.");
     rig.idle();
-    wait_until("the user's text over opencode's write", AGENT_PATIENCE, || read(&path) == "one\nTWO\nthree\nmine\n");
+    wait_until("the user's text over the agent's write", AGENT_PATIENCE, || read(&path) == "one\nTWO\nthree\nmine\n");
     rig.wait_text("your accepted text was written over it");
     assert!(rig.tool_result("edit").contains("applied"), "{}", rig.tool_result("edit"));
     let t = rig.text();
@@ -165,10 +167,9 @@ fn an_edit_is_reviewed_once_and_the_users_text_is_what_stays() {
     assert_eq!(read(&path), "one\nTWO\nthree\nmine\n");
 }
 
-/// A rejection ends opencode's turn (its model never hears of the call again).
-#[test]
-fn q_rejects_and_the_file_is_left() {
-    let rig = rig();
+/// A rejection ends the agent's turn (its model never hears of the call again).
+pub fn q_rejects_file_left(fork: &'static Fork) {
+    let rig = fork_rig(fork);
     let path = file_with(&rig.nvim, "b.txt", "alpha\nbeta\n");
     rig.open();
     rig.model_calls("please-edit", "edit", json!({"filePath": path, "oldString": "beta", "newString": "BETA"}), "Left as it was.");
@@ -178,7 +179,7 @@ fn q_rejects_and_the_file_is_left() {
     rig.idle();
     assert!(rig.text().contains("The user rejected permission"), "{}", rig.text());
     assert_eq!(read(&path), "alpha\nbeta\n");
-    // A next turn runs through: whatever opencode would have done of the rejected change is done.
+    // A next turn runs through: whatever the agent would have done of the rejected change is done.
     rig.model.on_user("after-reject", Reply::text("Still here."));
     rig.send("after-reject");
     rig.wait_text("Still here.");
@@ -186,9 +187,8 @@ fn q_rejects_and_the_file_is_left() {
     assert_eq!(read(&path), "alpha\nbeta\n");
 }
 
-#[test]
-fn a_new_file_is_reviewed_and_created_after_w() {
-    let rig = rig();
+pub fn new_file_created_after_w(fork: &'static Fork) {
+    let rig = fork_rig(fork);
     let path = rig.nvim.lua("return vim.fn.getcwd() .. '/new.txt'").as_str().unwrap().to_owned();
     rig.open();
     rig.model_calls("please-create", "write", json!({"filePath": path, "content": "fresh\n"}), "Created.");
@@ -201,9 +201,8 @@ fn a_new_file_is_reviewed_and_created_after_w() {
     assert_eq!(rig.text().matches("⚖ review").count(), 1, "{}", rig.text());
 }
 
-#[test]
-fn abort_with_a_review_open_leaves_the_file_and_nothing_lands_after() {
-    let rig = rig();
+pub fn abort_with_review_open_nothing_lands(fork: &'static Fork) {
+    let rig = fork_rig(fork);
     let path = file_with(&rig.nvim, "c.txt", "keep\n");
     rig.open();
     rig.model_calls("please-edit", "edit", json!({"filePath": path, "oldString": "keep", "newString": "LOST"}), "Should not matter.");
@@ -211,10 +210,35 @@ fn abort_with_a_review_open_leaves_the_file_and_nothing_lands_after() {
     rig.nvim.command("PiIde abort").unwrap();
     rig.no_review();
     rig.idle();
-    // A next turn runs through: whatever opencode would have done of the cancelled one is done.
+    // A next turn runs through: whatever the agent would have done of the cancelled one is done.
     rig.model.on_user("after-abort", Reply::text("Still here."));
     rig.send("after-abort");
     rig.wait_text("Still here.");
     rig.idle();
     assert_eq!(read(&path), "keep\n", "nothing written after the cancel: {}", rig.text());
+}
+
+#[test]
+fn a_prompt_streams_into_the_chat_and_nothing_is_left_running_after_stop() {
+    streams_and_leaves_nothing_running(&OPENCODE);
+}
+
+#[test]
+fn an_edit_is_reviewed_once_and_the_users_text_is_what_stays() {
+    edit_reviewed_once_users_text_stays(&OPENCODE);
+}
+
+#[test]
+fn q_rejects_and_the_file_is_left() {
+    q_rejects_file_left(&OPENCODE);
+}
+
+#[test]
+fn a_new_file_is_reviewed_and_created_after_w() {
+    new_file_created_after_w(&OPENCODE);
+}
+
+#[test]
+fn abort_with_a_review_open_leaves_the_file_and_nothing_lands_after() {
+    abort_with_review_open_nothing_lands(&OPENCODE);
 }

@@ -24,7 +24,7 @@
 ---@field health_title? string Its section of :checkhealth pi-ide.
 ---@field health? fun(info: table) That section's checks (vim.health).
 ---@field chat? table How the chat window runs it over Pi's RPC (for the one agent it hosts so).
----@field acp? { cmd: string[], install?: string, env?: table<string, string>|fun(): table<string, string>, native?: fun(program: string): string?, login?: string, mcp: "stdio"|false|fun(server: table): string[] } How :PiIde chat {name} runs it over ACP (features/chat/acp/): its command, what installs that (default `install`), the environment it needs (a table, or a function called at start; the user's adds to it), the program to run when cmd names a launcher, what the user runs to sign in (default: the program), and how it takes this Neovim's tools: a stdio MCP server in session/new, none, or the arguments that give it one ({ name, command, args }).
+---@field acp? { cmd: string[], install?: string, env?: table<string, string>|fun(): table<string, string>, native?: fun(program: string): string?, login?: string, mcp: "stdio"|false|fun(server: table): string[], writes_itself?: boolean } How :PiIde chat {name} runs it over ACP (features/chat/acp/): its command, what installs that (default `install`), the environment it needs (a table, or a function called at start; the user's adds to it), the program to run when cmd names a launcher, what the user runs to sign in (default: the program), how it takes this Neovim's tools: a stdio MCP server in session/new, none, or the arguments that give it one ({ name, command, args }), and whether it writes files itself after an allow and mirrors that write as fs/write_text_file (else that write is the client's to make).
 ---@field commands? table<string, table> :PiIde subcommands of its own, as core/commands.lua's entries ({ run, complete }).
 --
 ---@class PiIde.Launch
@@ -34,7 +34,7 @@
 local M = {}
 
 --- Every agent, in the order they are listed to the user.
-M.names = { "pi", "claude", "copilot", "gemini", "qwen", "codex", "opencode", "cline", "mcp" }
+M.names = { "pi", "claude", "copilot", "gemini", "qwen", "codex", "opencode", "cline", "kilo", "mcp" }
 
 --- The module of agent `name`; nil when there is none.
 ---@return PiIde.Agent?

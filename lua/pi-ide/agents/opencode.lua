@@ -27,6 +27,7 @@ local M = {
     cmd = { "opencode", "acp" },
     env = { OPENCODE_PERMISSION = vim.json.encode({ edit = "ask", bash = "ask" }) },
     mcp = "stdio",
+    writes_itself = true,
   },
 }
 

@@ -5,6 +5,11 @@
 -- never change its settings. Terminals Neovim starts are told our port, so the right Neovim wins
 -- when two serve one folder. After a yes in its own terminal it writes its own proposal, not what
 -- the user left in our review: that is said, and its write is a pending change.
+--
+-- In the chat (:PiIde chat qwen) over ACP (`qwen --acp`): its sessions start in mode `auto`,
+-- which edits without asking, so the chat puts it in `default` (features/chat/acp/), where every
+-- edit asks with a permission that carries the whole file, and qwen then has the client write it
+-- (fs/write_text_file): the chat writes what the user accepted, a new file too (src/chat/acp/).
 local M = {
   name = "qwen",
   label = "Qwen Code",
@@ -13,6 +18,10 @@ local M = {
   cmd = { "qwen" },
   health_title = "Qwen Code",
   writes_own_proposal = true,
+  acp = {
+    cmd = { "qwen", "--acp" },
+    mcp = "stdio",
+  },
 }
 
 local opt = require("pi-ide.core.options").opt

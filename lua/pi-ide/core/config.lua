@@ -92,7 +92,7 @@ local M = {}
 ---@field tool_lines? integer Lines of a tool's output shown in its block; the rest is counted ("… N more lines"). (default 12)
 ---@field treesitter? boolean Highlight the conversation with treesitter's Markdown parser instead of Vim's Markdown syntax: richer, but it reparses the whole conversation on every streamed draw (slow in a long chat). (default false)
 ---@field args? string[] Arguments added to Pi's command line after "--mode rpc" (e.g. { "--model", "sonnet" }).
----@field agents? table<string, { cmd?: string[], env?: table<string, string>, label?: string, mcp?: "stdio"|false, install?: string }> ACP agents for :PiIde chat {name}, beside those whose module says how (lua/pi-ide/agents/), or changes to those, by name: cmd is the program and its arguments, env is added to Neovim's environment, label names it, mcp says whether this Neovim's tools go to it as a stdio MCP server, install what to run when it is missing.
+---@field agents? table<string, { cmd?: string[], env?: table<string, string>, label?: string, mcp?: "stdio"|false, install?: string, writes_itself?: boolean }> ACP agents for :PiIde chat {name}, beside those whose module says how (lua/pi-ide/agents/), or changes to those, by name: cmd is the program and its arguments, env is added to Neovim's environment, label names it, mcp says whether this Neovim's tools go to it as a stdio MCP server, install what to run when it is missing, writes_itself that it writes files itself after an allow and also sends that write as fs/write_text_file (a mirror, answered without writing; else such a write is the chat's to make).
 
 ---@class PiIde.ChatFloatConfig
 ---@field width? number A fraction of the screen below 1, else cells. (default 0.8)

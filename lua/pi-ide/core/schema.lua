@@ -38,7 +38,7 @@ local function agents_table(v)
 end
 
 -- chat.agents: per ACP agent, how it runs.
-local ACP_FIELDS = { cmd = true, env = true, label = true, mcp = true, install = true }
+local ACP_FIELDS = { cmd = true, env = true, label = true, mcp = true, install = true, writes_itself = true }
 local function acp_agents_table(v)
   for name, a in pairs(v) do
     if type(name) ~= "string" or not name:match("^[%w_-]+$") or name == "pi" then
@@ -48,7 +48,7 @@ local function acp_agents_table(v)
     end
     for k, x in pairs(a) do
       if not ACP_FIELDS[k] then
-        return ("%s has no option %s (only cmd, env, label, mcp, install)"):format(name, tostring(k))
+        return ("%s has no option %s (only cmd, env, label, mcp, install, writes_itself)"):format(name, tostring(k))
       elseif k == "cmd" and not (o.strings_only(x) and #x > 0) then
         return ("%s.cmd must be a list of strings, the program first"):format(name)
       elseif k == "env" and not o.string_map(x) then
@@ -57,6 +57,8 @@ local function acp_agents_table(v)
         return ("%s.mcp must be \"stdio\" or false"):format(name)
       elseif (k == "label" or k == "install") and type(x) ~= "string" then
         return ("%s.%s must be a string"):format(name, k)
+      elseif k == "writes_itself" and type(x) ~= "boolean" then
+        return ("%s.writes_itself must be true or false"):format(name)
       end
     end
   end
@@ -310,8 +312,10 @@ local spec = {
     -- ACP agents for :PiIde chat {name}, beside those whose module says how (lua/pi-ide/agents/),
     -- or changes to those, by name: cmd is the program and its arguments, env is added to
     -- Neovim's environment, label names it, mcp says whether this Neovim's tools go to it as a
-    -- stdio MCP server, install what to run when it is missing.
-    -- @type table<string, { cmd?: string[], env?: table<string, string>, label?: string, mcp?: "stdio"|false, install?: string }>
+    -- stdio MCP server, install what to run when it is missing, writes_itself that it writes
+    -- files itself after an allow and also sends that write as fs/write_text_file (a mirror,
+    -- answered without writing; else such a write is the chat's to make).
+    -- @type table<string, { cmd?: string[], env?: table<string, string>, label?: string, mcp?: "stdio"|false, install?: string, writes_itself?: boolean }>
     agents = opt({}, { "table" }, acp_agents_table),
   },
   -- The workspace recorded at each agent turn, for :PiIde changes and :PiIde undo.

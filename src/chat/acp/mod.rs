@@ -23,6 +23,7 @@
 
 pub mod change;
 mod landed;
+mod mirror;
 mod patch;
 mod patched;
 mod updates;
@@ -37,6 +38,7 @@ use serde_json::{json, Map, Value};
 
 use self::change::Change;
 use self::landed::Landing;
+use self::mirror::Mirror;
 use super::op::Op;
 use crate::agents::chat::{Done, Proposal};
 use crate::protocol::tools::Verdict;
@@ -113,6 +115,8 @@ pub type Events = Box<dyn Fn(Op) + Send + Sync>;
 pub struct Acp {
     reviewer: Arc<dyn Reviewer>,
     events: Events,
+    /// The agent writes its allowed changes itself and mirrors them (mirror.rs).
+    writes_itself: bool,
     /// Shared with the threads that read a file for the agent.
     state: Arc<Mutex<State>>,
     /// The agent's folder, where the relative paths of its patches are.
@@ -144,8 +148,9 @@ struct State {
     landing: Landing,
     /// The proposal of each such change, by path: an agent that also mirrors its own write as
     /// `fs/write_text_file` gets its answer at once for exactly that text (the landing sets the
-    /// user's text over its write), never a second review; other text is refused.
-    mirrors: HashMap<String, String>,
+    /// user's text over its write), never a second review; other text is refused. Of an agent
+    /// that does not write itself, that write is ours (mirror.rs).
+    mirrors: HashMap<String, Mirror>,
     /// The whole text we last gave the agent of each file it read (a buffer's unsaved text, or
     /// the disk's): a change whose "before" is that text is the whole file.
     served: HashMap<String, String>,
@@ -156,12 +161,17 @@ struct State {
 impl Acp {
     pub fn new(reviewer: Arc<dyn Reviewer>, out: Sender<Vec<u8>>, events: Events) -> Acp {
         let state = State { out: Some(out), ..State::default() };
-        Acp { reviewer, events, state: Arc::new(Mutex::new(state)), cwd: None }
+        Acp { reviewer, events, writes_itself: false, state: Arc::new(Mutex::new(state)), cwd: None }
     }
 
     /// The agent runs in `cwd` (its session's folder).
     pub fn in_folder(self, cwd: Option<PathBuf>) -> Acp {
         Acp { cwd, ..self }
+    }
+
+    /// An agent that writes its allowed changes itself and mirrors each as fs/write_text_file.
+    pub fn writing_itself(self, writes_itself: bool) -> Acp {
+        Acp { writes_itself, ..self }
     }
 
     /// One message from the agent: the op for Lua, if any.
@@ -282,8 +292,11 @@ impl Acp {
             return None;
         }
         let mirror = self.state.lock().mirrors.remove(&path);
-        if let Some(proposal) = mirror {
-            return self.mirrored(&id, &path, &proposal, &content);
+        if let Some(m) = mirror {
+            if !self.writes_itself && content == m.proposal {
+                return self.write_allowed(id, path, m);
+            }
+            return self.mirrored(&id, &path, &m.proposal, &content);
         }
         let seen = match Seen::look(Path::new(&path)) {
             Ok(seen) => seen,
@@ -311,6 +324,15 @@ impl Acp {
         crate::warn!("acp: {path}: {why}");
         self.reply(id, Err((REFUSED, format!("{path} was not written: {why}"))));
         Some(refused(path, why, None))
+    }
+
+    /// The write of an allowed change that the agent has us make after all (mirror.rs): what the
+    /// user accepted is written, and the change is no longer looked for as the agent's own.
+    fn write_allowed(self: &Arc<Self>, id: Value, path: String, m: Mirror) -> Option<Op> {
+        self.state.lock().landing.forget(&m.call, &path);
+        let edited = m.edited();
+        self.write_accepted(id, path, m.accepted, m.seen, edited);
+        None
     }
 
     /// Writes what the user accepted onto the file the review showed, on a thread of its own
@@ -411,12 +433,12 @@ impl Acp {
                     // The agent writes its proposal: what lands is read back, and set to the
                     // user's text when that differs.
                     (Some(path), Some(shown), Some(seen)) => {
-                        let mirror = (path.clone(), shown.proposal.clone());
+                        let mirror = Mirror { proposal: shown.proposal.clone(), call: call.clone(), accepted: text.clone(), seen: seen.clone(), note: note.clone() };
                         let own = (shown.proposal != text).then(|| OwnWrite { seen, proposal: shown.proposal, accepted: text.clone() });
                         let expected = landed::Expected::new(&call, &path, &text, shown.before).with_own(own, note);
                         let mut state = self.state.lock();
                         state.landing.expect(expected);
-                        remember_mirror(&mut state.mirrors, mirror);
+                        mirror::remember(&mut state.mirrors, path, mirror);
                     }
                     _ => {}
                 }
@@ -643,15 +665,6 @@ fn remember_read(served: &mut HashMap<String, String>, params: &Value, result: O
     }
 }
 
-/// The proposal of an allowed change the agent writes itself, for its mirror; few are kept
-/// (an agent that never mirrors leaves them: old ones go first).
-fn remember_mirror(mirrors: &mut HashMap<String, String>, (path, proposal): (String, String)) {
-    if mirrors.len() >= 64 {
-        mirrors.clear();
-    }
-    mirrors.insert(path, proposal);
-}
-
 /// We wrote `path` as the user accepted it; `edited`: not as the agent proposed it.
 fn written(path: &str, edited: &Option<String>) -> Op {
     let note = edited.as_deref().filter(|n| !n.is_empty());
@@ -801,7 +814,7 @@ mod tests {
         std::fs::write(&f, "a\n").unwrap();
         std::fs::write(&g, "a\n").unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        let acp = Arc::new(Acp::new(Arc::new(AcceptAll), tx, Box::new(|_| {})));
+        let acp = Arc::new(Acp::new(Arc::new(AcceptAll), tx, Box::new(|_| {})).writing_itself(true));
         let options = json!([{"optionId": "y", "kind": "allow_once"}, {"optionId": "n", "kind": "reject_once"}]);
         let ask = |id: u64, path: &str| {
             let diff = json!({"type": "diff", "path": path, "oldText": "a\n", "newText": "b\n"});
@@ -820,6 +833,25 @@ mod tests {
         assert!(answer(4).get("error").is_some(), "{answers:?}");
         // The agent writes its own proposal: nothing here wrote either file.
         assert_eq!((std::fs::read_to_string(&f).unwrap(), std::fs::read_to_string(&g).unwrap()), ("a\n".into(), "a\n".into()));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Qwen Code's way: a new file asked about unread, then fs/write_text_file of it after the
+    /// allow, from an agent that does not write itself: the accepted text is written, once.
+    #[test]
+    fn the_write_of_an_allowed_new_file_from_an_agent_that_does_not_write_itself_is_made() {
+        let dir = crate::scratch_dir("acp-client-writes");
+        let path = dir.join("new.txt").display().to_string();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let acp = Arc::new(Acp::new(Arc::new(AcceptOnce(Default::default())), tx, Box::new(|_| {})));
+        let options = json!([{"optionId": "y", "kind": "allow_once"}, {"optionId": "n", "kind": "reject_once"}]);
+        let diff = json!({"type": "diff", "path": path, "oldText": "", "newText": "fresh\n"});
+        acp.record(message(json!({"id": 1, "method": "session/request_permission", "params": {"toolCall": {"toolCallId": "w", "content": [diff]}, "options": options}})), 3);
+        acp.record(message(json!({"id": 2, "method": "fs/write_text_file", "params": {"path": path, "content": "fresh\n"}})), 3);
+        let answer = rx.iter().map(|l| serde_json::from_slice::<Value>(&l).unwrap()).find(|a| a["id"] == 2).unwrap();
+        assert!(answer.get("error").is_none(), "{answer}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine\n", "the text the user accepted");
+        assert!(acp.state.lock().landing.turn_ended().is_empty(), "not looked for as the agent's own write");
         let _ = std::fs::remove_dir_all(dir);
     }
 

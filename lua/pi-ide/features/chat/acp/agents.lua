@@ -2,7 +2,9 @@
 -- (added to Neovim's; the user's adds to the agent's own, which may be a function called at
 -- start), label (the header's and the reviews' name), install (what the user runs when it is
 -- missing), native (the program to run instead of a launcher that cmd names), login (what the user runs to sign in), mcp ("stdio": this Neovim's tools go in session/new through pi-ide-mcp;
--- a function: the arguments that give them on its command line; false: none). The agents' modules give the defaults;
+-- a function: the arguments that give them on its command line; false: none), writes_itself (true: it
+-- writes files itself after an allow, and its fs/write_text_file of the change is a mirror of
+-- that, answered without writing; else such a write is ours). The agents' modules give the defaults;
 -- `chat.agents` adds agents and changes these, field by field.
 local M = {}
 
@@ -11,7 +13,7 @@ local function known()
   local out = {}
   for _, a in ipairs(require("pi-ide.agents").all()) do
     if a.acp then
-      out[a.name] = { label = a.short, cmd = vim.deepcopy(a.acp.cmd), install = a.acp.install or a.install, mcp = a.acp.mcp, env = a.acp.env, native = a.acp.native, login = a.acp.login }
+      out[a.name] = { label = a.short, cmd = vim.deepcopy(a.acp.cmd), install = a.acp.install or a.install, mcp = a.acp.mcp, env = a.acp.env, native = a.acp.native, login = a.acp.login, writes_itself = a.acp.writes_itself }
     end
   end
   return out

@@ -125,7 +125,7 @@ function Chat:ensure()
     -- $NVIM: what the agent runs (pi-ide-mcp) finds this Neovim by it.
     env = vim.tbl_extend("force", { NVIM = vim.v.servername }, type(spec.env) == "function" and spec.env() or spec.env),
     tool_lines = cfg().tool_lines,
-    acp = { tag = "chat:" .. self.name, label = spec.label .. " (chat)" },
+    acp = { tag = "chat:" .. self.name, label = spec.label .. " (chat)", writes_itself = spec.writes_itself == true },
     on_op = function(op)
       require("pi-ide.features.chat.acp.handlers").handle(self, op)
     end,
