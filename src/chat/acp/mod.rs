@@ -836,8 +836,8 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
-    /// An agent that has the client write: a new file asked about unread, then fs/write_text_file of it after the
-    /// allow, from an agent that does not write itself: the accepted text is written, once.
+    /// An agent that has the client write: a new file asked about unread, then its
+    /// fs/write_text_file after the allow: the accepted text is written, once.
     #[test]
     fn the_write_of_an_allowed_new_file_from_an_agent_that_does_not_write_itself_is_made() {
         let dir = crate::scratch_dir("acp-client-writes");
