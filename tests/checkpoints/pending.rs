@@ -161,6 +161,8 @@ fn an_undecided_change_stays_across_a_restart_and_an_undone_deletion_puts_the_fi
     type_keys(&again, ":PiIde changes undo<CR>");
     again.wait_for("#require('pi-ide').info().pending == 0", PATIENCE);
     assert_eq!(read(&work.join("gone.txt")).as_deref(), Some("keep me\n"));
+    // Nothing left to keep: the store is gone, so a start has nothing to look for.
+    wait_until("the store removed", PATIENCE, || !state.join("nvim/pi-ide/pending").exists());
 }
 
 #[test]

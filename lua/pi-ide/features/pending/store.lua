@@ -4,8 +4,20 @@
 -- baseline since is dropped.
 local M = {}
 
+local function root()
+  return vim.fn.stdpath("state") .. "/pi-ide/pending"
+end
+
 local function dir_of(folder)
-  return ("%s/pi-ide/pending/%s"):format(vim.fn.stdpath("state"), vim.fn.sha256(folder):sub(1, 16))
+  return ("%s/%s"):format(root(), vim.fn.sha256(folder):sub(1, 16))
+end
+
+-- Nothing kept for any folder: the common start, which then needs no hash (Neovim's first
+-- sha256() runs its self-test, 3 ms of every start). A folder's last change decided removes
+-- its folder, and the last folder the root.
+local function nothing_kept()
+  local it = vim.uv.fs_scandir(root())
+  return not it or vim.uv.fs_scandir_next(it) == nil
 end
 
 local function write(path, bytes)
@@ -57,9 +69,24 @@ local function store_base(dir, e)
   return e.base_file
 end
 
+-- No change of the folder is kept: its files go, then its folder, and the root when it was the last.
+local function forget(dir)
+  for name in vim.fs.dir(dir) do
+    os.remove(dir .. "/" .. name)
+  end
+  os.remove(dir)
+  os.remove(root())
+end
+
 --- Saves `entries` (path -> entry) of `folder`: the index, and each baseline not written yet.
 function M.save(folder, entries)
+  if next(entries) == nil and nothing_kept() then
+    return
+  end
   local dir = dir_of(folder)
+  if next(entries) == nil then
+    return forget(dir)
+  end
   vim.fn.mkdir(dir, "p", 448) -- 0700
   local index, names = {}, {}
   for path, e in pairs(entries) do
@@ -83,6 +110,9 @@ end
 
 --- Gives `pending.restore(path, entry)` each change of `folder` kept from an earlier session.
 function M.load(folder, pending)
+  if nothing_kept() then
+    return
+  end
   local json = read(dir_of(folder) .. "/index.json")
   local ok, index = pcall(vim.json.decode, json or "")
   if not (ok and type(index) == "table" and type(index.entries) == "table") then
