@@ -521,6 +521,25 @@ fn codex_is_given_this_neovims_tools_on_its_command_line() {
     assert_eq!(args, &want, "the server named by pid, then the user's arguments");
 }
 
+/// Qwen Code's default mode edits without asking: `:PiIde open qwen` runs it in the mode that
+/// asks (a review of each edit), unless the user named a mode (qwen refuses two, or one beside
+/// --yolo).
+#[test]
+fn qwen_is_launched_in_its_mode_that_asks_unless_the_user_named_one() {
+    for (typed, want) in [("", "--approval-mode default"), (" --approval-mode auto-edit", "--approval-mode auto-edit"), (" -y", "-y")] {
+        let r = rig();
+        let script = fake_agent(&r.dir);
+        let out = r.dir.join("qwen.out");
+        r.nvim.lua(&format!(
+            "require('pi-ide').setup({{ terminal = {{ provider = 'split', agents = {{ qwen = {{ cmd = {{ {:?}, {:?} }} }} }} }} }})",
+            script.display().to_string(),
+            out.display().to_string()
+        ));
+        r.nvim.command(&format!("PiIde open qwen{typed}")).unwrap();
+        assert_eq!(&r.report("qwen")["args"], want, ":PiIde open qwen{typed}");
+    }
+}
+
 /// opencode's TUI finds this Neovim through our lockfile in ~/.claude/ide alone (never
 /// $CLAUDE_CONFIG_DIR): given a port it would dial without the lockfile's token.
 #[test]

@@ -15,7 +15,7 @@
 ---@field options? table<string, table> Top-level options of its own (core/options.lua's words).
 ---@field serve? fun(values: table): table? The core's options to serve it from the start, or nil.
 ---@field connect? fun(launch: PiIde.Launch): table<string, string>?, string? The environment that connects a launch to this Neovim, or nil and why.
----@field launch_args? fun(): string[] Arguments that connect a launch to this Neovim (after cmd, before the user's).
+---@field launch_args? fun(argv: string[]): string[] Arguments that connect a launch to this Neovim or make it ask (after cmd, before the user's; `argv`: what would run without them).
 ---@field served_as? string The agent the core serves it as, when it speaks another's wire (default: its name).
 ---@field exit_hint? fun(status: integer): string? Why its terminal ended with `status`, when it can tell.
 ---@field writes_own_proposal? boolean It writes its own proposal after a yes in its terminal, whatever its closeDiff is answered (review/ignored.lua says so).

@@ -46,4 +46,16 @@ local companion = require("pi-ide.agents").companion({
 })
 M.serve, M.connect, M.status_line, M.health = companion.serve, companion.connect, companion.status_line, companion.health
 
+--- :PiIde open qwen asks before each edit (a review in Neovim): its default mode, auto, edits
+--- without asking. A mode the user chose stays theirs (given twice, or beside --yolo, qwen
+--- refuses to start).
+function M.launch_args(argv)
+  for _, arg in ipairs(argv) do
+    if arg == "-y" or arg == "--yolo" or arg:find("^%-%-approval%-mode") then
+      return {}
+    end
+  end
+  return { "--approval-mode", "default" }
+end
+
 return M

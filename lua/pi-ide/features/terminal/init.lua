@@ -74,7 +74,8 @@ end
 
 local function launch(agent, args)
   local own = agents.get(agent).launch_args
-  local cmd, agent_env = agents.command(agent, vim.list_extend(own and own() or {}, args or {}))
+  args = args or {}
+  local cmd, agent_env = agents.command(agent, vim.list_extend(own and own(agents.command(agent, args)) or {}, args))
   local missing = agents.missing(agent, cmd)
   if missing then
     return log.notify(missing, vim.log.levels.ERROR)
