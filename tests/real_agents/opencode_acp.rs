@@ -205,13 +205,15 @@ pub fn abort_with_review_open_nothing_lands(fork: &'static Fork) {
     let rig = fork_rig(fork);
     let path = file_with(&rig.nvim, "c.txt", "keep\n");
     rig.open();
+    // First, so that it wins: Kilo Code at times folds the cancelled turn's prompt into the
+    // next one's message, which then holds both words (a loaded CI run).
+    rig.model.on_user("after-abort", Reply::text("Still here."));
     rig.model_calls("please-edit", "edit", json!({"filePath": path, "oldString": "keep", "newString": "LOST"}), "Should not matter.");
     rig.review_on_screen();
     rig.nvim.command("PiIde abort").unwrap();
     rig.no_review();
     rig.idle();
     // A next turn runs through: whatever the agent would have done of the cancelled one is done.
-    rig.model.on_user("after-abort", Reply::text("Still here."));
     rig.send("after-abort");
     rig.wait_text("Still here.");
     rig.idle();
