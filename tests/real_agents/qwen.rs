@@ -135,12 +135,18 @@ fn send_line(cli: &dyn Screen, text: &str) {
     });
 }
 
-/// The input line: the last line starting with ">" between the rules above its footer.
+/// The input line: the last line starting with ">" between the rules above its footer, or,
+/// while a slash command's suggestions hide the footer (typed in pieces on a loaded machine),
+/// the last such line right above the input box's lower rule.
 fn input_line(screen: &str) -> Option<String> {
     let lines: Vec<&str> = screen.lines().collect();
-    let footer = lines.iter().rposition(|l| l.contains("mock-model") && l.contains('➜'))?;
+    let is_input = |l: &str| l.trim_start().starts_with('>');
+    let Some(footer) = lines.iter().rposition(|l| l.contains("mock-model") && l.contains('➜')) else {
+        let above_rule = lines.windows(2).rev().find(|w| is_input(w[0]) && w[1].starts_with('─'))?;
+        return Some(above_rule[0].to_string());
+    };
     let above = &lines[footer.saturating_sub(4)..footer];
-    above.iter().rev().find(|l| l.trim_start().starts_with('>')).map(|l| l.to_string())
+    above.iter().rev().find(|l| is_input(l)).map(|l| l.to_string())
 }
 
 /// `/ide status` until it says it is connected to Neovim: its connect is a task deferred after
