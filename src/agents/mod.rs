@@ -99,7 +99,10 @@ pub trait OwnLockfile: Sync {
 /// An agent's own lockfile as written, kept in step until the server stops.
 pub trait KeptLockfile: Send {
     fn path(&self) -> &Path;
-    fn dir(&self) -> &Path;
+    /// The folder it is in.
+    fn dir(&self) -> &Path {
+        self.path().parent().unwrap_or(Path::new(""))
+    }
     /// Rewrites it for new workspace folders.
     fn set_folders(&mut self, folders: &[String]) -> Result<(), String>;
     /// The editor got the focus (for an agent that picks the editor used last).

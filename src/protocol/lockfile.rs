@@ -1,12 +1,14 @@
 //! pi-ide's lockfile, which lets an agent find this editor: `<lock dir>/<port>.lock`, mode
 //! 0600, written whole (temp file + rename) so a reader never sees half of it. An agent with a
-//! lockfile of its own format writes it with the helpers here (in its module, src/agents/).
+//! lockfile of its own format writes it in its module (src/agents/) by support/discovery.rs, in a
+//! folder opened as here ([`PLACE`]).
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::support::discovery::{self, Place};
 use crate::support::safe_dir::{self, Folder, Problem};
 
 /// Exactly the fields of the protocol, in its spelling.
@@ -83,13 +85,21 @@ fn refusal(dir: &Path, problem: &Problem) -> String {
 }
 
 /// The folder holding `path` (only checked) and the file's name in it.
-pub fn in_folder(path: &Path) -> Result<(Folder, &OsStr), String> {
+fn in_folder(path: &Path) -> Result<(Folder, &OsStr), String> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(format!("{} names no file", path.display()));
     };
     let folder = safe_dir::open(dir, safe_dir::LOCK_CHECK).map_err(|p| p.to_string())?;
     Ok((folder, name))
 }
+
+/// An agent's lockfile in a folder of ours ([`open_dir`]), for support/discovery.rs.
+pub const PLACE: Place = Place {
+    open: open_dir,
+    look: |dir| safe_dir::open(dir, safe_dir::LOCK_CHECK).map_err(|p| p.to_string()),
+    noun: "lockfile",
+    not_one: "not a lockfile",
+};
 
 /// Writes the lockfile atomically, creating the folder (0700) when it is missing (see
 /// [`open_dir`]); the temp file is new (O_EXCL) and never a link (O_NOFOLLOW), 0600.
@@ -100,7 +110,7 @@ pub fn write(dir: &Path, port: u16, info: &LockInfo) -> Result<PathBuf, String> 
 }
 
 /// Writes `dir/name` atomically (see [`write`]).
-pub fn write_named(dir: &Path, name: &str, body: &[u8]) -> Result<PathBuf, String> {
+fn write_named(dir: &Path, name: &str, body: &[u8]) -> Result<PathBuf, String> {
     let path = dir.join(name);
     open_dir(dir)?.write(OsStr::new(name), body).map_err(|e| format!("cannot write lockfile {}: {e}", path.display()))?;
     Ok(path)
@@ -110,12 +120,7 @@ pub fn write_named(dir: &Path, name: &str, body: &[u8]) -> Result<PathBuf, Strin
 /// :checkhealth).
 pub fn check(path: &Path, expected: &LockInfo) -> Result<(), String> {
     let (folder, name) = in_folder(path)?;
-    let mode = folder.mode(name).map_err(|e| format!("missing: {e}"))? & 0o777;
-    if mode != 0o600 {
-        return Err(format!("mode is {mode:o}, not 600"));
-    }
-    let text = folder.read(name).map_err(|e| format!("unreadable: {e}"))?;
-    let on_disk: LockInfo = serde_json::from_slice(&text).map_err(|e| format!("not a lockfile: {e}"))?;
+    let on_disk: LockInfo = discovery::read_private(&folder, name, PLACE.not_one)?;
     if &on_disk != expected {
         return Err("it does not match this server (token, pid or folders differ)".into());
     }
@@ -130,7 +135,7 @@ pub fn remove(path: &Path, token: &str) {
 
 /// Removes the file at `path` when `still_ours(its contents)` says so; read and removed
 /// through its folder's handle (a link there is removed itself, never followed).
-pub fn remove_if(path: &Path, still_ours: impl Fn(&[u8]) -> bool) {
+fn remove_if(path: &Path, still_ours: impl Fn(&[u8]) -> bool) {
     let Ok((folder, name)) = in_folder(path) else { return };
     if folder.read(name).is_ok_and(|text| still_ours(&text)) {
         let _ = folder.remove(name);

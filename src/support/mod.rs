@@ -1,10 +1,11 @@
-//! What every layer uses: the log file, fail points for tests, the source stamp, waking
+//! What every layer uses: the log file, the discovery files agents find us by, fail points for tests, the source stamp, waking
 //! Neovim's main loop, resolving paths off the main thread, where a path really leads, opening folders of ours so that no
 //! other user can slip theirs in (shared with bridge/), a text's git blob id, writing an
 //! accepted text onto the very file a review showed, and over an agent's own write of its proposal.
 
 pub mod at;
 pub mod blob;
+pub mod discovery;
 pub mod failpoint;
 pub mod log;
 pub mod on_disk;

@@ -2,7 +2,8 @@
 //! read: `{port, workspacePath, authToken, ideInfo}`, mode 0600, naming our port and the token it
 //! must send; Qwen Code's also names our pid (`ppid`: it deletes a file whose pid is dead). Where
 //! it goes and how it is named is each CLI's own ([`Format`]: gemini.rs, qwen.rs). The folders
-//! on the way must be ours or root's (protocol/lockfile.rs, `open_dir`), else we refuse to serve.
+//! on the way must be ours or root's (protocol/lockfile.rs, `open_dir`), else we refuse to serve;
+//! support/discovery.rs writes it.
 
 use std::path::{Path, PathBuf};
 
@@ -10,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agents::{KeptLockfile, OwnLockfile};
-use crate::protocol::lockfile::LockInfo;
+use crate::protocol::lockfile::{self, LockInfo};
+use crate::support::discovery::{Place, Written};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -60,34 +62,17 @@ impl Format {
         }
     }
 
-    /// Writes (or rewrites) it in `dir`, atomically, 0600.
-    pub fn write(&self, dir: &Path, file: &CompanionFile) -> Result<PathBuf, String> {
-        let body = serde_json::to_vec(file).map_err(|e| e.to_string())?;
-        crate::protocol::lockfile::write_named(dir, &(self.file_name)(file.port), &body)
-            .map_err(|e| format!("{}: {e}", self.what))
+    /// Writes it in `dir`, atomically, 0600.
+    fn write(&self, dir: PathBuf, file: CompanionFile) -> Result<Kept, String> {
+        let path = dir.join((self.file_name)(file.port));
+        let kept = Kept { format: *self, file: Written { place: &PLACE, dir, path, body: file } };
+        kept.save()?;
+        Ok(kept)
     }
 }
 
-/// Removes it, if it still holds our token.
-pub fn remove(path: &Path, token: &str) {
-    let holds = |text: &[u8]| serde_json::from_slice::<CompanionFile>(text).is_ok_and(|f| f.auth_token == token);
-    crate::protocol::lockfile::remove_if(path, holds);
-}
-
-/// Whether it is there, private and ours (for :checkhealth).
-pub fn check(path: &Path, file: &CompanionFile) -> Result<(), String> {
-    let (folder, name) = crate::protocol::lockfile::in_folder(path)?;
-    let mode = folder.mode(name).map_err(|e| format!("missing: {e}"))? & 0o777;
-    if mode != 0o600 {
-        return Err(format!("mode is {mode:o}, not 600"));
-    }
-    let text = folder.read(name).map_err(|e| format!("unreadable: {e}"))?;
-    let on_disk: CompanionFile = serde_json::from_slice(&text).map_err(|e| format!("not such a file: {e}"))?;
-    if on_disk.port != file.port || on_disk.auth_token != file.auth_token {
-        return Err("it does not match this server (port or token differ)".into());
-    }
-    Ok(())
-}
+/// In a lock folder of ours, as protocol/lockfile.rs opens it.
+static PLACE: Place = Place { not_one: "not such a file", ..lockfile::PLACE };
 
 /// The port in `127.0.0.1:<port>`, where a loopback agent listens.
 fn port_of(at: &Path) -> Result<u16, String> {
@@ -98,18 +83,20 @@ fn port_of(at: &Path) -> Result<u16, String> {
 
 struct Kept {
     format: Format,
-    dir: PathBuf,
-    path: PathBuf,
-    file: CompanionFile,
+    file: Written<CompanionFile>,
+}
+
+impl Kept {
+    fn save(&self) -> Result<(), String> {
+        self.file.save().map_err(|e| format!("{}: {e}", self.format.what))
+    }
 }
 
 impl OwnLockfile for Format {
     /// `socket` is `127.0.0.1:<port>` (its transport is loopback HTTP).
     fn write(&self, socket: &Path, lock: &LockInfo, _: &Value) -> Result<Box<dyn KeptLockfile>, String> {
         let file = self.file(port_of(socket)?, &lock.workspace_folders, &lock.auth_token, &lock.ide_name);
-        let dir = (self.dir)()?;
-        let path = Format::write(self, &dir, &file)?;
-        Ok(Box::new(Kept { format: *self, dir, path, file }))
+        Ok(Box::new(Format::write(self, (self.dir)()?, file)?))
     }
 
     /// Files of dead Neovims are left alone: the CLIs skip (or delete) files of dead pids
@@ -121,31 +108,32 @@ impl OwnLockfile for Format {
 
 impl KeptLockfile for Kept {
     fn path(&self) -> &Path {
-        &self.path
-    }
-
-    fn dir(&self) -> &Path {
-        &self.dir
+        &self.file.path
     }
 
     fn set_folders(&mut self, folders: &[String]) -> Result<(), String> {
-        self.file.workspace_path = folders.join(":");
-        self.format.write(&self.dir, &self.file).map(|_| ())
+        self.file.body.workspace_path = folders.join(":");
+        self.save()
     }
 
     fn focused(&mut self) -> Result<(), String> {
         match self.format.newest_wins {
-            true => self.format.write(&self.dir, &self.file).map(|_| ()),
+            true => self.save(),
             false => Ok(()),
         }
     }
 
+    /// Ours as long as it names our port and token.
     fn check(&self) -> Result<(), String> {
-        check(&self.path, &self.file)
+        let on_disk = self.file.on_disk()?;
+        if on_disk.port != self.file.body.port || on_disk.auth_token != self.file.body.auth_token {
+            return Err("it does not match this server (port or token differ)".into());
+        }
+        Ok(())
     }
 
     fn remove(&self, _: &str) {
-        remove(&self.path, &self.file.auth_token);
+        self.file.remove_if(|f| f.auth_token == self.file.body.auth_token);
     }
 }
 
@@ -170,12 +158,17 @@ mod tests {
         assert_eq!(port_of(Path::new("127.0.0.1:4242")), Ok(4242));
         let dir = std::env::temp_dir().join(format!("pi-ide-companion-file-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let p = PLAIN.write(&dir, &f).unwrap();
+        let kept = PLAIN.write(dir.clone(), f).unwrap();
+        let p = kept.file.path.clone();
         assert!(p.ends_with("4242.lock"));
-        assert!(check(&p, &f).is_ok());
-        remove(&p, "other");
-        assert!(p.exists(), "not ours to remove");
-        remove(&p, "tok");
+        assert!(kept.check().is_ok());
+        let mut theirs = kept.file.body.clone();
+        theirs.auth_token = "other".into();
+        std::fs::write(&p, serde_json::to_vec(&theirs).unwrap()).unwrap();
+        kept.remove("");
+        assert!(p.exists(), "another editor's since: not ours to remove");
+        kept.save().unwrap();
+        kept.remove("");
         assert!(!p.exists());
         let _ = std::fs::remove_dir_all(&dir);
     }

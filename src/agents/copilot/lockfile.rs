@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::agents::{KeptLockfile, OwnLockfile};
-use crate::protocol::lockfile::LockInfo;
+use crate::protocol::lockfile::{self, LockInfo};
+use crate::support::discovery::Written;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -55,29 +56,12 @@ pub fn now_ms() -> u64 {
 
 /// `$COPILOT_HOME/ide`, or `~/.copilot/ide`.
 pub fn dir() -> Result<PathBuf, String> {
-    crate::protocol::lockfile::agent_dir("COPILOT_HOME", ".copilot", "the Copilot CLI's lockfile")
+    lockfile::agent_dir("COPILOT_HOME", ".copilot", "the Copilot CLI's lockfile")
 }
 
-/// Writes (or rewrites) our lockfile at `path` in `dir`, atomically, 0600.
-pub fn write(dir: &Path, path: &Path, lock: &CopilotLock) -> Result<PathBuf, String> {
-    let name = path.file_name().and_then(|n| n.to_str()).ok_or("bad lockfile name")?;
-    let body = serde_json::to_vec(lock).map_err(|e| e.to_string())?;
-    crate::protocol::lockfile::write_named(dir, name, &body)
-}
-
-/// Rewrites our lockfile in place (new workspace folders): the CLI watches the lockfile it
-/// connected through, and a rename over it reads as the editor going away (it disconnects
-/// and reconnects, dropping a pending review). The file is opened through its folder's handle,
-/// without following a link, and must be a regular file of ours; when it is gone, it is
-/// written anew.
-pub fn rewrite(dir: &Path, path: &Path, lock: &CopilotLock) -> Result<PathBuf, String> {
-    let name = path.file_name().ok_or("bad lockfile name")?;
-    let body = serde_json::to_vec(lock).map_err(|e| e.to_string())?;
-    match crate::protocol::lockfile::open_dir(dir)?.rewrite(name, &body) {
-        Ok(()) => Ok(path.to_owned()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => write(dir, path, lock),
-        Err(e) => Err(format!("cannot rewrite {}: {e}", path.display())),
-    }
+/// Writes our lockfile at `path` in `dir`, atomically, 0600.
+pub fn write(dir: &Path, path: &Path, lock: &CopilotLock) -> Result<Written<CopilotLock>, String> {
+    Written::new(&lockfile::PLACE, dir.to_owned(), path.to_owned(), lock.clone())
 }
 
 /// A new name for our lockfile in `dir`.
@@ -85,15 +69,9 @@ pub fn new_path(dir: &Path) -> PathBuf {
     dir.join(format!("{}.lock", uuid::Uuid::new_v4()))
 }
 
-/// Removes our lockfile, if it still holds our token.
-pub fn remove(path: &Path, token: &str) {
-    let holds = |text: &[u8]| serde_json::from_slice::<CopilotLock>(text).is_ok_and(|l| l.holds_token(token));
-    crate::protocol::lockfile::remove_if(path, holds);
-}
-
 /// Removes lockfiles of editors like us (by `is_ours(ideName)`) whose process is gone.
 pub fn remove_stale(dir: &Path, is_ours: impl Fn(&str) -> bool) -> Vec<PathBuf> {
-    crate::protocol::lockfile::remove_stale_by(
+    lockfile::remove_stale_by(
         dir,
         |text| {
             let l = serde_json::from_slice::<CopilotLock>(text).ok()?;
@@ -103,31 +81,8 @@ pub fn remove_stale(dir: &Path, is_ours: impl Fn(&str) -> bool) -> Vec<PathBuf> 
     )
 }
 
-/// Whether the lockfile at `path` is there, private and ours as `lock` says (for :checkhealth).
-pub fn check(path: &Path, lock: &CopilotLock) -> Result<(), String> {
-    let (folder, name) = crate::protocol::lockfile::in_folder(path)?;
-    let mode = folder.mode(name).map_err(|e| format!("missing: {e}"))? & 0o777;
-    if mode != 0o600 {
-        return Err(format!("mode is {mode:o}, not 600"));
-    }
-    let text = folder.read(name).map_err(|e| format!("unreadable: {e}"))?;
-    let on_disk: CopilotLock =
-        serde_json::from_slice(&text).map_err(|e| format!("not a lockfile: {e}"))?;
-    if on_disk.socket_path != lock.socket_path || on_disk.headers != lock.headers {
-        return Err("it does not match this server (socket or token differ)".into());
-    }
-    Ok(())
-}
-
 /// The Copilot CLI's lockfile as an agent's own ([`OwnLockfile`]).
 pub struct Lockfile;
-
-/// Ours as written: where, and what it says (kept to rewrite it in place).
-struct Kept {
-    dir: PathBuf,
-    path: PathBuf,
-    lock: CopilotLock,
-}
 
 impl OwnLockfile for Lockfile {
     /// `options.trust_workspace`: write `isTrusted` (the user said the folders are trusted).
@@ -136,8 +91,7 @@ impl OwnLockfile for Lockfile {
         let folders = lock.workspace_folders.clone();
         let ours = CopilotLock::new(socket, &lock.auth_token, folders, &lock.ide_name, trusted);
         let dir = dir()?;
-        let path = write(&dir, &new_path(&dir), &ours)?;
-        Ok(Box::new(Kept { dir, path, lock: ours }))
+        Ok(Box::new(write(&dir, &new_path(&dir), &ours)?))
     }
 
     fn sweep(&self, is_ours: &dyn Fn(&str) -> bool) -> Vec<PathBuf> {
@@ -145,27 +99,30 @@ impl OwnLockfile for Lockfile {
     }
 }
 
-impl KeptLockfile for Kept {
+impl KeptLockfile for Written<CopilotLock> {
     fn path(&self) -> &Path {
         &self.path
     }
 
-    fn dir(&self) -> &Path {
-        &self.dir
-    }
-
+    /// In place: the CLI watches the lockfile it connected through, and a rename over it reads
+    /// as the editor going away (it disconnects and reconnects, dropping a pending review).
     fn set_folders(&mut self, folders: &[String]) -> Result<(), String> {
-        self.lock.workspace_folders = folders.to_vec();
-        self.lock.timestamp = now_ms();
-        rewrite(&self.dir, &self.path, &self.lock).map(|_| ())
+        self.body.workspace_folders = folders.to_vec();
+        self.body.timestamp = now_ms();
+        self.save_in_place()
     }
 
+    /// Ours as long as it names our socket and token.
     fn check(&self) -> Result<(), String> {
-        check(&self.path, &self.lock)
+        let on_disk = self.on_disk()?;
+        if on_disk.socket_path != self.body.socket_path || on_disk.headers != self.body.headers {
+            return Err("it does not match this server (socket or token differ)".into());
+        }
+        Ok(())
     }
 
     fn remove(&self, token: &str) {
-        remove(&self.path, token);
+        self.remove_if(|l| l.holds_token(token));
     }
 }
 
@@ -193,16 +150,15 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("pi-ide-copilot-lock-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let l = CopilotLock::new(Path::new("/s"), "tok", vec![], "Neovim", false);
-        let p = write(&dir, &new_path(&dir), &l).unwrap();
-        assert!(check(&p, &l).is_ok());
+        let mut kept = write(&dir, &new_path(&dir), &l).unwrap();
+        let p = kept.path.clone();
+        assert!(kept.check().is_ok());
         // New folders go into the same file (the CLI takes a rename for the editor leaving).
         use std::os::unix::fs::MetadataExt;
         let inode = std::fs::metadata(&p).unwrap().ino();
-        let mut moved = l.clone();
-        moved.workspace_folders = vec!["/a".into(), "/b".into()];
-        rewrite(&dir, &p, &moved).unwrap();
+        kept.set_folders(&["/a".into(), "/b".into()]).unwrap();
         assert_eq!(std::fs::metadata(&p).unwrap().ino(), inode);
-        assert!(check(&p, &moved).is_ok());
+        assert!(kept.check().is_ok());
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(text.contains(r#""workspaceFolders":["/a","/b"]"#), "{text}");
         // A link planted in its place is not followed.
@@ -210,16 +166,17 @@ mod tests {
         std::fs::write(&victim, "mine").unwrap();
         let link = dir.join("link.lock");
         std::os::unix::fs::symlink(&victim, &link).unwrap();
-        assert!(rewrite(&dir, &link, &moved).is_err());
+        let planted = Written { place: &lockfile::PLACE, dir: dir.clone(), path: link, body: kept.body.clone() };
+        assert!(planted.save_in_place().is_err());
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
-        remove(&p, "other");
+        kept.remove("other");
         assert!(p.exists(), "not ours to remove");
-        remove(&p, "tok");
+        kept.remove("tok");
         assert!(!p.exists());
         let mut dead = l.clone();
         dead.pid = 999_999_999;
-        let stale = write(&dir, &new_path(&dir), &dead).unwrap();
-        let live = write(&dir, &new_path(&dir), &l).unwrap();
+        let stale = write(&dir, &new_path(&dir), &dead).unwrap().path;
+        let live = write(&dir, &new_path(&dir), &l).unwrap().path;
         assert_eq!(remove_stale(&dir, |n| n.starts_with("Neovim")), vec![stale]);
         assert!(live.exists());
         let _ = std::fs::remove_dir_all(&dir);

@@ -5,9 +5,9 @@
 //! its terminals), its workspace folders and when it last had the focus. It holds no token:
 //! the socket lets in this user's processes only, and the bridge checks that the socket is
 //! this user's before it sends anything. The folder is opened and checked each time it is
-//! written (a swap since is refused), and the record written through its handle.
+//! written (a swap since is refused), and the record written through its handle
+//! (support/discovery.rs).
 
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::agents::{KeptLockfile, OwnLockfile};
 use crate::protocol::lockfile::{self, LockInfo};
+use crate::support::discovery::{Place, Written};
 use crate::support::safe_dir::{self, Folder};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,23 +39,13 @@ fn now_ms() -> u64 {
 /// The record as an agent's own lockfile ([`OwnLockfile`]).
 pub struct Records;
 
-struct Kept {
-    dir: PathBuf,
-    path: PathBuf,
-    record: Record,
-}
-
-impl Kept {
-    fn save(&self) -> Result<(), String> {
-        let body = serde_json::to_vec(&self.record).map_err(|e| e.to_string())?;
-        let folder = open(&self.dir)?;
-        folder.write(self.name(), &body).map_err(|e| format!("cannot write the record {}: {e}", self.path.display()))
-    }
-
-    fn name(&self) -> &OsStr {
-        self.path.file_name().unwrap_or_default()
-    }
-}
+/// In the records folder (support/safe_dir/runtime.rs).
+static PLACE: Place = Place {
+    open,
+    look: |dir| safe_dir::open_records(dir, false),
+    noun: "the record",
+    not_one: "not a record",
+};
 
 /// The records folder at `dir`, made if missing and made private (the log says so).
 fn open(dir: &Path) -> Result<Folder, String> {
@@ -78,9 +69,7 @@ impl OwnLockfile for Records {
         };
         let dir = safe_dir::records_path();
         let path = dir.join(format!("{}.lock", lock.pid));
-        let kept = Kept { dir, path, record };
-        kept.save()?;
-        Ok(Box::new(kept))
+        Ok(Box::new(Written::new(&PLACE, dir, path, record)?))
     }
 
     fn sweep(&self, is_ours: &dyn Fn(&str) -> bool) -> Vec<PathBuf> {
@@ -92,40 +81,31 @@ impl OwnLockfile for Records {
     }
 }
 
-impl KeptLockfile for Kept {
+impl KeptLockfile for Written<Record> {
     fn path(&self) -> &Path {
         &self.path
     }
 
-    fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     fn set_folders(&mut self, folders: &[String]) -> Result<(), String> {
-        self.record.workspace_folders = folders.to_vec();
+        self.body.workspace_folders = folders.to_vec();
         self.save()
     }
 
     fn focused(&mut self) -> Result<(), String> {
-        self.record.focused_at = now_ms();
+        self.body.focused_at = now_ms();
         self.save()
     }
 
+    /// Ours as long as it names our socket and process.
     fn check(&self) -> Result<(), String> {
-        let folder = safe_dir::open_records(&self.dir, false)?;
-        let text = folder.read(self.name()).map_err(|e| format!("missing: {e}"))?;
-        let on_disk: Record = serde_json::from_slice(&text).map_err(|e| format!("not a record: {e}"))?;
-        if on_disk.socket_path != self.record.socket_path || on_disk.pid != self.record.pid {
+        let on_disk = self.on_disk()?;
+        if on_disk.socket_path != self.body.socket_path || on_disk.pid != self.body.pid {
             return Err("it does not match this server (socket or process differ)".into());
         }
         Ok(())
     }
 
     fn remove(&self, _token: &str) {
-        let Ok(folder) = safe_dir::open_records(&self.dir, false) else { return };
-        let Ok(text) = folder.read(self.name()) else { return };
-        if serde_json::from_slice::<Record>(&text).is_ok_and(|r| r.pid == self.record.pid) {
-            let _ = folder.remove(self.name());
-        }
+        self.remove_if(|r| r.pid == self.body.pid);
     }
 }
