@@ -8,6 +8,7 @@
 //! Usage: pi-ide-mcp [--nvim <socket, server address or pid>]   (or PI_IDE_NVIM)
 
 mod find;
+mod frame;
 mod peer;
 mod relay;
 // Folders opened without following another user's links: the core's own module, shared.
@@ -40,7 +41,7 @@ fn main() {
         match read_line(&mut input, &mut line) {
             Ok(Read::End) | Err(_) => break,
             Ok(Read::Line) => session::handle(&relay, &line),
-            Ok(Read::TooLong) => relay.send(&session::too_long(MAX_LINE)),
+            Ok(Read::TooLong) => relay.send(&frame::too_long(MAX_LINE)),
         }
     }
     // The client closed our stdin: the session is over (the socket closes with us, and Neovim

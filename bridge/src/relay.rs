@@ -166,7 +166,7 @@ fn read_answers(
     let owed: Vec<String> = waiting.lock().unwrap_or_else(|e| e.into_inner()).drain().collect();
     for id in owed {
         let why = format!("Neovim (pid {pid}) went away before answering (it quit, or its pi-ide server stopped); nothing was written. Call the tool again to use a Neovim that runs.");
-        write_line(&out, &crate::session::error_result(&id, &why));
+        write_line(&out, &crate::frame::error_result(&id, &why));
     }
     eprintln!("pi-ide-mcp: the connection to Neovim (pid {pid}) ended");
 }

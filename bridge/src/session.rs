@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
+use crate::frame::{error, error_result, result};
 use crate::relay::Relay;
 
 /// The protocol versions we speak; a client asking for another gets the newest.
@@ -75,23 +76,4 @@ fn answer(relay: &Relay, method: &str, params: Option<Value>, id: &str) -> Strin
         },
         other => error(Some(id), -32601, &format!("method not found: {other}")),
     }
-}
-
-fn result(id: &str, value: &Value) -> String {
-    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{value}}}"#)
-}
-
-fn error(id: Option<&str>, code: i64, message: &str) -> String {
-    let e = json!({"code": code, "message": message});
-    format!(r#"{{"jsonrpc":"2.0","id":{},"error":{e}}}"#, id.unwrap_or("null"))
-}
-
-/// A tool result that says the call failed, and why.
-pub fn error_result(id: &str, why: &str) -> String {
-    result(id, &json!({"content": [{"type": "text", "text": why}], "isError": true}))
-}
-
-/// The answer to a line over `max` bytes (its id is not known: it was not kept).
-pub fn too_long(max: usize) -> String {
-    error(None, -32600, &format!("a message over {} MiB: not read", max >> 20))
 }

@@ -6,6 +6,7 @@ pub mod copilot;
 pub mod lock;
 pub mod nvim;
 pub mod peer;
+mod pty;
 pub mod tui;
 
 pub use lock::LockFile;

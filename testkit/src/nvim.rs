@@ -161,7 +161,7 @@ pub struct Nvim {
     /// A TUI's server process (the TUI runs it as a child): killed with the TUI.
     pub(crate) server_pid: Option<u32>,
     /// A TUI's terminal, for typing bytes as a terminal would.
-    pub(crate) pty: Option<crate::tui::Pty>,
+    pub(crate) pty: Option<crate::pty::Pty>,
 }
 
 /// The RPC side of a connection: replies are matched to requests by id on a reader thread;

@@ -6,72 +6,13 @@
 //! lazy.nvim holds `VeryLazy` until `UIEnter`, so a headless Neovim never loads the plugin the
 //! way users get it; a TUI does.
 
-use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::nvim::{nvim_binary, plugin_root, rpc_over, temp_dir, Nvim};
-
-/// The master side of the terminal Neovim runs in, and what it printed (the last 256 KiB).
-pub struct Pty {
-    master: File,
-    pub output: Arc<Mutex<Vec<u8>>>,
-}
-
-impl Pty {
-    fn open(cols: u16, rows: u16) -> (Pty, OwnedFd) {
-        let mut master = -1;
-        let mut slave = -1;
-        let ws = libc::winsize {
-            ws_row: rows,
-            ws_col: cols,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: openpty writes two fds into the given ints; the winsize is read only.
-        let rc = unsafe {
-            libc::openpty(
-                &mut master,
-                &mut slave,
-                std::ptr::null_mut(),
-                std::ptr::null(),
-                &ws,
-            )
-        };
-        assert_eq!(rc, 0, "openpty failed: {}", std::io::Error::last_os_error());
-        // SAFETY: both fds were just opened for us and are owned by nothing else.
-        let (master, slave) = unsafe { (File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-        let output = Arc::new(Mutex::new(Vec::new()));
-        let mut reader = master.try_clone().unwrap();
-        let out = output.clone();
-        // The terminal must be read, or Neovim blocks writing to it.
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let mut o = out.lock().unwrap();
-                o.extend_from_slice(&buf[..n]);
-                let len = o.len();
-                if len > 256 * 1024 {
-                    o.drain(..len - 256 * 1024);
-                }
-            }
-        });
-        (Pty { master, output }, slave)
-    }
-
-    /// Types bytes as the terminal would send them (e.g. b"\t" for <Tab>).
-    pub fn write(&mut self, bytes: &[u8]) {
-        self.master.write_all(bytes).unwrap();
-    }
-}
+pub use crate::pty::Pty;
 
 /// Where the LazyVim profile lives: `$PI_IDE_LAZYVIM`, else `.deps/lazyvim` in this checkout
 /// (scripts/test installs it there from PyPI).
