@@ -33,6 +33,17 @@ fn start_with(tmp: &Path, more: &str) -> Nvim {
     })
 }
 
+/// The token in a companion CLI's file (Gemini's discovery file, Qwen Code's lock file) that
+/// names `nvim` as the CLIs read it: its ideInfo, and its folder in workspacePath.
+pub fn token_of_ours(file: &Value, nvim: &Nvim) -> String {
+    assert_eq!(file["ideInfo"]["name"], "neovim");
+    assert!(file["ideInfo"]["displayName"].as_str().is_some_and(|n| !n.is_empty()));
+    let cwd = nvim.cwd.canonicalize().unwrap();
+    let folders = file["workspacePath"].as_str().unwrap();
+    assert!(folders.split(':').any(|f| Path::new(f) == cwd), "{folders}");
+    file["authToken"].as_str().unwrap().to_owned()
+}
+
 fn discovery(tmp: &Path, nvim: &Nvim) -> (PathBuf, Value) {
     let dir = tmp.join("gemini/ide");
     let prefix = format!("gemini-ide-server-{}-", nvim.pid());
@@ -338,12 +349,7 @@ fn the_discovery_file_is_private_and_only_the_bearer_from_loopback_gets_in() {
     assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
     let port = file["port"].as_u64().unwrap();
     assert!(path.to_string_lossy().ends_with(&format!("-{port}.json")));
-    assert_eq!(file["ideInfo"]["name"], "neovim");
-    assert!(file["ideInfo"]["displayName"].as_str().is_some_and(|n| !n.is_empty()));
-    let cwd = nvim.cwd.canonicalize().unwrap();
-    let folders = file["workspacePath"].as_str().unwrap();
-    assert!(folders.split(':').any(|f| Path::new(f) == cwd), "{folders}");
-    let token = file["authToken"].as_str().unwrap().to_owned();
+    let token = token_of_ours(&file, &nvim);
     assert_ne!(port, nvim.lockfile().port as u64, "a port of its own");
 
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).to_string();

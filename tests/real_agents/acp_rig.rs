@@ -32,6 +32,11 @@ pub fn agent_setup(agent: &str, cmd: &[&str], env: &[(String, String)]) -> Strin
     )
 }
 
+/// What the file at `path` holds (or why it cannot be read).
+pub fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| format!("<{e}>"))
+}
+
 impl<M> Rig<M> {
     /// Starts Neovim with `options` (the plugin's setup in `after`) and waits for its server.
     pub fn start(agent: &'static str, patience: Duration, model: M, turns: fn(&M) -> Vec<String>, options: Options) -> Rig<M> {
@@ -109,6 +114,22 @@ impl Rig<OpenAiMock> {
         self.model.on_user(word, Reply::tool(tool, args));
         self.model.after_tool(tool, Reply::text(after));
         self.send(&format!("{word} now"));
+    }
+
+    /// Closes the review on screen by `close` (`:q` typed, `:PiIde abort`) without a write: it
+    /// goes, the turn ends with the file at `path` still `was`, and a next turn (on `word`) runs
+    /// through, writing nothing either (whatever the agent would have done of the closed one is
+    /// done by then).
+    pub fn closed_unwritten(&self, close: impl FnOnce(&Nvim), word: &str, path: &str, was: &str) {
+        close(&self.nvim);
+        self.no_review();
+        self.idle();
+        assert_eq!(read(path), was, "{}", self.text());
+        self.model.on_user(word, Reply::text("Still here."));
+        self.send(word);
+        self.wait_text("Still here.");
+        self.idle();
+        assert_eq!(read(path), was, "nothing written after it: {}", self.text());
     }
 
     /// The result of `tool` as the model got it.

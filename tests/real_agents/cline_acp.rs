@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::acp_rig::Rig;
+use crate::acp_rig::{read, Rig};
 use crate::codex_cli::agents_path;
 use crate::harness::*;
 use crate::openai_mock::{OpenAiMock, Reply};
@@ -67,10 +67,6 @@ impl Rig<OpenAiMock> {
     fn pane(&self) -> String {
         self.nvim.lua("return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '|')").as_str().unwrap_or_default().to_owned()
     }
-}
-
-fn read(path: &str) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| format!("<{e}>"))
 }
 
 /// Live Cline processes of this test (Cline's program, whose environment names the test's Cline
@@ -132,16 +128,7 @@ fn q_rejects_the_patch_and_the_file_stays() {
     rig.open();
     rig.model_patches("*** Begin Patch\n*** Update File: b.txt\n-beta\n+BETA\n*** End Patch");
     rig.review_on_screen();
-    type_keys(&rig.nvim, ":q<CR>");
-    rig.no_review();
-    rig.idle();
-    assert_eq!(read(&path), "alpha\nbeta\n");
-    // A next turn runs through: whatever Cline would have done of the rejected patch is done.
-    rig.model.on_user("after-reject", Reply::text("Still here."));
-    rig.send("after-reject");
-    rig.wait_text("Still here.");
-    rig.idle();
-    assert_eq!(read(&path), "alpha\nbeta\n");
+    rig.closed_unwritten(|n| type_keys(n, ":q<CR>"), "after-reject", &path, "alpha\nbeta\n");
 }
 
 #[test]
@@ -181,14 +168,7 @@ fn abort_with_a_review_open_ends_the_turn_and_nothing_lands() {
     rig.open();
     rig.model_patches("*** Begin Patch\n*** Update File: c.txt\n-keep\n+LOST\n*** End Patch");
     rig.review_on_screen();
-    rig.nvim.command("PiIde abort").unwrap();
-    rig.no_review();
-    rig.idle();
-    rig.model.on_user("after-abort", Reply::text("Still here."));
-    rig.send("after-abort");
-    rig.wait_text("Still here.");
-    rig.idle();
-    assert_eq!(read(&path), "keep\n", "nothing written after the cancel: {}", rig.text());
+    rig.closed_unwritten(|n| drop(n.command("PiIde abort").unwrap()), "after-abort", &path, "keep\n");
 }
 
 #[test]

@@ -24,23 +24,30 @@ use pi_ide_testkit::nvim::{temp_dir, Options};
 const AGENT_PATIENCE: Duration = Duration::from_secs(90);
 
 /// One test's folders, removed when dropped: `work` (Neovim's and the CLI's folder), `home`
-/// (the CLI's: IDE mode on in its settings, `work` trusted), `tmp` (TMPDIR of both: the
-/// discovery file's folder) and `tmux` (the socket).
-struct Folders {
-    root: PathBuf,
-    home: PathBuf,
-    work: PathBuf,
+/// (the CLI's: its settings; Qwen Code's lock files), `tmp` (TMPDIR of both: Gemini's
+/// discovery file's folder). Qwen Code's (qwen.rs) too.
+pub struct Folders {
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub work: PathBuf,
     tmp: PathBuf,
 }
 
 impl Folders {
-    fn new() -> Folders {
-        // Canonical: the CLI matches its cwd against workspacePath and its trusted folders.
-        let root = temp_dir("gemini-ide").canonicalize().unwrap();
+    /// Made under a temp folder named `name`, with `home/<cli_dir>` (the CLI's own folder).
+    pub fn make(name: &str, cli_dir: &str) -> Folders {
+        // Canonical: a CLI matches its cwd against workspacePath (and Gemini its trusted folders).
+        let root = temp_dir(name).canonicalize().unwrap();
         let f = Folders { home: root.join("home"), work: root.join("work"), tmp: root.join("tmp"), root };
-        for d in [&f.home.join(".gemini"), &f.work, &f.tmp] {
+        for d in [&f.home.join(cli_dir), &f.work, &f.tmp] {
             std::fs::create_dir_all(d).unwrap();
         }
+        f
+    }
+
+    /// Gemini's: IDE mode on in its settings, `work` trusted.
+    fn new() -> Folders {
+        let f = Folders::make("gemini-ide", ".gemini");
         // IDE mode on as its user turns it on; the API key chosen (no sign-in dialog); usage
         // statistics and the update check off (they would leave the machine).
         let settings = json!({"ide": {"enabled": true}, "security": {"auth": {"selectedType": "gemini-api-key"}},

@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::acp_rig::{agent_setup, Rig};
+use crate::acp_rig::{agent_setup, read, Rig};
 use crate::harness::*;
 use crate::openai_mock::{OpenAiMock, Reply};
 use pi_ide_testkit::nvim::{temp_dir, Options};
@@ -127,10 +127,6 @@ fn alive(pid: i32) -> bool {
     }
 }
 
-fn read(path: &str) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| format!("<{e}>"))
-}
-
 pub fn streams_and_leaves_nothing_running(fork: &'static Fork) {
     let rig = fork_rig(fork);
     rig.model.on_user("hello", Reply::slow_text("Hello from the mock model", 5, Duration::from_millis(20)));
@@ -174,17 +170,8 @@ pub fn q_rejects_file_left(fork: &'static Fork) {
     rig.open();
     rig.model_calls("please-edit", "edit", json!({"filePath": path, "oldString": "beta", "newString": "BETA"}), "Left as it was.");
     rig.review_on_screen();
-    type_keys(&rig.nvim, ":q<CR>");
-    rig.no_review();
-    rig.idle();
+    rig.closed_unwritten(|n| type_keys(n, ":q<CR>"), "after-reject", &path, "alpha\nbeta\n");
     assert!(rig.text().contains("The user rejected permission"), "{}", rig.text());
-    assert_eq!(read(&path), "alpha\nbeta\n");
-    // A next turn runs through: whatever the agent would have done of the rejected change is done.
-    rig.model.on_user("after-reject", Reply::text("Still here."));
-    rig.send("after-reject");
-    rig.wait_text("Still here.");
-    rig.idle();
-    assert_eq!(read(&path), "alpha\nbeta\n");
 }
 
 pub fn new_file_created_after_w(fork: &'static Fork) {
@@ -210,14 +197,7 @@ pub fn abort_with_review_open_nothing_lands(fork: &'static Fork) {
     rig.model.on_user("after-abort", Reply::text("Still here."));
     rig.model_calls("please-edit", "edit", json!({"filePath": path, "oldString": "keep", "newString": "LOST"}), "Should not matter.");
     rig.review_on_screen();
-    rig.nvim.command("PiIde abort").unwrap();
-    rig.no_review();
-    rig.idle();
-    // A next turn runs through: whatever the agent would have done of the cancelled one is done.
-    rig.send("after-abort");
-    rig.wait_text("Still here.");
-    rig.idle();
-    assert_eq!(read(&path), "keep\n", "nothing written after the cancel: {}", rig.text());
+    rig.closed_unwritten(|n| drop(n.command("PiIde abort").unwrap()), "after-abort", &path, "keep\n");
 }
 
 #[test]

@@ -10,30 +10,19 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::copilot_cli::agents_bin;
-use crate::gemini::{wait_agent, InNeovim, Screen, Tui};
+use crate::gemini::{wait_agent, Folders, InNeovim, Screen, Tui};
 use crate::harness::*;
 use crate::openai_mock::{OpenAiMock, Reply};
 use crate::terminal;
-use pi_ide_testkit::nvim::{temp_dir, Options};
+use pi_ide_testkit::nvim::Options;
 
 /// Its input line's hint, on screen once it takes input.
 const READY: &str = "Type your message";
 
-/// One test's folders, removed when dropped: `home` (its `~/.qwen`: settings, the lock files)
-/// and `work` (Neovim's and its folder).
-struct Folders {
-    root: PathBuf,
-    home: PathBuf,
-    work: PathBuf,
-}
-
+/// One test's folders (gemini.rs): its `~/.qwen` holds its settings and the lock files.
 impl Folders {
-    fn new() -> Folders {
-        // Canonical: it matches its cwd against workspacePath.
-        let root = temp_dir("qwen-ide").canonicalize().unwrap();
-        let f = Folders { home: root.join("home"), work: root.join("work"), root };
-        std::fs::create_dir_all(f.home.join(".qwen")).unwrap();
-        std::fs::create_dir_all(&f.work).unwrap();
+    fn for_qwen() -> Folders {
+        let f = Folders::make("qwen-ide", ".qwen");
         // IDE mode on as its user turns it on; the OpenAI key chosen (no sign-in dialog); the
         // update check and statistics off (they would leave the machine).
         let settings = json!({"ide": {"enabled": true}, "security": {"auth": {"selectedType": "openai"}},
@@ -55,12 +44,6 @@ impl Folders {
             found.is_some()
         });
         found.unwrap()
-    }
-}
-
-impl Drop for Folders {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.root);
     }
 }
 
@@ -226,7 +209,7 @@ fn accepted_with_w(cli: &dyn Screen, nvim: &Nvim, about: &dyn Fn() -> String, na
 /// proposal) is said in one line and its write is pending. The lock file goes on quit.
 #[test]
 fn the_real_tui_beside_neovim_connects_sees_the_context_and_a_yes_in_its_terminal_is_pending() {
-    let dirs = Folders::new();
+    let dirs = Folders::for_qwen();
     let mock = model(&dirs);
     let h = dirs.work.join("h.txt");
     std::fs::write(&h, "one\ntwo\n").unwrap();
@@ -289,7 +272,7 @@ fn clients(nvim: &Nvim) -> u64 {
 /// and `:PiIde stop` removes its lock file while the other's stays until it quits.
 #[test]
 fn piide_open_qwen_in_one_of_two_neovims_in_one_folder_connects_to_that_one() {
-    let dirs = Folders::new();
+    let dirs = Folders::for_qwen();
     let mock = model(&dirs);
     let mut launcher = start_launcher(&dirs, &mock);
     let ours = dirs.lock_of(&launcher);

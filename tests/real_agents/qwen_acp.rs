@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use crate::acp_rig::{agent_setup, Rig};
+use crate::acp_rig::{agent_setup, read, Rig};
 use crate::harness::*;
 use crate::openai_mock::{OpenAiMock, Reply};
 use pi_ide_testkit::nvim::{temp_dir, Options};
@@ -58,10 +58,6 @@ impl Rig<OpenAiMock> {
     }
 }
 
-fn read(path: &str) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| format!("<{e}>"))
-}
-
 fn new_path(rig: &Rig<OpenAiMock>, name: &str) -> String {
     rig.nvim.lua(&format!("return vim.fn.getcwd() .. '/{name}'")).as_str().unwrap().to_owned()
 }
@@ -105,16 +101,7 @@ fn qwen_q_rejects_and_the_file_is_left() {
     rig.open();
     rig.qwen_edits("please-edit", &path, "beta", "BETA", "Left as it was.");
     rig.review_on_screen();
-    type_keys(&rig.nvim, ":q<CR>");
-    rig.no_review();
-    rig.idle();
-    assert_eq!(read(&path), "alpha\nbeta\n");
-    // A next turn runs through, and the file is still as it was.
-    rig.model.on_user("after-reject", Reply::text("Still here."));
-    rig.send("after-reject");
-    rig.wait_text("Still here.");
-    rig.idle();
-    assert_eq!(read(&path), "alpha\nbeta\n");
+    rig.closed_unwritten(|n| type_keys(n, ":q<CR>"), "after-reject", &path, "alpha\nbeta\n");
 }
 
 /// The lost new file: qwen never reads a file it creates before asking, and after the allow
@@ -156,12 +143,5 @@ fn qwen_abort_with_a_review_open_leaves_the_file_and_ends_the_turn() {
     rig.open();
     rig.qwen_edits("please-edit", &path, "keep", "LOST", "Should not matter.");
     rig.review_on_screen();
-    rig.nvim.command("PiIde abort").unwrap();
-    rig.no_review();
-    rig.idle();
-    rig.model.on_user("after-abort", Reply::text("Still here."));
-    rig.send("after-abort");
-    rig.wait_text("Still here.");
-    rig.idle();
-    assert_eq!(read(&path), "keep\n", "nothing written after the cancel: {}", rig.text());
+    rig.closed_unwritten(|n| drop(n.command("PiIde abort").unwrap()), "after-abort", &path, "keep\n");
 }
