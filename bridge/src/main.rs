@@ -7,11 +7,15 @@
 //!
 //! Usage: pi-ide-mcp [--nvim <socket, server address or pid>]   (or PI_IDE_NVIM)
 
+// The core's openat helpers, and its folders opened without following another user's links
+// (safe_dir uses at as its sibling): shared by path, one set for both programs.
+#[allow(dead_code)]
+#[path = "../../src/support/at.rs"]
+mod at;
 mod find;
 mod frame;
 mod peer;
 mod relay;
-// Folders opened without following another user's links: the core's own module, shared.
 #[allow(dead_code, unused_imports)]
 #[path = "../../src/support/safe_dir/mod.rs"]
 mod safe_dir;

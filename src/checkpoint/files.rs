@@ -99,7 +99,7 @@ pub fn parent(root: &Path, name: &[u8], create: bool) -> Result<Option<Parent>, 
         }
         for (i, part) in folders.iter().enumerate().skip(from) {
             let cpart = c(part)?;
-            at::make_dir(&dir, &cpart).map_err(|e| format!("could not create {}: {e}", String::from_utf8_lossy(&folders[..=i].join(&b'/'))))?;
+            at::make_dir(&dir, &cpart, 0o777).map_err(|e| format!("could not create {}: {e}", String::from_utf8_lossy(&folders[..=i].join(&b'/'))))?;
             // Opened without following too: a symlink put there since is refused.
             dir = at::open_dir(Some(&dir), &cpart).map_err(|e| refused(&dir, &cpart, &folders[..=i].join(&b'/'), e))?;
         }

@@ -79,7 +79,7 @@ impl Seen {
         }
         for part in &self.missing {
             let c = c_name(part)?;
-            at::make_dir(&dir, &c).map_err(|e| format!("cannot create folder {}: {e}", part.to_string_lossy()))?;
+            at::make_dir(&dir, &c, 0o777).map_err(|e| format!("cannot create folder {}: {e}", part.to_string_lossy()))?;
             dir = open(Some(&dir), part)?;
         }
         let now = stamp_of(&dir, &self.name)?;

@@ -20,13 +20,16 @@
 mod runtime;
 mod walk;
 
+// The openat helpers: support/at.rs, a sibling of this module in both crates that compile it.
+use super::at;
+
 pub use runtime::{candidates, open_records, records_path, to_read};
 
-use std::ffi::{CStr, CString, OsStr, OsString};
+use std::ffi::{CStr, OsStr, OsString};
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 /// What a folder must be, and whether to make it so.
@@ -94,14 +97,6 @@ pub fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-fn c_name(name: &OsStr) -> io::Result<CString> {
-    CString::new(name.as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a name with a NUL byte"))
-}
-
-fn check(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r) }
-}
-
 impl Folder {
     pub fn path(&self) -> &Path {
         &self.path
@@ -113,7 +108,7 @@ impl Folder {
         // SAFETY: fcntl on a descriptor we own; the copy is handed to fdopendir, which owns it
         // from then on (closedir closes it), or closed here when fdopendir fails.
         unsafe {
-            let copy = check(libc::fcntl(self.fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0))?;
+            let copy = at::check(libc::fcntl(self.fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0))?;
             let dir = libc::fdopendir(copy);
             if dir.is_null() {
                 let e = io::Error::last_os_error();
@@ -137,14 +132,11 @@ impl Folder {
         }
     }
 
-    /// Opens `name` in it: never through a link, never anything but a regular file of ours.
-    fn open_file(&self, name: &OsStr, flags: libc::c_int) -> io::Result<File> {
-        let c = c_name(name)?;
-        let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
-        // SAFETY: openat with our folder's descriptor and a NUL-terminated name.
-        let fd = check(unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags) })?;
-        // SAFETY: openat returned a new descriptor that nothing else owns.
-        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    /// Opens `name` in it to read or to write over: never through a link, never anything but
+    /// a regular file of ours.
+    fn open_file(&self, name: &OsStr, write: bool) -> io::Result<File> {
+        let c = at::os_name(name)?;
+        let file = if write { at::open_to_rewrite(&self.fd, &c)? } else { at::open_file(&self.fd, &c)? };
         let meta = file.metadata()?;
         use std::os::unix::fs::MetadataExt;
         if !meta.is_file() || meta.uid() != euid() {
@@ -155,7 +147,7 @@ impl Folder {
 
     /// The contents of `name` (at most [`MAX_READ`] bytes).
     pub fn read(&self, name: &OsStr) -> io::Result<Vec<u8>> {
-        let file = self.open_file(name, libc::O_RDONLY)?;
+        let file = self.open_file(name, false)?;
         let mut body = Vec::new();
         file.take(MAX_READ + 1).read_to_end(&mut body)?;
         if body.len() as u64 > MAX_READ {
@@ -167,14 +159,14 @@ impl Folder {
     /// `name`'s permission bits, read through a handle on it (it must be a file of ours).
     pub fn mode(&self, name: &OsStr) -> io::Result<u32> {
         use std::os::unix::fs::PermissionsExt;
-        Ok(self.open_file(name, libc::O_RDONLY)?.metadata()?.permissions().mode() & 0o7777)
+        Ok(self.open_file(name, false)?.metadata()?.permissions().mode() & 0o7777)
     }
 
     /// Writes `name` whole: a new temp file (O_EXCL, never a link, 0600), then renamed over it,
     /// so a reader never sees half of it. No fsync: readers need the rename only.
     pub fn write(&self, name: &OsStr, body: &[u8]) -> io::Result<()> {
         let (tmp, mut file) = self.new_temp(name)?;
-        let written = file.write_all(body).and_then(|()| self.rename(&tmp, name));
+        let written = file.write_all(body).and_then(|()| at::rename(&self.fd, &at::os_name(&tmp)?, &at::os_name(name)?));
         if written.is_err() {
             let _ = self.remove(&tmp);
         }
@@ -183,17 +175,13 @@ impl Folder {
 
     /// A new temp file beside `name`, of a name no one had.
     fn new_temp(&self, name: &OsStr) -> io::Result<(OsString, File)> {
-        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         for attempt in 0u32..100 {
             let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
             let mut tmp = OsString::from(".");
             tmp.push(name);
             tmp.push(format!(".{}.{nanos}.{attempt}.tmp", std::process::id()));
-            let c = c_name(&tmp)?;
-            // SAFETY: openat with our folder's descriptor and a NUL-terminated name.
-            match check(unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags, 0o600 as libc::c_uint) }) {
-                // SAFETY: a new descriptor that nothing else owns.
-                Ok(fd) => return Ok((tmp, File::from(unsafe { OwnedFd::from_raw_fd(fd) }))),
+            match at::create_new(&self.fd, &at::os_name(&tmp)?, 0o600) {
+                Ok(file) => return Ok((tmp, file)),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
@@ -201,33 +189,22 @@ impl Folder {
         Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free name for a temp file"))
     }
 
-    fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
-        let (from, to) = (c_name(from)?, c_name(to)?);
-        let fd = self.fd.as_raw_fd();
-        // SAFETY: renameat within our folder, names NUL-terminated.
-        check(unsafe { libc::renameat(fd, from.as_ptr(), fd, to.as_ptr()) }).map(|_| ())
-    }
-
     /// Rewrites `name` in place (same file, same inode): for a reader that watches the file
     /// and takes a rename for the writer going away. NotFound when it is gone.
     pub fn rewrite(&self, name: &OsStr, body: &[u8]) -> io::Result<()> {
-        let mut file = self.open_file(name, libc::O_WRONLY)?;
+        let mut file = self.open_file(name, true)?;
         file.set_len(0)?;
         file.write_all(body)
     }
 
     /// Removes `name` (a link itself, never what it points to).
     pub fn remove(&self, name: &OsStr) -> io::Result<()> {
-        let c = c_name(name)?;
-        // SAFETY: unlinkat within our folder, the name NUL-terminated.
-        check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) }).map(|_| ())
+        at::unlink(&self.fd, &at::os_name(name)?, false)
     }
 
     /// Removes the folder `name` in it, if it is empty.
     pub fn remove_empty_folder(&self, name: &OsStr) -> io::Result<()> {
-        let c = c_name(name)?;
-        // SAFETY: unlinkat within our folder, the name NUL-terminated.
-        check(unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) }).map(|_| ())
+        at::unlink(&self.fd, &at::os_name(name)?, true)
     }
 }
 

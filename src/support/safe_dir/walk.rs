@@ -2,13 +2,12 @@
 //! link and checked through its handle (see the rules in mod.rs).
 
 use std::collections::VecDeque;
-use std::ffi::{CString, OsStr, OsString};
+use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 
-use super::{c_name, euid, Problem, Rules};
+use super::{at, euid, Problem, Rules};
 
 /// The sticky bit (S_ISVTX, of another type on macOS): in a folder that has it, only the owner
 /// of a name may rename or remove it.
@@ -16,13 +15,6 @@ const STICKY: u32 = 0o1000;
 
 /// Links followed at most (Linux's own limit).
 const MAX_LINKS: usize = 40;
-
-/// How a folder on the way is opened: only to go on from it (no read permission needed on
-/// Linux), or to read it and change its mode (ours, and the last one).
-#[cfg(any(target_os = "linux", target_os = "android"))]
-const SEARCH: libc::c_int = libc::O_PATH;
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-const SEARCH: libc::c_int = libc::O_RDONLY;
 
 /// One component to walk: a name or `..`, and whether it is a folder of ours.
 struct Step {
@@ -36,9 +28,9 @@ struct Trail {
 }
 
 impl Trail {
-    fn here(&self) -> (RawFd, &Path) {
+    fn here(&self) -> (&OwnedFd, &Path) {
         let (fd, path) = self.open.last().expect("the root stays");
-        (fd.as_raw_fd(), path)
+        (fd, path)
     }
 }
 
@@ -50,7 +42,7 @@ pub fn walk(path: &Path, rules: Rules) -> Result<(OwnedFd, Vec<(PathBuf, u32)>),
         false => std::env::current_dir().map_err(|e| refused(format!("cannot read the current folder: {e}")))?.join(path),
     };
     let mut todo = steps(&absolute, rules.own);
-    let root = open_at(libc::AT_FDCWD, OsStr::new("/"), todo.is_empty()).map_err(|e| refused(format!("cannot open /: {e}")))?;
+    let root = open_at(None, OsStr::new("/"), todo.is_empty()).map_err(|e| refused(format!("cannot open /: {e}")))?;
     check_folder(&root, Path::new("/"), false, rules)?;
     let mut trail = Trail { open: vec![(root, PathBuf::from("/"))] };
     let (mut links, mut made, mut fixed) = (0, 0, Vec::new());
@@ -67,7 +59,7 @@ pub fn walk(path: &Path, rules: Rules) -> Result<(OwnedFd, Vec<(PathBuf, u32)>),
         };
         let (parent, at) = trail.here();
         let shown = at.join(&name);
-        match open_at(parent, &name, last || step.own) {
+        match open_at(Some(parent), &name, last || step.own) {
             Ok(fd) => {
                 if let Some(was) = check_folder(&fd, &shown, step.own, rules)? {
                     fixed.push((shown.clone(), was));
@@ -126,20 +118,11 @@ fn steps(path: &Path, own: usize) -> VecDeque<Step> {
     names.into_iter().enumerate().map(|(i, name)| Step { name, own: i >= first_own }).collect()
 }
 
-/// Opens the folder `name` in `parent`, never through a link.
-fn open_at(parent: RawFd, name: &OsStr, readable: bool) -> io::Result<OwnedFd> {
-    let c = c_name(name)?;
-    let how = if readable { libc::O_RDONLY } else { SEARCH };
-    let flags = how | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: openat with a descriptor we hold (or AT_FDCWD) and a NUL-terminated name.
-    let fd = super::check(unsafe { libc::openat(parent, c.as_ptr(), flags) })?;
-    // SAFETY: a new descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // O_PATH with O_NOFOLLOW may open a link itself: only a folder goes on.
-    match stat_fd(&fd)?.st_mode & libc::S_IFMT {
-        libc::S_IFDIR => Ok(fd),
-        _ => Err(io::Error::from_raw_os_error(libc::ELOOP)),
-    }
+/// Opens the folder `name` in `parent` (or `/`, with None), never through a link: to read it
+/// and change its mode (ours, and the last one), or only to go on from it.
+fn open_at(parent: Option<&OwnedFd>, name: &OsStr, readable: bool) -> io::Result<OwnedFd> {
+    let c = at::os_name(name)?;
+    if readable { at::open_dir(parent, &c) } else { at::pass_dir(parent, &c) }
 }
 
 /// What stands at `name` when it could not be opened as a folder.
@@ -149,22 +132,16 @@ enum Found {
     Missing,
 }
 
-fn what_is(parent: RawFd, name: &OsStr, shown: &Path, opening: io::Error) -> Result<Found, Problem> {
-    let c = c_name(name).map_err(|e| refused(format!("{}: {e}", shown.display())))?;
-    // SAFETY: an all-zero stat is a valid value for fstatat to fill.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstatat with a descriptor we hold, a NUL-terminated name and a stat to fill.
-    let r = unsafe { libc::fstatat(parent, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
-    if r < 0 {
-        let e = io::Error::last_os_error();
-        return match e.kind() {
-            io::ErrorKind::NotFound => Ok(Found::Missing),
-            _ => Err(refused(format!("cannot open {}: {e}", shown.display()))),
-        };
-    }
-    match st.st_mode & libc::S_IFMT {
-        libc::S_IFLNK => Ok(Found::Link(st.st_uid)),
-        libc::S_IFDIR => Err(refused(format!("cannot open {}: {opening}", shown.display()))),
+fn what_is(parent: &OwnedFd, name: &OsStr, shown: &Path, opening: io::Error) -> Result<Found, Problem> {
+    let c = at::os_name(name).map_err(|e| refused(format!("{}: {e}", shown.display())))?;
+    let st = match at::lstat(parent, &c) {
+        Ok(Some(st)) => st,
+        Ok(None) => return Ok(Found::Missing),
+        Err(e) => return Err(refused(format!("cannot open {}: {e}", shown.display()))),
+    };
+    match at::kind(&st) {
+        at::LINK => Ok(Found::Link(st.st_uid)),
+        at::FOLDER => Err(refused(format!("cannot open {}: {opening}", shown.display()))),
         _ => Err(refused(format!("{} is not a folder", shown.display()))),
     }
 }
@@ -181,7 +158,7 @@ fn check_link(shown: &Path, owner: u32, own: bool, rules: Rules) -> Result<(), P
 
 /// Checks a folder through its handle; returns the mode it had when it was made private.
 fn check_folder(fd: &OwnedFd, shown: &Path, own: bool, rules: Rules) -> Result<Option<u32>, Problem> {
-    let st = stat_fd(fd).map_err(|e| refused(format!("cannot read {}: {e}", shown.display())))?;
+    let st = at::stat(fd).map_err(|e| refused(format!("cannot read {}: {e}", shown.display())))?;
     let (uid, mode) = (st.st_uid, st.st_mode as u32 & 0o7777);
     if !own {
         if uid != euid() && uid != 0 {
@@ -202,38 +179,16 @@ fn check_folder(fd: &OwnedFd, shown: &Path, own: bool, rules: Rules) -> Result<O
         let (what, fix) = if rules.forbidden == 0o022 { ("writable by group or others", "go-w") } else { ("open to group or others", "go-rwx") };
         return Err(Problem::Mode(format!("{} is {what} (mode {mode:o}): run `chmod {fix} {}`", shown.display(), shown.display())));
     }
-    // SAFETY: fchmod on a descriptor we hold (opened readable: not O_PATH).
-    let r = unsafe { libc::fchmod(fd.as_raw_fd(), (mode & !rules.forbidden) as libc::mode_t) };
-    super::check(r).map_err(|e| refused(format!("{} is open to others (mode {mode:o}) and cannot be made private: {e}", shown.display())))?;
+    // Opened readable (ours are), so not O_PATH: fchmod works on it.
+    at::chmod(fd, mode & !rules.forbidden).map_err(|e| refused(format!("{} is open to others (mode {mode:o}) and cannot be made private: {e}", shown.display())))?;
     Ok(Some(mode & 0o777))
 }
 
-fn stat_fd(fd: &OwnedFd) -> io::Result<libc::stat> {
-    // SAFETY: an all-zero stat is a valid value for fstat to fill.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat on a descriptor we hold.
-    super::check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
-    Ok(st)
+fn make_folder(parent: &OwnedFd, name: &OsStr) -> io::Result<()> {
+    // Made meanwhile by someone else is no error: the next look checks whose it is.
+    at::make_dir(parent, &at::os_name(name)?, 0o700)
 }
 
-fn make_folder(parent: RawFd, name: &OsStr) -> io::Result<()> {
-    let c = c_name(name)?;
-    // SAFETY: mkdirat with a descriptor we hold and a NUL-terminated name.
-    match super::check(unsafe { libc::mkdirat(parent, c.as_ptr(), 0o700) }) {
-        // Made meanwhile by someone else: the next look checks whose it is.
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        r => r.map(|_| ()),
-    }
-}
-
-fn read_link(parent: RawFd, name: &OsStr) -> io::Result<PathBuf> {
-    let c: CString = c_name(name)?;
-    let mut buf = vec![0u8; libc::PATH_MAX as usize];
-    // SAFETY: readlinkat into a buffer of the length given.
-    let n = unsafe { libc::readlinkat(parent, c.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    buf.truncate(n as usize);
-    Ok(PathBuf::from(OsStr::from_bytes(&buf)))
+fn read_link(parent: &OwnedFd, name: &OsStr) -> io::Result<PathBuf> {
+    at::read_link(parent, &at::os_name(name)?)
 }
