@@ -27,6 +27,22 @@ fn stalls(nvim: &Nvim) -> (f64, f64) {
     (v[0].as_f64().unwrap_or(0.0).max(0.0), v[1].as_f64().unwrap_or(0.0).max(0.0))
 }
 
+/// The numbers of a stream our core carried: the stalls, then the chat process's own counts
+/// (`process` a Lua expression for it).
+fn ours_of(nvim: &Nvim, process: &str) -> Stream {
+    let (longest_ms, p99_ms) = stalls(nvim);
+    let s = nvim.lua(&format!("return require('pi-ide.features.chat.process').stats({process})"));
+    let deltas = s["text_deltas"].as_u64().unwrap();
+    Stream {
+        longest_ms,
+        p99_ms,
+        per_delta_us: s["busy_ns"].as_f64().unwrap() / 1e3 / deltas as f64,
+        draws: s["lua_drains"].as_u64().unwrap(),
+        deltas,
+        longest_draw_ms: s["longest_ns"].as_f64().unwrap() / 1e6,
+    }
+}
+
 /// Types into the other window while Pi streams (as the user would), until `done` is true.
 fn type_until(nvim: &Nvim, done: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
@@ -56,18 +72,7 @@ pub fn ours(fake: &Path, deltas: u64, rate: u64) -> Stream {
     nvim.t("bench.stall_timer", json!([]));
     nvim.lua("require('pi-ide.features.chat').send('go')");
     type_until(&nvim, &format!("require('pi-ide.features.chat.view').text():find('d{deltas} ') ~= nil and require('pi-ide.features.chat').status() == ''"));
-    let (longest_ms, p99_ms) = stalls(&nvim);
-    let s = nvim.lua("return require('pi-ide.features.chat.process').stats(require('pi-ide.features.chat.process').current())");
-    let busy = s["busy_ns"].as_f64().unwrap();
-    let deltas_seen = s["text_deltas"].as_u64().unwrap();
-    Stream {
-        longest_ms,
-        p99_ms,
-        per_delta_us: busy / 1e3 / deltas_seen as f64,
-        draws: s["lua_drains"].as_u64().unwrap(),
-        deltas: deltas_seen,
-        longest_draw_ms: s["longest_ns"].as_f64().unwrap() / 1e6,
-    }
+    ours_of(&nvim, "require('pi-ide.features.chat.process').current()")
 }
 
 /// The pure-Lua way, for comparison: every line decoded and every delta drawn on the main loop.
@@ -111,19 +116,7 @@ pub fn acp(fake: &Path, chunks: u64, rate: u64) -> (Stream, f64) {
     nvim.lua(&format!("{chat}:send('stream {chunks} {rate}')"));
     let text = "require('pi-ide.features.chat.view').of('fake').text()";
     type_until(&nvim, &format!("{text}:find('c{chunks}%s') ~= nil and {chat}.state == 'idle'"));
-    let (longest_ms, p99_ms) = stalls(&nvim);
-    let s = nvim.lua(&format!("return require('pi-ide.features.chat.process').stats({chat}.proc)"));
-    let busy = s["busy_ns"].as_f64().unwrap();
-    let seen = s["text_deltas"].as_u64().unwrap();
-    let stream = Stream {
-        longest_ms,
-        p99_ms,
-        per_delta_us: busy / 1e3 / seen as f64,
-        draws: s["lua_drains"].as_u64().unwrap(),
-        deltas: seen,
-        longest_draw_ms: s["longest_ns"].as_f64().unwrap() / 1e6,
-    };
-    (stream, added)
+    (ours_of(&nvim, &format!("{chat}.proc")), added)
 }
 
 /// Neovim's VmRSS (KiB) after a full garbage collection.

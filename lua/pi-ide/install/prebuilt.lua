@@ -5,6 +5,7 @@
 -- Where it came from is recorded beside it. Every failure is a sentence; the caller then
 -- builds from source.
 local sha256 = require("pi-ide.install.sha256")
+local files = require("pi-ide.core.files")
 
 local M = {}
 
@@ -118,13 +119,7 @@ local function changed_sources(root)
 end
 
 local function read(path)
-  local f = io.open(path, "rb")
-  if not f then
-    return nil
-  end
-  local data = f:read("*a")
-  f:close()
-  return data
+  return (files.read(path))
 end
 
 -- What to download for this checkout: { target, tag, url }, or nil and why not.

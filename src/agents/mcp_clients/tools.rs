@@ -66,10 +66,10 @@ Tool {
                   them at something. Changes nothing on disk.",
     params: &[
         Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path of the file." },
-        Param { name: "startLine", ty: Ty::Integer, required: false, description: "First line to select, 1-based." },
-        Param { name: "endLine", ty: Ty::Integer, required: false, description: "Last line to select, 1-based." },
-        Param { name: "startText", ty: Ty::String, required: false, description: "Select from the first occurrence of this text." },
-        Param { name: "endText", ty: Ty::String, required: false, description: "...to the end of the next occurrence of this text." },
+        crate::protocol::tools::pi_ide::START_LINE,
+        crate::protocol::tools::pi_ide::END_LINE,
+        crate::protocol::tools::pi_ide::START_TEXT,
+        crate::protocol::tools::pi_ide::END_TEXT,
     ],
     read_only: true,
     ..PLAIN

@@ -14,6 +14,12 @@ pub(crate) const DIAGNOSTICS_FALLBACK: Fallback = Fallback {
     answer: diagnostics_fallback,
 };
 
+/// openFile's selection (the MCP clients' openFile takes the same).
+pub(crate) const START_LINE: Param = Param { name: "startLine", ty: Ty::Integer, required: false, description: "First line to select, 1-based." };
+pub(crate) const END_LINE: Param = Param { name: "endLine", ty: Ty::Integer, required: false, description: "Last line to select, 1-based." };
+pub(crate) const START_TEXT: Param = Param { name: "startText", ty: Ty::String, required: false, description: "Select from the first occurrence of this text." };
+pub(crate) const END_TEXT: Param = Param { name: "endText", ty: Ty::String, required: false, description: "...to the end of the next occurrence of this text." };
+
 /// getDiagnostics' one parameter (the tools of other agents that share its handler take it too).
 pub(crate) const DIAGNOSTICS_URI: Param = Param {
     name: "uri",
@@ -66,10 +72,10 @@ Tool {
     params: &[
         Param { name: "filePath", ty: Ty::String, required: true, description: "Absolute path (or relative to Neovim's directory)." },
         Param { name: "preview", ty: Ty::Boolean, required: false, description: "Open in the preview window." },
-        Param { name: "startLine", ty: Ty::Integer, required: false, description: "First line to select, 1-based." },
-        Param { name: "endLine", ty: Ty::Integer, required: false, description: "Last line to select, 1-based." },
-        Param { name: "startText", ty: Ty::String, required: false, description: "Select from the first occurrence of this text." },
-        Param { name: "endText", ty: Ty::String, required: false, description: "...to the end of the next occurrence of this text." },
+        START_LINE,
+        END_LINE,
+        START_TEXT,
+        END_TEXT,
         Param { name: "selectToEndOfLine", ty: Ty::Boolean, required: false, description: "Extend the selection to the end of its last line." },
         Param { name: "makeFrontmost", ty: Ty::Boolean, required: false, description: "Show and focus it (default true); false only loads it, leaving every window as it is." },
     ],

@@ -31,21 +31,11 @@ local function write(path, bytes)
   return os.rename(tmp, path)
 end
 
--- A FIFO or device swapped in would block Neovim on open: only a regular file is read.
+-- Only a regular file is read (files.lua); none kept is larger than this.
 local MAX_BYTES = 64 * 1024 * 1024
 
 local function read(path)
-  local st = vim.uv.fs_lstat(path)
-  if not (st and st.type == "file" and st.size <= MAX_BYTES) then
-    return nil
-  end
-  local f = io.open(path, "rb")
-  if not f then
-    return nil
-  end
-  local bytes = f:read("*a")
-  f:close()
-  return bytes
+  return (require("pi-ide.core.files").read(path, MAX_BYTES))
 end
 
 --- The bytes of `path`, a regular file (no link followed) within the cap, else nil.
