@@ -120,19 +120,21 @@ fn no_function_is_longer_than_80_lines() {
     assert_eq!(function_lengths(&body, true)[0].0, 92);
 }
 
-/// The core's modules (src/...) as paths of names, and which others each uses (`crate::` and
-/// `super::` paths, tests left out).
-fn module_graph() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
-    let src = root().join("src");
+/// A crate's modules (below `dir`: src/, bridge/src/, testkit/src/) as paths of names, and
+/// which others each uses (`crate::` and `super::` paths, tests left out). Programs of their
+/// own (bin/) are other crates, left out.
+fn module_graph(dir: &str) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let src = root().join(dir);
     let module_of = |p: &Path| -> Vec<String> {
         let rel = p.strip_prefix(&src).unwrap().with_extension("");
         let mut parts: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
-        if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        let root_file = parts.len() == 1 && matches!(parts[0].as_str(), "lib" | "main");
+        if root_file || matches!(parts.last().map(String::as_str), Some("mod")) {
             parts.pop();
         }
         parts
     };
-    let files = files("src", ".rs");
+    let files: Vec<PathBuf> = files(dir, ".rs").into_iter().filter(|f| !f.strip_prefix(&src).unwrap().starts_with("bin")).collect();
     let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(f)).collect();
     let resolve = |path: Vec<String>| -> Option<Vec<String>> {
         (1..=path.len()).rev().map(|n| path[..n].to_vec()).find(|p| modules.contains(p))
@@ -204,17 +206,25 @@ fn cycles_under(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>, parent: &[
     cycles
 }
 
-#[test]
-fn the_cores_modules_never_use_each_other_in_a_circle() {
-    let graph = module_graph();
+/// The circles among the modules of the crate below `dir`, one line each.
+fn circles_in(dir: &str) -> Vec<String> {
+    let graph = module_graph(dir);
     let parents: BTreeSet<Vec<String>> = graph.keys().filter(|m| !m.is_empty()).map(|m| m[..m.len() - 1].to_vec()).collect();
     let mut found = Vec::new();
     for parent in &parents {
         for cycle in cycles_under(&graph, parent) {
-            found.push(format!("under src/{}: {}", parent.join("/"), cycle.join(" <-> ")));
+            let under: PathBuf = std::iter::once(dir.to_owned()).chain(parent.iter().cloned()).collect();
+            found.push(format!("under {}: {}", under.display(), cycle.join(" <-> ")));
         }
     }
+    found
+}
+
+#[test]
+fn no_modules_of_the_core_the_bridge_or_the_testkit_use_each_other_in_a_circle() {
+    let found: Vec<String> = ["src", "bridge/src", "testkit/src"].into_iter().flat_map(circles_in).collect();
     assert!(found.is_empty(), "{}", found.join("\n"));
+    let graph = module_graph("src");
     // The layers, top to bottom: each uses only those below it.
     let layers = ["ffi", "server", "transport", "mcp", "state", "agents", "protocol", "support"];
     let top = |m: &Vec<String>| m.first().cloned().unwrap_or_default();
