@@ -4,6 +4,9 @@
 -- it from the start and with what, what connects one launched from Neovim to this Neovim, and
 -- its lines in :PiIde status and :checkhealth. The core's side of each agent is src/agents/.
 -- Everything else asks this registry; adding an agent is a module and a line in `names`.
+-- Each module spells its entry out as a plain table, though their first lines look alike: the
+-- fields differ in value and in which are there, and a constructor would hide from the reader
+-- of one agent what it is.
 -- An entry is an agent (a product), or `mcp`: every MCP client, served alike through pi-ide-mcp.
 --
 ---@class PiIde.Agent
