@@ -166,6 +166,34 @@ fn an_undecided_change_stays_across_a_restart_and_an_undone_deletion_puts_the_fi
 }
 
 #[test]
+fn an_empty_index_an_older_version_left_is_removed_at_start_so_that_nothing_kept_costs_nothing() {
+    let shared = pi_ide_testkit::nvim::temp_dir("pending-empty");
+    let (work, state) = (shared.join("work"), shared.join("state"));
+    std::fs::create_dir_all(&work).unwrap();
+    // Two folders' indexes that keep nothing (this folder's and another's), and one that keeps
+    // a change of a third folder: only the empty ones go.
+    let store = state.join("nvim/pi-ide/pending");
+    for (name, index) in [("0123456789abcdef", "{\"entries\":[]}"), ("fedcba9876543210", "{\"entries\":[]}"), ("00000000000000aa", "{\"entries\":[{\"path\":\"/nowhere/x\",\"agent\":\"pi\",\"kind\":\"created\"}]}")] {
+        std::fs::create_dir_all(store.join(name)).unwrap();
+        std::fs::write(store.join(name).join("index.json"), index).unwrap();
+    }
+    let opts = || Options { cwd: Some(work.clone()), env: vec![("XDG_STATE_HOME".into(), state.display().to_string())], after: Some("require('pi-ide').setup({})".into()), ..Default::default() };
+    let nvim = Nvim::start_with(opts());
+    nvim.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    wait_until("the empty indexes removed", PATIENCE, || !store.join("0123456789abcdef").exists() && !store.join("fedcba9876543210").exists());
+    assert!(store.join("00000000000000aa/index.json").exists(), "a kept change of another folder was removed");
+    assert_eq!(nvim.lua("return #require('pi-ide').info().pending"), json!(0));
+    // Only an empty index left: the store goes whole, and the next start looks for nothing.
+    drop(nvim);
+    std::fs::remove_dir_all(store.join("00000000000000aa")).unwrap();
+    std::fs::create_dir_all(store.join("0123456789abcdef")).unwrap();
+    std::fs::write(store.join("0123456789abcdef/index.json"), "{\"entries\":[]}").unwrap();
+    let again = Nvim::start_with(opts());
+    again.wait_for("require('pi-ide.core.server').running()", PATIENCE);
+    wait_until("the store removed", PATIENCE, || !store.exists());
+}
+
+#[test]
 fn a_storm_keeps_ignored_files_out_caps_what_is_listed_and_binary_files_are_named_not_diffed() {
     let (nvim, _p) = rig();
     let ws = nvim.cwd.clone();

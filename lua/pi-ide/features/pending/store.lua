@@ -98,8 +98,24 @@ function M.save(folder, entries)
   end
 end
 
+-- Folders whose index keeps no change (versions before 2026-12 left them): they go, so that a
+-- start finds nothing kept and pays for no hash.
+local function forget_empty()
+  for name, kind in vim.fs.dir(root()) do
+    local dir = root() .. "/" .. name
+    local ok, index = pcall(vim.json.decode, kind == "directory" and read(dir .. "/index.json") or "")
+    if ok and type(index) == "table" and type(index.entries) == "table" and next(index.entries) == nil then
+      forget(dir)
+    end
+  end
+end
+
 --- Gives `pending.restore(path, entry)` each change of `folder` kept from an earlier session.
 function M.load(folder, pending)
+  if nothing_kept() then
+    return
+  end
+  forget_empty()
   if nothing_kept() then
     return
   end
