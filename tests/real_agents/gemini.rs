@@ -84,6 +84,21 @@ impl Drop for Folders {
     }
 }
 
+/// What a person's terminal has for a TUI talking to loopback mocks: no proxy for them, a
+/// terminal and a UTF-8 locale, and no CI=true (or GITHUB_ACTIONS=true), which makes these CLIs
+/// headless (no TUI; Gemini CLI exits 42 on an empty stdin). Set by a CI runner, it would reach
+/// the CLI `:PiIde open` launched (Neovim's own environment plus these).
+pub fn a_persons_terminal() -> Vec<(String, String)> {
+    vec![
+        ("NO_PROXY".into(), "127.0.0.1,localhost".into()),
+        ("no_proxy".into(), "127.0.0.1,localhost".into()),
+        ("TERM".into(), "xterm-256color".into()),
+        ("LANG".into(), "C.UTF-8".into()),
+        ("CI".into(), String::new()),
+        ("GITHUB_ACTIONS".into(), String::new()),
+    ]
+}
+
 /// The CLI's whole environment: offline, its model the mock, its HOME and TMPDIR the test's.
 fn cli_env(dirs: &Folders, mock: &GeminiMock) -> Vec<(String, String)> {
     let (_, node_dir) = gemini_and_node();
@@ -102,16 +117,8 @@ fn cli_env(dirs: &Folders, mock: &GeminiMock) -> Vec<(String, String)> {
         // Where /.dockerenv exists (a CI container) it dials host.docker.internal instead of
         // 127.0.0.1, unless it is told it runs in a dev container.
         ("REMOTE_CONTAINERS".into(), "true".into()),
-        ("NO_PROXY".into(), "127.0.0.1,localhost".into()),
-        ("no_proxy".into(), "127.0.0.1,localhost".into()),
-        ("TERM".into(), "xterm-256color".into()),
-        ("LANG".into(), "C.UTF-8".into()),
-        // CI=true (or GITHUB_ACTIONS=true) makes it headless: no TUI, it exits 42 on an empty
-        // stdin. Set by a CI runner, it reached the CLI `:PiIde open` launched (Neovim's own
-        // environment plus these); a person's terminal has neither.
-        ("CI".into(), String::new()),
-        ("GITHUB_ACTIONS".into(), String::new()),
     ];
+    env.extend(a_persons_terminal());
     for k in ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"] {
         env.push((k.into(), url.clone()));
     }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::copilot_cli::agents_bin;
-use crate::gemini::{wait_agent, Folders, InNeovim, Screen, Tui};
+use crate::gemini::{a_persons_terminal, wait_agent, Folders, InNeovim, Screen, Tui};
 use crate::harness::*;
 use crate::openai_mock::{OpenAiMock, Reply};
 use crate::terminal;
@@ -63,19 +63,15 @@ fn command() -> Vec<String> {
 fn cli_env(dirs: &Folders, mock: &OpenAiMock) -> Vec<(String, String)> {
     let (_, node_dir) = qwen();
     let s = |p: &Path| p.to_string_lossy().into_owned();
-    vec![
+    let mut env = vec![
         ("PATH".into(), format!("{}:{}", node_dir.display(), std::env::var("PATH").unwrap_or_default())),
         ("HOME".into(), s(&dirs.home)),
         ("OPENAI_BASE_URL".into(), mock.base_url()),
         ("OPENAI_API_KEY".into(), "sk-dummy".into()),
         ("OPENAI_MODEL".into(), "mock-model".into()),
-        ("NO_PROXY".into(), "127.0.0.1,localhost".into()),
-        ("no_proxy".into(), "127.0.0.1,localhost".into()),
-        ("TERM".into(), "xterm-256color".into()),
-        ("LANG".into(), "C.UTF-8".into()),
-        ("CI".into(), String::new()),
-        ("GITHUB_ACTIONS".into(), String::new()),
-    ]
+    ];
+    env.extend(a_persons_terminal());
+    env
 }
 
 /// The model: `what-is-selected` answered plainly; `please-write-<name>` writes a new file
