@@ -74,12 +74,10 @@ end
 
 --- The SHA-256 of a file, or nil and why not.
 function M.file(path)
-  local f, err = io.open(path, "rb")
-  if not f then
+  local data, err = require("pi-ide.core.files").read(path)
+  if not data then
     return nil, err
   end
-  local data = f:read("*a")
-  f:close()
   return M.hex(data)
 end
 
