@@ -464,6 +464,12 @@ fn checkout_stamp(_: &Lua, root: String) -> LuaResult<Option<String>> {
     Ok(crate::support::stamp::stamp(Path::new(&root)))
 }
 
+/// What the sources under `root` are without reading them (their sizes, inodes and change
+/// times): native.lua keeps the stamp by it.
+fn checkout_key(_: &Lua, root: String) -> LuaResult<Option<String>> {
+    Ok(crate::support::stamp::key(Path::new(&root)))
+}
+
 fn set_workspace_folders(_: &Lua, folders: Vec<String>) -> LuaResult<bool> {
     match with_server(|s| s.set_workspace_folders(folders)) {
         Some(r) => r.map_err(err),
@@ -574,6 +580,7 @@ fn pi_ide(lua: &Lua) -> LuaResult<Table> {
         check_lockfiles => check_lockfiles,
         check_lock_dirs => check_lock_dirs,
         checkout_stamp => checkout_stamp,
+        checkout_key => checkout_key,
         diagnostics_touch => diagnostics_touch,
         diagnostics_generation => diagnostics_generation,
         diagnostics_update => diagnostics_update,

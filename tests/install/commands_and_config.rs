@@ -365,14 +365,34 @@ fn a_library_built_from_other_sources_than_the_checkout_is_refused() {
     for f in ["build.rs", "Cargo.toml", "Cargo.lock"] {
         std::fs::copy(root.join(f), dir.join(f)).unwrap();
     }
-    let nvim = nvim_with_plugin_at(&dir);
-    nvim.wait_for("require('pi-ide').info().running", PATIENCE);
-    drop(nvim);
-    // A `git pull` changes the Rust code (no version or ABI bump) and nothing is rebuilt.
+    // One cache for every start, as a user's: the stamp is kept there by the sources' key.
+    let cache = dir.join("cache");
+    let start = || {
+        Nvim::start_with(Options {
+            before: Some(format!(
+                "vim.opt.rtp:remove('{}') vim.opt.rtp:prepend('{}') require('pi_ide_test').record_notify()",
+                root.display(),
+                dir.display()
+            )),
+            env: vec![("XDG_CACHE_HOME".into(), cache.display().to_string())],
+            ..Default::default()
+        })
+    };
+    for _ in 0..2 {
+        let nvim = start();
+        nvim.wait_for("require('pi-ide').info().running", PATIENCE);
+        drop(nvim);
+    }
+    let kept = std::fs::read_to_string(cache.join("nvim/pi-ide-stamps.json")).unwrap();
+    assert!(kept.contains(&dir.display().to_string()), "{kept}");
+    // A `git pull` changes the Rust code (no version or ABI bump), the file's size the same,
+    // and nothing is rebuilt: the kept stamp is not taken for it.
     let lib = dir.join("src/lib.rs");
     let text = std::fs::read_to_string(&lib).unwrap();
-    std::fs::write(&lib, format!("{text}\n// a change from upstream\n")).unwrap();
-    let nvim = nvim_with_plugin_at(&dir);
+    let changed = format!("{}X\n", &text[..text.len() - 2]);
+    assert_eq!(changed.len(), text.len());
+    std::fs::write(&lib, changed).unwrap();
+    let nvim = start();
     nvim.wait_t("any_note", json!([]), PATIENCE);
     let notes = nvim.notes();
     assert_eq!(notes.len(), 1, "{notes:?}");
