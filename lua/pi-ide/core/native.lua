@@ -45,7 +45,8 @@ local function checkout_stamp(mod)
   end
   local key = mod.checkout_key(M.root)
   local cache = vim.fn.stdpath("cache") .. "/pi-ide-stamps.json"
-  local ok, kept = pcall(vim.json.decode, require("pi-ide.core.files").read(cache, 64 * 1024) or "")
+  local files = require("pi-ide.core.files")
+  local ok, kept = pcall(vim.json.decode, files.read(cache, 64 * 1024) or "")
   kept = ok and type(kept) == "table" and kept or {}
   local entry = kept[M.root]
   if key and type(entry) == "table" and entry.key == key and type(entry.stamp) == "string" then
@@ -54,14 +55,8 @@ local function checkout_stamp(mod)
   local stamp = mod.checkout_stamp(M.root)
   if key and stamp then
     kept[M.root] = { key = key, stamp = stamp }
-    local tmp = ("%s.%d.tmp"):format(cache, vim.fn.getpid())
     vim.fn.mkdir(vim.fn.fnamemodify(cache, ":h"), "p")
-    local f = io.open(tmp, "wb")
-    if f then
-      f:write(vim.json.encode(kept))
-      f:close()
-      os.rename(tmp, cache)
-    end
+    files.write(cache, vim.json.encode(kept))
   end
   return stamp
 end

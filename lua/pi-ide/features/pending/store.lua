@@ -21,14 +21,7 @@ local function nothing_kept()
 end
 
 local function write(path, bytes)
-  local tmp = path .. ".tmp"
-  local f = io.open(tmp, "wb")
-  if not f then
-    return false
-  end
-  f:write(bytes)
-  f:close()
-  return os.rename(tmp, path)
+  return require("pi-ide.core.files").write(path, bytes)
 end
 
 -- Only a regular file is read (files.lua); none kept is larger than this.
